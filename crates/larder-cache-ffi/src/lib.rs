@@ -1,0 +1,1 @@
+//! larder-cache-ffi (work in progress)

@@ -1,0 +1,1 @@
+//! larder-cache (work in progress)

@@ -1,0 +1,1 @@
+//! larder-commands (work in progress)

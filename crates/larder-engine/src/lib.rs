@@ -1,0 +1,1 @@
+//! larder-engine (work in progress)

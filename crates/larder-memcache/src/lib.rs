@@ -1,0 +1,1 @@
+//! larder-memcache (work in progress)

@@ -1,0 +1,1 @@
+//! larder-resp (work in progress)
