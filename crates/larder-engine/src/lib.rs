@@ -1,1 +1,26 @@
-//! larder-engine (work in progress)
+//! The larder keyspace: databases split into lock-striped shards, the entries they hold, and
+//! expiry.
+//!
+//! Main types: [`Keyspace`] (all databases), [`Db`] (one numbered database, a fixed set of
+//! shards), [`Shard`] (one hash table with its entries, a slab of slots, and an expiry index),
+//! [`Entry`] (one key with its metadata and value).
+//!
+//! A command locks the shard (or shards, in ascending order) that own its keys, runs shard-local
+//! operations, and unlocks. Shard operations do no I/O and know nothing of any protocol, so they
+//! are tested without sockets.
+//!
+//! It is not: a network server, a protocol codec, or a command table (see `larder-commands`).
+#![forbid(unsafe_code)]
+
+mod clock;
+mod entry;
+mod error;
+pub mod glob;
+mod keyspace;
+mod shard;
+
+pub use clock::{lru_clock, now_ms, now_us};
+pub use entry::{Entry, Object, ObjectKind};
+pub use error::EngineError;
+pub use keyspace::{Db, DbGuards, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
+pub use shard::{Shard, SlotId};

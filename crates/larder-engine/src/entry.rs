@@ -1,0 +1,281 @@
+//! One key and everything stored with it.
+
+/// The Redis type of a value, as `TYPE` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    String,
+    List,
+    Hash,
+    Set,
+    ZSet,
+    Stream,
+}
+
+impl ObjectKind {
+    /// The name `TYPE` and `SCAN ... TYPE` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectKind::String => "string",
+            ObjectKind::List => "list",
+            ObjectKind::Hash => "hash",
+            ObjectKind::Set => "set",
+            ObjectKind::ZSet => "zset",
+            ObjectKind::Stream => "stream",
+        }
+    }
+}
+
+/// A value that does not live inline in the entry's key allocation.
+///
+/// Strings start inline (one allocation holds key and value); a string that is grown in place
+/// (APPEND, SETRANGE) moves here so that repeated growth is amortised. Collection types will
+/// join this enum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Object {
+    /// A string that has been modified in place.
+    Str(Vec<u8>),
+}
+
+impl Object {
+    pub fn kind(&self) -> ObjectKind {
+        match self {
+            Object::Str(_) => ObjectKind::String,
+        }
+    }
+
+    /// Approximate heap bytes owned by the object.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Object::Str(v) => v.capacity(),
+        }
+    }
+}
+
+/// One key with its metadata and value.
+///
+/// Layout is chosen for memory: key and inline string value share one allocation (`kv`), and
+/// the metadata a later issue needs (per-key version for compare-and-set, memcached client
+/// flags, access time for LRU/LFU) lives in fixed fields. 56 bytes plus the `kv` allocation.
+///
+/// Invariant: `version == 0` marks a vacant slab slot; live entries have `version >= 1`.
+#[derive(Debug)]
+pub struct Entry {
+    /// Key bytes, followed by the string value when `object` is `None`.
+    kv: Box<[u8]>,
+    /// A value that is not an inline string.
+    object: Option<Box<Object>>,
+    /// Unique, increasing per write; 0 = vacant slot.
+    pub(crate) version: u64,
+    /// Absolute deadline in Unix milliseconds; 0 = no expiry.
+    pub(crate) expire_at_ms: u64,
+    key_len: u32,
+    /// memcached client flags.
+    pub(crate) flags: u32,
+    /// LRU clock (seconds) of the last access.
+    pub(crate) access: u32,
+}
+
+impl Entry {
+    pub(crate) fn vacant() -> Entry {
+        Entry {
+            kv: Box::default(),
+            object: None,
+            version: 0,
+            expire_at_ms: 0,
+            key_len: 0,
+            flags: 0,
+            access: 0,
+        }
+    }
+
+    pub(crate) fn new_string(key: &[u8], value: &[u8]) -> Entry {
+        let mut kv = Vec::with_capacity(key.len() + value.len());
+        kv.extend_from_slice(key);
+        kv.extend_from_slice(value);
+        Entry {
+            kv: kv.into_boxed_slice(),
+            object: None,
+            version: 0,
+            expire_at_ms: 0,
+            key_len: key.len() as u32,
+            flags: 0,
+            access: 0,
+        }
+    }
+
+    pub(crate) fn new_object(key: &[u8], object: Object) -> Entry {
+        Entry {
+            kv: Box::from(key),
+            object: Some(Box::new(object)),
+            version: 0,
+            expire_at_ms: 0,
+            key_len: key.len() as u32,
+            flags: 0,
+            access: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_vacant(&self) -> bool {
+        self.version == 0
+    }
+
+    /// The key.
+    #[inline]
+    pub fn key(&self) -> &[u8] {
+        &self.kv[..self.key_len as usize]
+    }
+
+    /// The value's Redis type.
+    #[inline]
+    pub fn kind(&self) -> ObjectKind {
+        match &self.object {
+            None => ObjectKind::String,
+            Some(o) => o.kind(),
+        }
+    }
+
+    /// The string value, or `None` if the key holds another type.
+    #[inline]
+    pub fn string(&self) -> Option<&[u8]> {
+        match &self.object {
+            None => Some(&self.kv[self.key_len as usize..]),
+            Some(o) => match o.as_ref() {
+                Object::Str(v) => Some(v),
+            },
+        }
+    }
+
+    /// True if the string was modified in place (Redis's "raw" encoding).
+    pub fn is_grown_string(&self) -> bool {
+        matches!(self.object.as_deref(), Some(Object::Str(_)))
+    }
+
+    /// The non-inline value, if any.
+    pub fn object(&self) -> Option<&Object> {
+        self.object.as_deref()
+    }
+
+    /// Replace the value by an inline string, reusing the allocation when sizes match.
+    pub(crate) fn set_string(&mut self, value: &[u8]) {
+        let key_len = self.key_len as usize;
+        if self.object.is_none() && self.kv.len() == key_len + value.len() {
+            self.kv[key_len..].copy_from_slice(value);
+            return;
+        }
+        let mut kv = Vec::with_capacity(key_len + value.len());
+        kv.extend_from_slice(&self.kv[..key_len]);
+        kv.extend_from_slice(value);
+        self.kv = kv.into_boxed_slice();
+        self.object = None;
+    }
+
+    /// The string value as a growable buffer, moving an inline value out of `kv` first.
+    /// Returns `None` if the key holds another type.
+    pub(crate) fn string_mut(&mut self) -> Option<&mut Vec<u8>> {
+        if self.object.is_none() {
+            let key_len = self.key_len as usize;
+            let value = self.kv[key_len..].to_vec();
+            self.kv = Box::from(&self.kv[..key_len]);
+            self.object = Some(Box::new(Object::Str(value)));
+        }
+        match self.object.as_deref_mut() {
+            Some(Object::Str(v)) => Some(v),
+            None => None,
+        }
+    }
+
+    pub(crate) fn set_object(&mut self, object: Object) {
+        let key_len = self.key_len as usize;
+        if self.kv.len() != key_len {
+            self.kv = Box::from(&self.kv[..key_len]);
+        }
+        self.object = Some(Box::new(object));
+    }
+
+    /// A copy of the value under another key (COPY, RENAME across shards).
+    pub(crate) fn clone_with_key(&self, key: &[u8]) -> Entry {
+        let mut e = match &self.object {
+            None => Entry::new_string(key, self.string().unwrap_or_default()),
+            Some(o) => Entry::new_object(key, o.as_ref().clone()),
+        };
+        e.expire_at_ms = self.expire_at_ms;
+        e.flags = self.flags;
+        e.access = self.access;
+        e
+    }
+
+    /// Per-key version; increases on every write and doubles as memcached's CAS unique.
+    #[inline]
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Absolute expiry deadline in Unix ms, if any.
+    #[inline]
+    pub fn expire_at_ms(&self) -> Option<u64> {
+        (self.expire_at_ms != 0).then_some(self.expire_at_ms)
+    }
+
+    /// memcached client flags.
+    #[inline]
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
+    /// LRU clock (seconds) of the last access.
+    #[inline]
+    pub fn access(&self) -> u32 {
+        self.access
+    }
+
+    /// Whether the entry is past its deadline at `now_ms`.
+    #[inline]
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
+    }
+
+    /// Approximate bytes this entry costs: the slot, the allocations, and the index share.
+    pub fn memory_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<Entry>() + 8;
+        let kv = self.kv.len().next_multiple_of(8);
+        let obj = self.object.as_ref().map_or(0, |o| std::mem::size_of::<Object>() + o.heap_bytes());
+        slot + kv + obj
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_is_compact() {
+        assert!(std::mem::size_of::<Entry>() <= 56, "{}", std::mem::size_of::<Entry>());
+    }
+
+    #[test]
+    fn inline_and_grown_strings() {
+        let mut e = Entry::new_string(b"key", b"value");
+        assert_eq!(e.key(), b"key");
+        assert_eq!(e.string(), Some(&b"value"[..]));
+        e.set_string(b"VALUE");
+        assert_eq!(e.string(), Some(&b"VALUE"[..]));
+        e.string_mut().map(|v| v.extend_from_slice(b"!!"));
+        assert!(e.is_grown_string());
+        assert_eq!(e.key(), b"key");
+        assert_eq!(e.string(), Some(&b"VALUE!!"[..]));
+        e.set_string(b"x");
+        assert!(!e.is_grown_string());
+        assert_eq!(e.string(), Some(&b"x"[..]));
+        let c = e.clone_with_key(b"other");
+        assert_eq!(c.key(), b"other");
+        assert_eq!(c.string(), Some(&b"x"[..]));
+    }
+
+    #[test]
+    fn empty_key_is_not_vacant() {
+        let e = Entry::new_string(b"", b"");
+        assert_eq!(e.key(), b"");
+        assert!(Entry::vacant().is_vacant());
+    }
+}

@@ -1,0 +1,497 @@
+//! One shard: a hash index over a slab of entries, and an expiry index.
+
+use std::collections::BTreeSet;
+
+use hashbrown::HashTable;
+
+use crate::entry::{Entry, Object};
+
+/// Stable position of an entry inside its shard. It does not move while the key lives, which
+/// is what makes SCAN's guarantee hold while the index grows or shrinks.
+pub type SlotId = u32;
+
+/// Slots are kept in chunks so that growing the slab never moves more than one chunk.
+const CHUNK_SLOTS: usize = 4096;
+const CHUNK_SHIFT: u32 = CHUNK_SLOTS.trailing_zeros();
+
+/// Hash a key. One hash is computed per key per command: its bits pick the shard and the
+/// index bucket.
+#[inline]
+pub(crate) fn hash_key(key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(key)
+}
+
+/// A hash table of entries plus an ordered index of expiry deadlines.
+///
+/// Invariants:
+/// - `index` holds exactly the slot ids of live (non-vacant) entries, each once.
+/// - `expires` holds `(deadline, slot)` for exactly the live entries with a deadline.
+/// - Vacant slots are in `free`; slot ids of live entries never change.
+#[derive(Debug)]
+pub struct Shard {
+    index: HashTable<SlotId>,
+    chunks: Vec<Vec<Entry>>,
+    free: Vec<SlotId>,
+    expires: BTreeSet<(u64, SlotId)>,
+    version_seq: u64,
+    /// Unique shard number across the keyspace, mixed into versions so they are unique.
+    id: u32,
+    /// Bytes held by entries (approximate), for INFO memory and eviction.
+    used_bytes: usize,
+}
+
+impl Shard {
+    pub(crate) fn new(id: u32) -> Shard {
+        Shard {
+            index: HashTable::new(),
+            chunks: Vec::new(),
+            free: Vec::new(),
+            expires: BTreeSet::new(),
+            version_seq: 0,
+            id,
+            used_bytes: 0,
+        }
+    }
+
+    /// Number of keys, expired-but-not-yet-reclaimed ones included.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Number of keys with a deadline.
+    pub fn volatile_len(&self) -> usize {
+        self.expires.len()
+    }
+
+    /// The earliest deadline in this shard, if any.
+    pub fn next_deadline_ms(&self) -> Option<u64> {
+        self.expires.first().map(|&(at, _)| at)
+    }
+
+    /// Approximate bytes held by this shard's entries and tables.
+    pub fn used_bytes(&self) -> usize {
+        self.used_bytes
+            + self.index.capacity() * 5
+            + self.chunks.iter().map(|c| c.capacity()).sum::<usize>()
+                * std::mem::size_of::<Entry>()
+            + self.expires.len() * 24
+    }
+
+    #[inline]
+    fn slot(&self, slot: SlotId) -> &Entry {
+        &self.chunks[(slot >> CHUNK_SHIFT) as usize][slot as usize & (CHUNK_SLOTS - 1)]
+    }
+
+    #[inline]
+    fn slot_mut(&mut self, slot: SlotId) -> &mut Entry {
+        &mut self.chunks[(slot >> CHUNK_SHIFT) as usize][slot as usize & (CHUNK_SLOTS - 1)]
+    }
+
+    /// The entry in a slot returned by [`Shard::find`] or [`Shard::insert`].
+    #[inline]
+    pub fn entry(&self, slot: SlotId) -> &Entry {
+        self.slot(slot)
+    }
+
+    /// Find a key without looking at its deadline.
+    #[inline]
+    pub fn find_raw(&self, key: &[u8], hash: u64) -> Option<SlotId> {
+        let chunks = &self.chunks;
+        self.index
+            .find(hash, |&s| {
+                chunks[(s >> CHUNK_SHIFT) as usize][s as usize & (CHUNK_SLOTS - 1)].key() == key
+            })
+            .copied()
+    }
+
+    /// Find a live key. An expired key is removed on the way (lazy expiry) and not returned.
+    #[inline]
+    pub fn find(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<SlotId> {
+        let slot = self.find_raw(key, hash)?;
+        if self.slot(slot).is_expired(now_ms) {
+            self.remove(slot);
+            return None;
+        }
+        Some(slot)
+    }
+
+    /// Like [`Shard::find`], also recording the access for LRU/`OBJECT IDLETIME`.
+    #[inline]
+    pub fn find_touch(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<SlotId> {
+        let slot = self.find(key, hash, now_ms)?;
+        self.slot_mut(slot).access = crate::clock::lru_clock(now_ms);
+        Some(slot)
+    }
+
+    fn next_version(&mut self) -> u64 {
+        self.version_seq += 1;
+        (self.version_seq << 20) | u64::from(self.id)
+    }
+
+    fn alloc_slot(&mut self, entry: Entry) -> SlotId {
+        if let Some(slot) = self.free.pop() {
+            *self.slot_mut(slot) = entry;
+            return slot;
+        }
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.len() < CHUNK_SLOTS => {
+                chunk.push(entry);
+            }
+            _ => {
+                // A new chunk starts small so that tiny shards stay tiny; it grows by doubling
+                // up to CHUNK_SLOTS, which bounds the memmove a growth step costs.
+                let mut chunk = Vec::with_capacity(if self.chunks.is_empty() { 4 } else { 64 });
+                chunk.push(entry);
+                self.chunks.push(chunk);
+            }
+        }
+        let chunk = self.chunks.len() - 1;
+        ((chunk << CHUNK_SHIFT) | (self.chunks[chunk].len() - 1)) as SlotId
+    }
+
+    /// Insert a key that is known to be absent (check with [`Shard::find`] first).
+    pub fn insert_string(
+        &mut self,
+        key: &[u8],
+        hash: u64,
+        value: &[u8],
+        expire_at_ms: u64,
+        now_ms: u64,
+    ) -> SlotId {
+        self.insert_entry(Entry::new_string(key, value), hash, expire_at_ms, now_ms)
+    }
+
+    /// Insert a key holding an object; the key must be absent.
+    pub fn insert_object(
+        &mut self,
+        key: &[u8],
+        hash: u64,
+        object: Object,
+        expire_at_ms: u64,
+        now_ms: u64,
+    ) -> SlotId {
+        self.insert_entry(Entry::new_object(key, object), hash, expire_at_ms, now_ms)
+    }
+
+    /// Insert a prepared entry (RENAME, COPY, MOVE); the key must be absent. The entry gets a
+    /// new version; its deadline is replaced by `expire_at_ms`.
+    pub(crate) fn insert_entry(
+        &mut self,
+        mut entry: Entry,
+        hash: u64,
+        expire_at_ms: u64,
+        now_ms: u64,
+    ) -> SlotId {
+        debug_assert!(self.find_raw(entry.key(), hash).is_none());
+        entry.version = self.next_version();
+        entry.expire_at_ms = expire_at_ms;
+        entry.access = crate::clock::lru_clock(now_ms);
+        self.used_bytes += entry.memory_bytes();
+        let slot = self.alloc_slot(entry);
+        if expire_at_ms != 0 {
+            self.expires.insert((expire_at_ms, slot));
+        }
+        let chunks = &self.chunks;
+        self.index.insert_unique(hash, slot, |&s| {
+            hash_key(chunks[(s >> CHUNK_SHIFT) as usize][s as usize & (CHUNK_SLOTS - 1)].key())
+        });
+        slot
+    }
+
+    /// Insert a copy of `entry` under `key` (which must be absent), keeping its deadline.
+    pub fn insert_copy(&mut self, entry: &Entry, key: &[u8], hash: u64, now_ms: u64) -> SlotId {
+        let copy = entry.clone_with_key(key);
+        let at = copy.expire_at_ms;
+        self.insert_entry(copy, hash, at, now_ms)
+    }
+
+    /// Remove a live entry and return it.
+    pub fn remove(&mut self, slot: SlotId) -> Entry {
+        let hash = hash_key(self.slot(slot).key());
+        let Ok(found) = self.index.find_entry(hash, |&s| s == slot) else {
+            // Invariant: every live slot is indexed.
+            unreachable!("slot {slot} not in index");
+        };
+        found.remove();
+        let entry = std::mem::replace(self.slot_mut(slot), Entry::vacant());
+        if entry.expire_at_ms != 0 {
+            self.expires.remove(&(entry.expire_at_ms, slot));
+        }
+        self.used_bytes = self.used_bytes.saturating_sub(entry.memory_bytes());
+        self.free.push(slot);
+        self.maybe_shrink();
+        entry
+    }
+
+    /// Give memory back when the index is mostly empty. Slot ids do not move.
+    fn maybe_shrink(&mut self) {
+        if self.index.is_empty() {
+            self.chunks.clear();
+            self.free.clear();
+            self.index = HashTable::new();
+            return;
+        }
+        let cap = self.index.capacity();
+        if cap > 64 && self.index.len() * 8 < cap {
+            let chunks = &self.chunks;
+            self.index.shrink_to(self.index.len() * 2, |&s| {
+                hash_key(chunks[(s >> CHUNK_SHIFT) as usize][s as usize & (CHUNK_SLOTS - 1)].key())
+            });
+        }
+    }
+
+    /// Remove every key.
+    pub fn clear(&mut self) -> Vec<Vec<Entry>> {
+        self.index = HashTable::new();
+        self.free = Vec::new();
+        self.expires = BTreeSet::new();
+        self.used_bytes = 0;
+        std::mem::take(&mut self.chunks)
+    }
+
+    fn account<R>(&mut self, slot: SlotId, f: impl FnOnce(&mut Entry) -> R) -> R {
+        let version = self.next_version();
+        let e = self.slot_mut(slot);
+        let before = e.memory_bytes();
+        let r = f(e);
+        e.version = version;
+        let after = e.memory_bytes();
+        self.used_bytes = (self.used_bytes + after).saturating_sub(before);
+        r
+    }
+
+    /// Replace the value with an inline string. The deadline is kept.
+    pub fn set_string(&mut self, slot: SlotId, value: &[u8]) {
+        self.account(slot, |e| e.set_string(value));
+    }
+
+    /// Replace the value with an object. The deadline is kept.
+    pub fn set_object(&mut self, slot: SlotId, object: Object) {
+        self.account(slot, |e| e.set_object(object));
+    }
+
+    /// Modify the string in place through `f` (APPEND, SETRANGE). Returns `None` if the key
+    /// holds another type.
+    pub fn update_string<R>(&mut self, slot: SlotId, f: impl FnOnce(&mut Vec<u8>) -> R) -> Option<R> {
+        if self.slot(slot).string().is_none() {
+            return None;
+        }
+        self.account(slot, |e| e.string_mut().map(f))
+    }
+
+    /// Set (`Some`) or clear (`None`) the deadline. Counts as a write (bumps the version).
+    pub fn set_expire(&mut self, slot: SlotId, expire_at_ms: Option<u64>) {
+        let new_at = expire_at_ms.unwrap_or(0);
+        let old_at = self.slot(slot).expire_at_ms;
+        if old_at != 0 {
+            self.expires.remove(&(old_at, slot));
+        }
+        if new_at != 0 {
+            self.expires.insert((new_at, slot));
+        }
+        let version = self.next_version();
+        let e = self.slot_mut(slot);
+        e.expire_at_ms = new_at;
+        e.version = version;
+    }
+
+    /// Set memcached client flags.
+    pub fn set_flags(&mut self, slot: SlotId, flags: u32) {
+        self.slot_mut(slot).flags = flags;
+    }
+
+    /// Record an access at `now_ms` (TOUCH).
+    pub fn touch(&mut self, slot: SlotId, now_ms: u64) {
+        self.slot_mut(slot).access = crate::clock::lru_clock(now_ms);
+    }
+
+    /// Remove up to `max` entries whose deadline is at or before `now_ms`, calling `on_expired`
+    /// with each. Returns how many were removed.
+    pub fn expire_due(&mut self, now_ms: u64, max: usize, mut on_expired: impl FnMut(&Entry)) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(&(at, slot)) = self.expires.first() else { break };
+            if at > now_ms {
+                break;
+            }
+            let e = self.remove(slot);
+            on_expired(&e);
+            n += 1;
+        }
+        n
+    }
+
+    /// Visit live entries in slot order starting at `from`, until `budget` slots have been
+    /// looked at. Returns the slot to continue from, or `None` when the shard is done.
+    pub fn scan(&self, from: SlotId, budget: usize, mut visit: impl FnMut(&Entry)) -> Option<SlotId> {
+        let total = self.slot_count();
+        let mut slot = from as usize;
+        let mut seen = 0;
+        while slot < total {
+            let e = self.slot(slot as SlotId);
+            if !e.is_vacant() {
+                visit(e);
+                seen += 1;
+                if seen >= budget {
+                    return (slot + 1 < total).then_some((slot + 1) as SlotId);
+                }
+            }
+            slot += 1;
+        }
+        None
+    }
+
+    /// Number of slots (live and vacant) in the slab: slot ids are below this.
+    fn slot_count(&self) -> usize {
+        match self.chunks.len() {
+            0 => 0,
+            n => ((n - 1) << CHUNK_SHIFT) + self.chunks[n - 1].len(),
+        }
+    }
+
+    /// Iterate over live entries (unordered; KEYS, RANDOMKEY, DEBUG).
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.chunks.iter().flatten().filter(|e| !e.is_vacant())
+    }
+
+    /// The entry at position `n` among live entries in slot order, wrapping; for RANDOMKEY.
+    pub fn nth_live(&self, n: usize) -> Option<&Entry> {
+        if self.is_empty() {
+            return None;
+        }
+        self.iter().nth(n % self.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(s: &mut Shard, k: &[u8], v: &[u8], at: u64) -> SlotId {
+        let h = hash_key(k);
+        assert!(s.find(k, h, 0).is_none());
+        s.insert_string(k, h, v, at, 0)
+    }
+
+    #[test]
+    fn insert_find_remove() {
+        let mut s = Shard::new(1);
+        for i in 0..10_000u32 {
+            put(&mut s, format!("k{i}").as_bytes(), format!("v{i}").as_bytes(), 0);
+        }
+        assert_eq!(s.len(), 10_000);
+        for i in 0..10_000u32 {
+            let k = format!("k{i}");
+            let slot = s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).expect("present");
+            assert_eq!(s.entry(slot).string(), Some(format!("v{i}").as_bytes()));
+        }
+        for i in (0..10_000u32).step_by(2) {
+            let k = format!("k{i}");
+            let slot = s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).expect("present");
+            assert_eq!(s.remove(slot).key(), k.as_bytes());
+        }
+        assert_eq!(s.len(), 5_000);
+        for i in 0..10_000u32 {
+            let k = format!("k{i}");
+            assert_eq!(s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).is_some(), i % 2 == 1);
+        }
+    }
+
+    #[test]
+    fn versions_increase_and_are_unique() {
+        let mut s = Shard::new(7);
+        let slot = put(&mut s, b"a", b"1", 0);
+        let v1 = s.entry(slot).version();
+        s.set_string(slot, b"2");
+        let v2 = s.entry(slot).version();
+        assert!(v2 > v1);
+        assert_eq!(v2 & 0xfffff, 7);
+        s.set_expire(slot, Some(100));
+        assert!(s.entry(slot).version() > v2);
+    }
+
+    #[test]
+    fn lazy_and_active_expiry() {
+        let mut s = Shard::new(0);
+        put(&mut s, b"a", b"1", 100);
+        put(&mut s, b"b", b"1", 200);
+        put(&mut s, b"c", b"1", 0);
+        assert_eq!(s.volatile_len(), 2);
+        assert_eq!(s.next_deadline_ms(), Some(100));
+        // Lazy: a lookup after the deadline removes it.
+        assert!(s.find(b"a", hash_key(b"a"), 100).is_none());
+        assert_eq!(s.len(), 2);
+        let mut expired = Vec::new();
+        assert_eq!(s.expire_due(250, 10, |e| expired.push(e.key().to_vec())), 1);
+        assert_eq!(expired, vec![b"b".to_vec()]);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s.volatile_len(), 0);
+    }
+
+    #[test]
+    fn set_expire_moves_deadline() {
+        let mut s = Shard::new(0);
+        let slot = put(&mut s, b"a", b"1", 100);
+        s.set_expire(slot, Some(500));
+        assert_eq!(s.expire_due(200, 10, |_| {}), 0);
+        s.set_expire(slot, None);
+        assert_eq!(s.expire_due(1000, 10, |_| {}), 0);
+        assert_eq!(s.len(), 1);
+    }
+
+    #[test]
+    fn scan_returns_stable_keys_across_growth_and_shrink() {
+        let mut s = Shard::new(0);
+        for i in 0..1000u32 {
+            put(&mut s, format!("stable{i}").as_bytes(), b"", 0);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = Some(0);
+        let mut round = 0u32;
+        while let Some(c) = cursor {
+            cursor = s.scan(c, 10, |e| {
+                seen.insert(e.key().to_vec());
+            });
+            // Churn between calls: add many keys, then delete them again.
+            for j in 0..200u32 {
+                put(&mut s, format!("churn{round}-{j}").as_bytes(), b"", 0);
+            }
+            for j in 0..200u32 {
+                let k = format!("churn{round}-{j}");
+                let slot = s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).expect("present");
+                s.remove(slot);
+            }
+            round += 1;
+        }
+        for i in 0..1000u32 {
+            assert!(seen.contains(format!("stable{i}").as_bytes()), "missed stable{i}");
+        }
+    }
+
+    #[test]
+    fn update_string_grows_in_place() {
+        let mut s = Shard::new(0);
+        let slot = put(&mut s, b"k", b"ab", 0);
+        for _ in 0..1000 {
+            s.update_string(slot, |v| v.push(b'x'));
+        }
+        assert_eq!(s.entry(slot).string().map(<[u8]>::len), Some(1002));
+        assert!(s.entry(slot).is_grown_string());
+    }
+
+    #[test]
+    fn clear_empties() {
+        let mut s = Shard::new(0);
+        put(&mut s, b"a", b"1", 5);
+        s.clear();
+        assert!(s.is_empty());
+        assert_eq!(s.next_deadline_ms(), None);
+        assert!(s.find(b"a", hash_key(b"a"), 0).is_none());
+    }
+}
