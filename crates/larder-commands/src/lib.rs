@@ -1,1 +1,51 @@
-//! larder-commands (work in progress)
+//! The command table and handlers: argv in, engine operations, reply out.
+//!
+//! Each family file (`string`, `keys`, `connection`, `server`) declares a static table of
+//! [`CommandSpec`]s and the handlers, named after the commands they run. [`exec::execute`] runs
+//! the generic checks (unknown command, arity, auth, pause, memory) in one place and then the
+//! handler. Handlers lock the shards they need through `larder-engine` and write replies with
+//! `larder-resp`'s [`ReplyBuf`](larder_resp::ReplyBuf); they do no I/O, so they are tested
+//! without sockets through [`testing::Harness`].
+//!
+//! It is not: the network layer (see `larder-server`), nor the storage engine.
+#![forbid(unsafe_code)]
+
+pub mod args;
+pub mod config;
+pub mod connection;
+pub mod error;
+pub mod exec;
+pub mod info;
+pub mod keys;
+pub mod server;
+pub mod state;
+pub mod string;
+pub mod table;
+pub mod testing;
+
+pub use exec::{execute, ConnState, Outcome, ReplyMode};
+pub use state::Server;
+pub use table::{CommandSpec, Registry};
+
+/// The registry of every command family.
+pub fn registry() -> Registry {
+    Registry::new(&[
+        string::COMMANDS,
+        keys::COMMANDS,
+        connection::COMMANDS,
+        server::COMMANDS,
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn registry_builds_without_duplicates() {
+        let r = super::registry();
+        assert!(r.commands().len() > 10);
+        for spec in r.commands() {
+            assert_eq!(spec.name, spec.name.to_ascii_lowercase());
+            assert!(spec.arity != 0, "{}", spec.name);
+        }
+    }
+}

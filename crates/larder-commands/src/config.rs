@@ -1,0 +1,592 @@
+//! Configuration parameters: one table of definitions, values readable without locks on the
+//! hot path, CONFIG GET/SET semantics and redis.conf-style file parsing.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use parking_lot::RwLock;
+
+/// A configuration parameter. The discriminant indexes [`Config`]'s value array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Param {
+    Bind,
+    Port,
+    MemcachedPort,
+    Threads,
+    Databases,
+    Requirepass,
+    Maxclients,
+    Timeout,
+    TcpKeepalive,
+    ProtoMaxBulkLen,
+    ClientQueryBufferLimit,
+    Hz,
+    SlowlogLogSlowerThan,
+    SlowlogMaxLen,
+    Maxmemory,
+    MaxmemoryPolicy,
+    Loglevel,
+    Logfile,
+    LazyfreeLazyUserFlush,
+    LazyfreeLazyUserDel,
+}
+
+/// How a parameter's value is parsed and shown.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// An integer in `min..=max`.
+    Int { min: i64, max: i64 },
+    /// Bytes, accepting Redis's units (1k, 1kb, 1mb, 1gb...); shown as plain bytes.
+    Memory { min: i64, max: i64 },
+    /// yes/no.
+    Bool,
+    /// One of a fixed set of words.
+    Enum(&'static [&'static str]),
+    /// Free text.
+    Text,
+}
+
+/// Whether CONFIG SET may change a parameter at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mutability {
+    Mutable,
+    /// Set at startup only (flag or config file).
+    Immutable,
+}
+
+/// The definition of one parameter.
+pub struct ParamDef {
+    pub param: Param,
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub mutability: Mutability,
+    pub help: &'static str,
+}
+
+const MB: i64 = 1024 * 1024;
+
+/// Every parameter larder supports, in [`Param`] order.
+pub static PARAMS: &[ParamDef] = &[
+    def(
+        Param::Bind,
+        "bind",
+        Kind::Text,
+        "127.0.0.1",
+        Mutability::Immutable,
+        "addresses to listen on (space-separated)",
+    ),
+    def(
+        Param::Port,
+        "port",
+        Kind::Int { min: 0, max: 65535 },
+        "6379",
+        Mutability::Immutable,
+        "RESP port",
+    ),
+    def(
+        Param::MemcachedPort,
+        "memcached-port",
+        Kind::Int { min: 0, max: 65535 },
+        "11211",
+        Mutability::Immutable,
+        "memcached port (0 disables)",
+    ),
+    def(
+        Param::Threads,
+        "threads",
+        Kind::Int { min: 0, max: 1024 },
+        "0",
+        Mutability::Immutable,
+        "I/O threads (0 = chosen from the machine's cores)",
+    ),
+    def(
+        Param::Databases,
+        "databases",
+        Kind::Int { min: 1, max: 4096 },
+        "16",
+        Mutability::Immutable,
+        "number of databases",
+    ),
+    def(
+        Param::Requirepass,
+        "requirepass",
+        Kind::Text,
+        "",
+        Mutability::Mutable,
+        "password for the default user",
+    ),
+    def(
+        Param::Maxclients,
+        "maxclients",
+        Kind::Int {
+            min: 1,
+            max: u32::MAX as i64,
+        },
+        "10000",
+        Mutability::Mutable,
+        "maximum connected clients",
+    ),
+    def(
+        Param::Timeout,
+        "timeout",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "0",
+        Mutability::Mutable,
+        "close clients idle this many seconds (0 = never)",
+    ),
+    def(
+        Param::TcpKeepalive,
+        "tcp-keepalive",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "300",
+        Mutability::Mutable,
+        "TCP keepalive seconds",
+    ),
+    def(
+        Param::ProtoMaxBulkLen,
+        "proto-max-bulk-len",
+        Kind::Memory {
+            min: MB,
+            max: i64::MAX,
+        },
+        "536870912",
+        Mutability::Mutable,
+        "largest bulk string accepted",
+    ),
+    def(
+        Param::ClientQueryBufferLimit,
+        "client-query-buffer-limit",
+        Kind::Memory {
+            min: MB,
+            max: i64::MAX,
+        },
+        "1073741824",
+        Mutability::Mutable,
+        "largest query buffer per client",
+    ),
+    def(
+        Param::Hz,
+        "hz",
+        Kind::Int { min: 1, max: 500 },
+        "10",
+        Mutability::Mutable,
+        "background task frequency",
+    ),
+    def(
+        Param::SlowlogLogSlowerThan,
+        "slowlog-log-slower-than",
+        Kind::Int {
+            min: -1,
+            max: i64::MAX,
+        },
+        "10000",
+        Mutability::Mutable,
+        "microseconds; -1 disables the slow log",
+    ),
+    def(
+        Param::SlowlogMaxLen,
+        "slowlog-max-len",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "128",
+        Mutability::Mutable,
+        "slow log entries kept",
+    ),
+    def(
+        Param::Maxmemory,
+        "maxmemory",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX,
+        },
+        "0",
+        Mutability::Mutable,
+        "memory limit in bytes (0 = none)",
+    ),
+    def(
+        Param::MaxmemoryPolicy,
+        "maxmemory-policy",
+        Kind::Enum(&["noeviction"]),
+        "noeviction",
+        Mutability::Mutable,
+        "what to do at the memory limit",
+    ),
+    def(
+        Param::Loglevel,
+        "loglevel",
+        Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]),
+        "notice",
+        Mutability::Mutable,
+        "log verbosity",
+    ),
+    def(
+        Param::Logfile,
+        "logfile",
+        Kind::Text,
+        "",
+        Mutability::Immutable,
+        "log file (empty = stderr)",
+    ),
+    def(
+        Param::LazyfreeLazyUserFlush,
+        "lazyfree-lazy-user-flush",
+        Kind::Bool,
+        "no",
+        Mutability::Mutable,
+        "FLUSHALL/FLUSHDB without a mode free memory in the background",
+    ),
+    def(
+        Param::LazyfreeLazyUserDel,
+        "lazyfree-lazy-user-del",
+        Kind::Bool,
+        "no",
+        Mutability::Mutable,
+        "DEL behaves like UNLINK",
+    ),
+];
+
+const fn def(
+    param: Param,
+    name: &'static str,
+    kind: Kind,
+    default: &'static str,
+    mutability: Mutability,
+    help: &'static str,
+) -> ParamDef {
+    ParamDef {
+        param,
+        name,
+        kind,
+        default,
+        mutability,
+        help,
+    }
+}
+
+/// Find a parameter by name (case-insensitive).
+pub fn lookup(name: &str) -> Option<&'static ParamDef> {
+    PARAMS.iter().find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+/// Parse a memory value like Redis's `memtoll`: digits with an optional unit
+/// (b, k, kb, m, mb, g, gb; case-insensitive).
+pub fn parse_memory(s: &str) -> Option<i64> {
+    let lower = s.to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(digits_end);
+    let mul: i64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    num.parse::<i64>().ok()?.checked_mul(mul)
+}
+
+struct Slot {
+    num: AtomicI64,
+    text: RwLock<String>,
+}
+
+/// Current values of every parameter.
+pub struct Config {
+    slots: Vec<Slot>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new()
+    }
+}
+
+impl Config {
+    /// All parameters at their defaults.
+    pub fn new() -> Config {
+        let slots = PARAMS
+            .iter()
+            .map(|_| Slot {
+                num: AtomicI64::new(0),
+                text: RwLock::new(String::new()),
+            })
+            .collect();
+        let c = Config { slots };
+        for d in PARAMS {
+            // Defaults are valid by construction (checked by a test).
+            let _ = c.apply(d, d.default);
+        }
+        c
+    }
+
+    /// A numeric (int, memory, bool as 0/1, enum as index) parameter. Lock-free.
+    #[inline]
+    pub fn num(&self, p: Param) -> i64 {
+        self.slots[p as usize].num.load(Ordering::Relaxed)
+    }
+
+    /// A parameter's value as CONFIG GET shows it.
+    pub fn text(&self, p: Param) -> String {
+        self.slots[p as usize].text.read().clone()
+    }
+
+    /// Validate and store `value`. `Err` is the reason, as CONFIG SET words it.
+    pub fn apply(&self, d: &ParamDef, value: &str) -> Result<(), String> {
+        let (num, shown) = parse_value(d, value)?;
+        let slot = &self.slots[d.param as usize];
+        *slot.text.write() = shown;
+        slot.num.store(num, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Parse a value into its numeric form (for lock-free reads) and the text CONFIG GET shows.
+fn parse_value(d: &ParamDef, value: &str) -> Result<(i64, String), String> {
+    Ok(match d.kind {
+        Kind::Int { min, max } => {
+            let v: i64 = value
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if v < min || v > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            (v, v.to_string())
+        }
+        Kind::Memory { min, max } => {
+            let v = parse_memory(value).ok_or("argument must be a memory value")?;
+            if v < min || v > max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            (v, v.to_string())
+        }
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            "yes" => (1, "yes".to_string()),
+            "no" => (0, "no".to_string()),
+            _ => return Err("argument must be 'yes' or 'no'".to_string()),
+        },
+        Kind::Enum(words) => {
+            let i = words
+                .iter()
+                .position(|w| w.eq_ignore_ascii_case(value))
+                .ok_or_else(|| {
+                    format!(
+                        "argument(s) must be one of the following: {}",
+                        words.join(", ")
+                    )
+                })?;
+            (i as i64, words[i].to_string())
+        }
+        Kind::Text => (0, value.to_string()),
+    })
+}
+
+impl Config {
+    /// CONFIG SET of several `name value` pairs, all or nothing: every pair is validated
+    /// before any is applied. Errors carry Redis's full text.
+    pub fn set_many(&self, pairs: &[(&str, &str)]) -> Result<(), String> {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut defs = Vec::new();
+        for (name, value) in pairs {
+            let Some(d) = lookup(name) else {
+                return Err(format!(
+                    "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                ));
+            };
+            if seen.iter().any(|s| s.eq_ignore_ascii_case(name)) {
+                return Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
+                ));
+            }
+            seen.push(name);
+            if d.mutability == Mutability::Immutable {
+                return Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+                ));
+            }
+            // Validate every pair first so that nothing changes if a later one fails.
+            validate(d, value).map_err(|why| {
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
+            })?;
+            defs.push((d, *value));
+        }
+        for (d, value) in defs {
+            self.apply(d, value).map_err(|why| {
+                format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                    d.name
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `(name, value)` of every parameter whose name matches one of the glob patterns.
+    pub fn matching(&self, patterns: &[&[u8]]) -> Vec<(&'static str, String)> {
+        PARAMS
+            .iter()
+            .filter(|d| {
+                patterns
+                    .iter()
+                    .any(|p| larder_engine::glob::matches(p, d.name.as_bytes(), true))
+            })
+            .map(|d| (d.name, self.text(d.param)))
+            .collect()
+    }
+}
+
+/// Check a value without storing it.
+pub fn validate(d: &ParamDef, value: &str) -> Result<(), String> {
+    parse_value(d, value).map(|_| ())
+}
+
+/// Split a redis.conf line into words: whitespace-separated, with "double" and 'single'
+/// quotes. `None` for unbalanced quotes.
+pub fn split_config_line(line: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut chars = line.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let Some(&c) = chars.peek() else {
+            return Some(out);
+        };
+        let mut word = String::new();
+        if c == '"' || c == '\'' {
+            chars.next();
+            let mut closed = false;
+            while let Some(ch) = chars.next() {
+                if ch == c {
+                    closed = true;
+                    break;
+                }
+                if ch == '\\' && c == '"' {
+                    match chars.next() {
+                        Some('n') => word.push('\n'),
+                        Some('t') => word.push('\t'),
+                        Some('r') => word.push('\r'),
+                        Some(o) => word.push(o),
+                        None => return None,
+                    }
+                } else {
+                    word.push(ch);
+                }
+            }
+            if !closed {
+                return None;
+            }
+        } else {
+            while let Some(&ch) = chars.peek() {
+                if ch.is_whitespace() {
+                    break;
+                }
+                word.push(ch);
+                chars.next();
+            }
+        }
+        out.push(word);
+    }
+}
+
+/// Parse a redis.conf-style file: `name value` per line, `#` comments, blank lines. Returns
+/// the `(name, value)` pairs in order. An unknown name, a wrong number of words or a bad value
+/// is an error naming the line.
+pub fn parse_file(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |why: &str| format!("line {}: '{}': {}", i + 1, raw, why);
+        let words = split_config_line(line).ok_or_else(|| bad("unbalanced quotes"))?;
+        let name = words[0].to_ascii_lowercase();
+        let Some(d) = lookup(&name) else {
+            return Err(bad("Bad directive or wrong number of arguments"));
+        };
+        let value = match (d.param, words.len()) {
+            (_, 2) => words[1].clone(),
+            // `bind` takes several addresses; `requirepass ""` may be written with no value.
+            (Param::Bind, n) if n > 2 => words[1..].join(" "),
+            _ => return Err(bad("Bad directive or wrong number of arguments")),
+        };
+        validate(d, &value).map_err(|why| bad(&why))?;
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_in_param_order_and_defaults_are_valid() {
+        for (i, d) in PARAMS.iter().enumerate() {
+            assert_eq!(d.param as usize, i, "{}", d.name);
+            validate(d, d.default).unwrap_or_else(|e| panic!("{}: {e}", d.name));
+        }
+    }
+
+    #[test]
+    fn memory_units() {
+        assert_eq!(parse_memory("1gb"), Some(1 << 30));
+        assert_eq!(parse_memory("512MB"), Some(512 << 20));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("100"), Some(100));
+        assert_eq!(parse_memory("1xb"), None);
+    }
+
+    #[test]
+    fn set_many_is_atomic() {
+        let c = Config::new();
+        let err = c
+            .set_many(&[("timeout", "5"), ("maxclients", "x")])
+            .unwrap_err();
+        assert!(err.contains("'maxclients'"), "{err}");
+        assert_eq!(c.num(Param::Timeout), 0);
+        c.set_many(&[("timeout", "5"), ("proto-max-bulk-len", "2mb")])
+            .expect("valid");
+        assert_eq!(c.num(Param::Timeout), 5);
+        assert_eq!(c.text(Param::ProtoMaxBulkLen), "2097152");
+        assert!(c
+            .set_many(&[("port", "1")])
+            .unwrap_err()
+            .contains("immutable"));
+        assert!(c
+            .set_many(&[("nope", "1")])
+            .unwrap_err()
+            .contains("Unknown option"));
+    }
+
+    #[test]
+    fn file_errors_name_the_line() {
+        assert!(parse_file("port 7000\n# c\n\ntimeout 3\n").is_ok());
+        let e = parse_file("port 7000\nfoo bar\n").unwrap_err();
+        assert!(e.starts_with("line 2: 'foo bar'"), "{e}");
+        let e = parse_file("timeout x\n").unwrap_err();
+        assert!(e.contains("line 1"), "{e}");
+        assert!(parse_file("timeout\n").is_err());
+        assert_eq!(
+            parse_file("requirepass \"a b\"\n").ok(),
+            Some(vec![("requirepass".into(), "a b".into())])
+        );
+    }
+}

@@ -1,0 +1,251 @@
+//! Running one command: the generic checks in a fixed order, then the handler, then stats.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use larder_resp::{Protocol, ReplyBuf};
+
+use crate::args::Args;
+use crate::config::Param;
+use crate::error::{self, Error};
+use crate::state::{bump, ClientHandle, Pause, Server, SlowEntry};
+use crate::table::{flags, Resolved};
+
+/// CLIENT REPLY mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Skip the reply of the next command.
+    SkipNext,
+}
+
+/// Per-connection state that commands read and change.
+pub struct ConnState {
+    pub id: u64,
+    pub db: usize,
+    pub authenticated: bool,
+    pub reply_mode: ReplyMode,
+    /// Index of the worker thread that owns the connection (stats shard).
+    pub worker: usize,
+    pub handle: Arc<ClientHandle>,
+    /// Close the connection once pending replies are written (QUIT, protocol errors, KILL).
+    pub close_after_reply: bool,
+}
+
+impl ConnState {
+    /// State for a new connection.
+    pub fn new(server: &Server, handle: Arc<ClientHandle>, worker: usize) -> ConnState {
+        ConnState {
+            id: handle.id,
+            db: 0,
+            authenticated: server.config.text(Param::Requirepass).is_empty(),
+            reply_mode: ReplyMode::On,
+            worker,
+            handle,
+            close_after_reply: false,
+        }
+    }
+}
+
+/// What the network layer must do after a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Go on with the next command.
+    Continue,
+    /// The command was not run because clients are paused; keep it queued and retry at
+    /// `until_ms` (or earlier, on CLIENT UNPAUSE).
+    Paused { until_ms: u64 },
+}
+
+/// A command being run: what a handler sees.
+pub struct Cmd<'a> {
+    pub server: &'a Server,
+    pub conn: &'a mut ConnState,
+    pub args: Args<'a>,
+    pub out: &'a mut ReplyBuf,
+    /// Unix ms when the command started (one clock read per command).
+    pub now_ms: u64,
+    pub resolved: Resolved,
+}
+
+impl<'a> Cmd<'a> {
+    /// The selected database.
+    #[inline]
+    pub fn db(&self) -> &'a larder_engine::Db {
+        self.server.keyspace.db(self.conn.db)
+    }
+
+    /// Count a keyspace hit or miss (INFO stats).
+    #[inline]
+    pub fn hit(&self, hit: bool) {
+        let t = &self.server.stats.threads[self.conn.worker];
+        bump(
+            if hit {
+                &t.keyspace_hits
+            } else {
+                &t.keyspace_misses
+            },
+            1,
+        );
+    }
+}
+
+/// Commands a client may run before authenticating.
+fn allowed_unauthenticated(spec_flags: u32) -> bool {
+    spec_flags & flags::NO_AUTH != 0
+}
+
+/// Run one command and write its reply into `out`.
+///
+/// Checks run in a fixed order before any handler: unknown command, arity, authentication,
+/// client pause, memory limit.
+pub fn execute(
+    server: &Server,
+    conn: &mut ConnState,
+    argv: &[&[u8]],
+    out: &mut ReplyBuf,
+) -> Outcome {
+    if argv.is_empty() {
+        return Outcome::Continue;
+    }
+    let reply_start = out.buf.len();
+    let thread = &server.stats.threads[conn.worker];
+    let resolved = match server.registry.resolve(argv) {
+        Ok(r) => r,
+        Err(e) => {
+            // Arity or unknown subcommand on a known command counts as a rejected call.
+            if let Some((idx, _)) = server.registry.top(argv[0]) {
+                if let Some(c) = thread.per_command.get(server.registry.stat_base(idx)) {
+                    bump(&c.rejected_calls, 1);
+                }
+            }
+            reply_error(server, conn, out, &e);
+            finish_reply(conn, out, reply_start);
+            return Outcome::Continue;
+        }
+    };
+    let spec = resolved.spec;
+    if !conn.authenticated && !allowed_unauthenticated(spec.flags) {
+        bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
+        reply_error(server, conn, out, &Error::Static(error::NOAUTH));
+        finish_reply(conn, out, reply_start);
+        return Outcome::Continue;
+    }
+    let now_ms = larder_engine::now_ms();
+    let until = server.pause.until_ms.load(Ordering::Acquire);
+    if until > now_ms && !spec.name.eq_ignore_ascii_case("unpause") {
+        let mode = server.pause.mode.load(Ordering::Acquire);
+        let writes = spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
+        if mode == Pause::ALL || writes {
+            return Outcome::Paused { until_ms: until };
+        }
+    }
+    if spec.has(flags::DENYOOM) {
+        let max = server.config.num(Param::Maxmemory);
+        if max > 0 && (server.used_memory)() as i64 > max {
+            bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
+            reply_error(server, conn, out, &Error::Static(error::OOM));
+            finish_reply(conn, out, reply_start);
+            return Outcome::Continue;
+        }
+    }
+
+    let started = Instant::now();
+    let mut cmd = Cmd {
+        server,
+        conn,
+        args: Args::new(argv),
+        out,
+        now_ms,
+        resolved,
+    };
+    if resolved.is_sub {
+        cmd.args.skip(1);
+    }
+    let result = (spec.handler)(&mut cmd);
+    let conn = cmd.conn;
+    let out = cmd.out;
+    let elapsed_us = started.elapsed().as_micros() as u64;
+
+    let stat = &thread.per_command[resolved.stat_index];
+    bump(&stat.calls, 1);
+    bump(&stat.usec, elapsed_us);
+    bump(&thread.commands, 1);
+    conn.handle
+        .last_command
+        .store(resolved.stat_index, Ordering::Relaxed);
+    if let Err(e) = result {
+        bump(&stat.failed_calls, 1);
+        reply_error(server, conn, out, &e);
+    }
+    if !spec.has(flags::SKIP_SLOWLOG) {
+        slowlog_maybe(server, conn, argv, elapsed_us, now_ms);
+    }
+    finish_reply(conn, out, reply_start);
+    Outcome::Continue
+}
+
+/// Apply CLIENT REPLY: drop the reply of this command if replies are off or skipped.
+fn finish_reply(conn: &mut ConnState, out: &mut ReplyBuf, reply_start: usize) {
+    match conn.reply_mode {
+        ReplyMode::On => {}
+        ReplyMode::Off => out.buf.truncate(reply_start),
+        ReplyMode::SkipNext => {
+            out.buf.truncate(reply_start);
+            conn.reply_mode = ReplyMode::On;
+        }
+    }
+}
+
+/// Write an error reply and count it (INFO errorstats).
+pub fn reply_error(server: &Server, conn: &ConnState, out: &mut ReplyBuf, e: &Error) {
+    out.error(e.message());
+    bump(&server.stats.threads[conn.worker].error_replies, 1);
+    let mut errors = server.stats.errors.lock();
+    if let Some(n) = errors.get_mut(e.code()) {
+        *n += 1;
+    } else if errors.len() < 128 {
+        errors.insert(e.code().to_string(), 1);
+    }
+}
+
+fn slowlog_maybe(server: &Server, conn: &ConnState, argv: &[&[u8]], elapsed_us: u64, now_ms: u64) {
+    let threshold = server.config.num(Param::SlowlogLogSlowerThan);
+    if threshold < 0 || elapsed_us < threshold as u64 {
+        return;
+    }
+    let max_len = server.config.num(Param::SlowlogMaxLen).max(0) as usize;
+    // Like Redis: at most 32 arguments, each cut at 128 bytes.
+    let mut args: Vec<Vec<u8>> = Vec::new();
+    for (i, a) in argv.iter().enumerate() {
+        if i == 31 && argv.len() > 32 {
+            args.push(format!("... ({} more arguments)", argv.len() - 31).into_bytes());
+            break;
+        }
+        if a.len() > 128 {
+            let mut v = a[..128].to_vec();
+            v.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
+            args.push(v);
+        } else {
+            args.push(a.to_vec());
+        }
+    }
+    let name = conn.handle.names.lock().name.clone();
+    let mut log = server.slowlog.lock();
+    let id = log.next_id;
+    log.next_id += 1;
+    log.entries.push_front(SlowEntry {
+        id,
+        time_s: now_ms / 1000,
+        duration_us: elapsed_us,
+        argv: args,
+        addr: conn.handle.addr.clone(),
+        name,
+    });
+    log.entries.truncate(max_len);
+}
+
+/// The protocol a new connection starts with.
+pub const DEFAULT_PROTOCOL: Protocol = Protocol::Resp2;

@@ -1,0 +1,1 @@
+//! INFO: sections and fields with Redis's names.

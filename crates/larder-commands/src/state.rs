@@ -1,0 +1,289 @@
+//! Server-wide state that commands read and write: the keyspace, configuration, statistics,
+//! connected clients, the slow log and client pauses.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use larder_engine::Keyspace;
+use parking_lot::Mutex;
+
+use crate::config::{Config, Param};
+use crate::table::Registry;
+
+/// Counters written by one worker thread only (so increments are plain load+store, no
+/// contended read-modify-write) and summed for INFO.
+#[derive(Default)]
+pub struct ThreadStats {
+    pub commands: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub keyspace_hits: AtomicU64,
+    pub keyspace_misses: AtomicU64,
+    pub error_replies: AtomicU64,
+    /// Per command (registry stats index): calls, microseconds, rejected, failed.
+    pub per_command: Box<[CommandStat]>,
+}
+
+/// Statistics for one command (INFO commandstats).
+#[derive(Default)]
+pub struct CommandStat {
+    pub calls: AtomicU64,
+    pub usec: AtomicU64,
+    pub rejected_calls: AtomicU64,
+    pub failed_calls: AtomicU64,
+}
+
+/// Add to a counter that only the calling thread writes.
+#[inline]
+pub fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// Server-wide counters.
+pub struct Stats {
+    pub threads: Box<[ThreadStats]>,
+    pub connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub errors: Mutex<HashMap<String, u64>>,
+}
+
+impl Stats {
+    /// Sum of a per-thread counter.
+    pub fn sum(&self, f: impl Fn(&ThreadStats) -> &AtomicU64) -> u64 {
+        self.threads
+            .iter()
+            .map(|t| f(t).load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Reset everything CONFIG RESETSTAT resets.
+    pub fn reset(&self) {
+        for t in self.threads.iter() {
+            for c in [
+                &t.commands,
+                &t.net_input_bytes,
+                &t.net_output_bytes,
+                &t.keyspace_hits,
+                &t.keyspace_misses,
+                &t.error_replies,
+            ] {
+                c.store(0, Ordering::Relaxed);
+            }
+            for c in t.per_command.iter() {
+                for a in [&c.calls, &c.usec, &c.rejected_calls, &c.failed_calls] {
+                    a.store(0, Ordering::Relaxed);
+                }
+            }
+        }
+        self.connections_received.store(0, Ordering::Relaxed);
+        self.rejected_connections.store(0, Ordering::Relaxed);
+        self.errors.lock().clear();
+    }
+}
+
+/// What CLIENT LIST shows of a connection; shared between its worker thread and any thread
+/// that lists or kills clients.
+pub struct ClientHandle {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    pub fd: i64,
+    pub created_ms: u64,
+    pub last_interaction_ms: AtomicU64,
+    pub db: AtomicUsize,
+    pub resp: AtomicU8,
+    /// Stats index of the last command (usize::MAX = none yet).
+    pub last_command: AtomicUsize,
+    pub query_buf_bytes: AtomicUsize,
+    pub output_buf_bytes: AtomicUsize,
+    pub names: Mutex<ClientNames>,
+    /// Set by CLIENT KILL; the owning worker closes the connection when it sees it.
+    pub killed: AtomicBool,
+    pub no_evict: AtomicBool,
+    pub no_touch: AtomicBool,
+    /// Wakes the owning worker (so a kill takes effect without waiting for traffic).
+    pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+/// Names a client gave itself.
+#[derive(Default, Clone)]
+pub struct ClientNames {
+    pub name: String,
+    pub lib_name: String,
+    pub lib_ver: String,
+}
+
+/// Registry of connected clients.
+#[derive(Default)]
+pub struct Clients {
+    map: Mutex<HashMap<u64, Arc<ClientHandle>>>,
+    next_id: AtomicU64,
+}
+
+impl Clients {
+    /// A fresh client id (monotonic, starting at 1).
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub fn register(&self, h: Arc<ClientHandle>) {
+        self.map.lock().insert(h.id, h);
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.map.lock().remove(&id);
+    }
+
+    pub fn count(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    /// All clients ordered by id.
+    pub fn snapshot(&self) -> Vec<Arc<ClientHandle>> {
+        let mut v: Vec<_> = self.map.lock().values().cloned().collect();
+        v.sort_by_key(|c| c.id);
+        v
+    }
+
+    /// Mark a client killed and wake its worker.
+    pub fn kill(&self, h: &ClientHandle) {
+        h.killed.store(true, Ordering::Release);
+        if let Some(w) = &h.waker {
+            w();
+        }
+    }
+}
+
+/// One slow log entry.
+#[derive(Clone)]
+pub struct SlowEntry {
+    pub id: u64,
+    pub time_s: u64,
+    pub duration_us: u64,
+    pub argv: Vec<Vec<u8>>,
+    pub addr: String,
+    pub name: String,
+}
+
+/// The slow log (newest first).
+#[derive(Default)]
+pub struct SlowLog {
+    pub entries: VecDeque<SlowEntry>,
+    pub next_id: u64,
+}
+
+/// CLIENT PAUSE state.
+#[derive(Default)]
+pub struct Pause {
+    /// Unix ms until which clients are paused (0 = not paused).
+    pub until_ms: AtomicU64,
+    /// 1 = WRITE, 2 = ALL.
+    pub mode: AtomicU8,
+}
+
+impl Pause {
+    pub const WRITE: u8 = 1;
+    pub const ALL: u8 = 2;
+}
+
+/// Information the network layer provides for INFO.
+#[derive(Default, Clone)]
+pub struct ServerInfo {
+    pub tcp_port: u16,
+    pub memcached_port: u16,
+    pub threads: usize,
+    pub executable: String,
+    pub config_file: String,
+}
+
+/// Everything shared by all connections.
+pub struct Server {
+    pub keyspace: Keyspace,
+    pub config: Config,
+    pub registry: Registry,
+    pub stats: Stats,
+    pub clients: Clients,
+    pub slowlog: Mutex<SlowLog>,
+    pub pause: Pause,
+    pub started: Instant,
+    pub started_ms: u64,
+    pub run_id: String,
+    pub info: Mutex<ServerInfo>,
+    /// Set by SHUTDOWN; the network layer polls it and stops.
+    pub shutdown_requested: AtomicBool,
+    /// Wakes the network layer after SHUTDOWN.
+    pub shutdown_waker: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
+    /// Bytes allocated by the process (set by the binary's allocator hook), for INFO memory.
+    pub used_memory: fn() -> usize,
+    /// Connected clients (maintained by the network layer).
+    pub connected_clients: AtomicUsize,
+}
+
+fn no_memory_info() -> usize {
+    0
+}
+
+impl Server {
+    /// A server with `config` applied, `threads` worker stat slots, and every command table.
+    pub fn new(config: Config, threads: usize) -> Server {
+        let registry = crate::registry();
+        let commands = registry.all().len();
+        let threads = (0..threads.max(1) + 1)
+            .map(|_| ThreadStats {
+                per_command: (0..commands).map(|_| CommandStat::default()).collect(),
+                ..ThreadStats::default()
+            })
+            .collect();
+        let databases = config.num(Param::Databases).max(1) as usize;
+        let now = larder_engine::now_ms();
+        Server {
+            keyspace: Keyspace::new(databases),
+            config,
+            registry,
+            stats: Stats {
+                threads,
+                connections_received: AtomicU64::new(0),
+                rejected_connections: AtomicU64::new(0),
+                errors: Mutex::new(HashMap::new()),
+            },
+            clients: Clients::default(),
+            slowlog: Mutex::new(SlowLog::default()),
+            pause: Pause::default(),
+            started: Instant::now(),
+            started_ms: now,
+            run_id: run_id(now),
+            info: Mutex::new(ServerInfo::default()),
+            shutdown_requested: AtomicBool::new(false),
+            shutdown_waker: Mutex::new(None),
+            used_memory: no_memory_info,
+            connected_clients: AtomicUsize::new(0),
+        }
+    }
+
+    /// Ask the network layer to shut down.
+    pub fn request_shutdown(&self) {
+        self.shutdown_requested.store(true, Ordering::Release);
+        if let Some(w) = self.shutdown_waker.lock().as_ref() {
+            w();
+        }
+    }
+}
+
+/// A 40-hex-digit run id (as Redis's), from the clock and the process id.
+fn run_id(now_ms: u64) -> String {
+    let seed = now_ms ^ (u64::from(std::process::id()) << 32);
+    let a = xorshift(seed | 1);
+    let b = xorshift(a);
+    let c = xorshift(b);
+    format!("{a:016x}{b:016x}{:08x}", c as u32)
+}
+
+/// A small PRNG step (RANDOMKEY seeds, run ids); not for anything secret.
+pub fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}

@@ -1,0 +1,317 @@
+//! The command table: name, arity, flags, key positions and handler for every command, and the
+//! registry that finds a command by name.
+
+use std::collections::HashMap;
+
+use crate::exec::Cmd;
+
+/// A command handler. It reads its arguments through `cmd.args`, runs shard-local engine
+/// operations, and writes its reply to `cmd.out`. It must not write anything before returning
+/// an `Err` (the executor writes the error reply).
+pub type Handler = fn(&mut Cmd<'_>) -> crate::error::Result<()>;
+
+/// Command flags, as COMMAND INFO reports them.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const FAST: u32 = 1 << 11;
+    pub const NO_AUTH: u32 = 1 << 12;
+    pub const MAY_REPLICATE: u32 = 1 << 13;
+    pub const NO_MULTI: u32 = 1 << 14;
+    pub const MOVABLE_KEYS: u32 = 1 << 15;
+    pub const ALLOW_BUSY: u32 = 1 << 16;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+
+    /// Names in COMMAND INFO order.
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    ];
+}
+
+/// Redis's command groups (COMMAND DOCS `group`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    Generic,
+    String,
+    Connection,
+    Server,
+    Keyspace,
+}
+
+impl Group {
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Generic | Group::Keyspace => "generic",
+            Group::String => "string",
+            Group::Connection => "connection",
+            Group::Server => "server",
+        }
+    }
+
+    /// ACL category of the group (COMMAND INFO).
+    pub fn acl_category(self) -> &'static str {
+        match self {
+            Group::Generic | Group::Keyspace => "@keyspace",
+            Group::String => "@string",
+            Group::Connection => "@connection",
+            Group::Server => "@admin",
+        }
+    }
+}
+
+/// Where a command's keys are: positions in argv (1-based; `last` negative counts from the
+/// end, -1 = last argument), and the step between keys. `first == 0` means no keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySpec {
+    pub first: i32,
+    pub last: i32,
+    pub step: i32,
+}
+
+impl KeySpec {
+    pub const NONE: KeySpec = KeySpec {
+        first: 0,
+        last: 0,
+        step: 0,
+    };
+    pub const ONE: KeySpec = KeySpec {
+        first: 1,
+        last: 1,
+        step: 1,
+    };
+    pub const TWO: KeySpec = KeySpec {
+        first: 1,
+        last: 2,
+        step: 1,
+    };
+    pub const ALL: KeySpec = KeySpec {
+        first: 1,
+        last: -1,
+        step: 1,
+    };
+    pub const PAIRS: KeySpec = KeySpec {
+        first: 1,
+        last: -1,
+        step: 2,
+    };
+
+    /// The key arguments of `argv` under this spec.
+    pub fn keys<'a>(&self, argv: &[&'a [u8]]) -> Vec<&'a [u8]> {
+        if self.first <= 0 || argv.len() <= self.first as usize {
+            return Vec::new();
+        }
+        let last = if self.last < 0 {
+            argv.len() as i32 + self.last
+        } else {
+            self.last.min(argv.len() as i32 - 1)
+        };
+        (self.first..=last)
+            .step_by(self.step.max(1) as usize)
+            .map(|i| argv[i as usize])
+            .collect()
+    }
+}
+
+/// One command (or subcommand) in the table.
+pub struct CommandSpec {
+    /// Lower-case name; for a subcommand, just the subcommand ("kill").
+    pub name: &'static str,
+    /// Redis convention: N = exactly N arguments including the name, -N = at least N.
+    pub arity: i32,
+    pub flags: u32,
+    pub keys: KeySpec,
+    pub group: Group,
+    /// One-line summary (COMMAND DOCS).
+    pub summary: &'static str,
+    /// First Redis version with the command (COMMAND DOCS `since`).
+    pub since: &'static str,
+    pub handler: Handler,
+    /// Subcommands of a container command (CLIENT, CONFIG, ...). A container's own handler
+    /// is not called.
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    /// Whether `argc` arguments satisfy the arity.
+    #[inline]
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        if self.arity >= 0 {
+            argc == self.arity as usize
+        } else {
+            argc >= (-self.arity) as usize
+        }
+    }
+
+    #[inline]
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    /// Find a subcommand by name (case-insensitive).
+    pub fn subcommand(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        self.subcommands
+            .iter()
+            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+}
+
+/// A command found for a request: the spec that runs, and its index in the stats table.
+#[derive(Clone, Copy)]
+pub struct Resolved {
+    pub spec: &'static CommandSpec,
+    pub stat_index: usize,
+    /// "get", or "client|kill" for subcommands.
+    pub full_name: &'static str,
+    /// Whether `spec` is a subcommand (its handler's arguments start after argv[1]).
+    pub is_sub: bool,
+}
+
+/// All commands, by lower-case name.
+pub struct Registry {
+    by_name: HashMap<&'static [u8], usize>,
+    top: Vec<&'static CommandSpec>,
+    /// Every command and subcommand with its full name; index = stats index.
+    all: Vec<(String, &'static CommandSpec)>,
+    /// Stats index of the first subcommand of each top-level command (or of itself).
+    sub_base: Vec<usize>,
+    full_names: Vec<&'static str>,
+}
+
+impl Registry {
+    /// Build from the families' tables.
+    ///
+    /// # Panics
+    /// On a duplicate name: a broken invariant of the tables, caught by tests.
+    pub fn new(tables: &[&'static [CommandSpec]]) -> Registry {
+        let mut r = Registry {
+            by_name: HashMap::new(),
+            top: Vec::new(),
+            all: Vec::new(),
+            sub_base: Vec::new(),
+            full_names: Vec::new(),
+        };
+        for table in tables {
+            for spec in table.iter() {
+                let idx = r.top.len();
+                assert!(
+                    r.by_name.insert(spec.name.as_bytes(), idx).is_none(),
+                    "dup {}",
+                    spec.name
+                );
+                r.top.push(spec);
+                r.sub_base.push(r.all.len());
+                if spec.subcommands.is_empty() {
+                    r.all.push((spec.name.to_string(), spec));
+                } else {
+                    for sub in spec.subcommands {
+                        r.all.push((format!("{}|{}", spec.name, sub.name), sub));
+                    }
+                }
+            }
+        }
+        // Leak the names once so that `Resolved` can hand out &'static str without allocating
+        // per command.
+        r.full_names = r
+            .all
+            .iter()
+            .map(|(n, _)| &*Box::leak(n.clone().into_boxed_str()))
+            .collect();
+        r
+    }
+
+    /// Look up a top-level command by name (any case), without allocating.
+    #[inline]
+    pub fn top(&self, name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
+        let mut buf = [0u8; 32];
+        if name.len() > buf.len() {
+            return None;
+        }
+        let lower = &mut buf[..name.len()];
+        lower.copy_from_slice(name);
+        lower.make_ascii_lowercase();
+        let &idx = self.by_name.get(&*lower)?;
+        Some((idx, self.top[idx]))
+    }
+
+    /// Resolve argv to the spec that runs: the command, or its subcommand. Errors are the
+    /// unknown-command / unknown-subcommand / arity replies.
+    pub fn resolve(&self, argv: &[&[u8]]) -> Result<Resolved, crate::error::Error> {
+        let Some((idx, spec)) = self.top(argv[0]) else {
+            return Err(crate::error::unknown_command(argv));
+        };
+        if spec.subcommands.is_empty() {
+            let stat_index = self.sub_base[idx];
+            if !spec.arity_ok(argv.len()) {
+                return Err(crate::error::wrong_arity(spec.name));
+            }
+            return Ok(Resolved {
+                spec,
+                stat_index,
+                full_name: self.full_names[stat_index],
+                is_sub: false,
+            });
+        }
+        if argv.len() < 2 {
+            return Err(crate::error::wrong_arity(spec.name));
+        }
+        let Some(pos) = spec
+            .subcommands
+            .iter()
+            .position(|s| s.name.as_bytes().eq_ignore_ascii_case(argv[1]))
+        else {
+            return Err(crate::error::unknown_subcommand(argv[1], spec.name));
+        };
+        let sub = &spec.subcommands[pos];
+        let stat_index = self.sub_base[idx] + pos;
+        if !sub.arity_ok(argv.len()) {
+            return Err(crate::error::wrong_arity(self.full_names[stat_index]));
+        }
+        Ok(Resolved {
+            spec: sub,
+            stat_index,
+            full_name: self.full_names[stat_index],
+            is_sub: true,
+        })
+    }
+
+    /// Stats index of a top-level command (its first subcommand for containers).
+    pub fn stat_base(&self, top_index: usize) -> usize {
+        self.sub_base[top_index]
+    }
+
+    /// Top-level commands in table order.
+    pub fn commands(&self) -> &[&'static CommandSpec] {
+        &self.top
+    }
+
+    /// Every command and subcommand with its full name, in stats-index order.
+    pub fn all(&self) -> &[(String, &'static CommandSpec)] {
+        &self.all
+    }
+}

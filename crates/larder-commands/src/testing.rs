@@ -1,0 +1,116 @@
+//! Socket-free command tests: `Harness::new().run(&["SET", "k", "v"])`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::Arc;
+
+use larder_resp::{Frame, Protocol, ReplyBuf};
+use parking_lot::Mutex;
+
+use crate::config::Config;
+use crate::exec::{execute, ConnState, Outcome};
+use crate::state::{ClientHandle, ClientNames, Server};
+
+/// A handle for a client that has no socket.
+pub fn detached_handle(server: &Server) -> Arc<ClientHandle> {
+    Arc::new(ClientHandle {
+        id: server.clients.next_id(),
+        addr: "127.0.0.1:0".into(),
+        laddr: "127.0.0.1:0".into(),
+        fd: -1,
+        created_ms: larder_engine::now_ms(),
+        last_interaction_ms: AtomicU64::new(larder_engine::now_ms()),
+        db: AtomicUsize::new(0),
+        resp: AtomicU8::new(2),
+        last_command: AtomicUsize::new(usize::MAX),
+        query_buf_bytes: AtomicUsize::new(0),
+        output_buf_bytes: AtomicUsize::new(0),
+        names: Mutex::new(ClientNames::default()),
+        killed: AtomicBool::new(false),
+        no_evict: AtomicBool::new(false),
+        no_touch: AtomicBool::new(false),
+        waker: None,
+    })
+}
+
+/// One server and one connection to it, without sockets.
+pub struct Harness {
+    pub server: Arc<Server>,
+    pub conn: ConnState,
+    pub out: ReplyBuf,
+}
+
+impl Default for Harness {
+    fn default() -> Self {
+        Harness::new()
+    }
+}
+
+impl Harness {
+    /// A server with default configuration.
+    pub fn new() -> Harness {
+        Harness::with_config(Config::new())
+    }
+
+    /// A server with the given configuration.
+    pub fn with_config(config: Config) -> Harness {
+        let server = Arc::new(Server::new(config, 1));
+        Harness::connect(server)
+    }
+
+    /// Another connection to the same server.
+    pub fn connect(server: Arc<Server>) -> Harness {
+        let handle = detached_handle(&server);
+        server.clients.register(Arc::clone(&handle));
+        let conn = ConnState::new(&server, handle, 0);
+        Harness {
+            server,
+            conn,
+            out: ReplyBuf::new(Protocol::Resp2),
+        }
+    }
+
+    /// Run a command and decode its reply. Panics if the command produced no reply or more
+    /// than one (use [`Harness::run_raw`] for those).
+    pub fn run(&mut self, argv: &[&str]) -> Frame {
+        let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+        self.run_bytes(&argv)
+    }
+
+    /// Like [`Harness::run`] with binary arguments.
+    pub fn run_bytes(&mut self, argv: &[&[u8]]) -> Frame {
+        let raw = self.run_raw(argv);
+        match larder_resp::decode(&raw) {
+            Ok(Some((frame, used))) if used == raw.len() => frame,
+            other => panic!(
+                "bad reply {:?}: {:?}",
+                String::from_utf8_lossy(&raw),
+                other.map(|o| o.map(|(f, _)| f))
+            ),
+        }
+    }
+
+    /// Run a command and return the raw reply bytes.
+    pub fn run_raw(&mut self, argv: &[&[u8]]) -> Vec<u8> {
+        self.out.buf.clear();
+        let outcome = execute(&self.server, &mut self.conn, argv, &mut self.out);
+        assert_eq!(outcome, Outcome::Continue);
+        std::mem::take(&mut self.out.buf)
+    }
+}
+
+/// Shorthands for expected frames.
+pub fn ok() -> Frame {
+    Frame::Simple("OK".into())
+}
+
+pub fn bulk(s: &str) -> Frame {
+    Frame::Bulk(s.as_bytes().to_vec())
+}
+
+pub fn err(s: &str) -> Frame {
+    Frame::Error(s.into())
+}
+
+pub fn int(v: i64) -> Frame {
+    Frame::Integer(v)
+}
