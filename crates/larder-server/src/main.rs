@@ -1,1 +1,203 @@
-fn main() {}
+//! The `larder` binary: configuration, logging, listeners, and the `cache` tool.
+//!
+//! `larder [--port N] [--config FILE] [--<any config parameter> VALUE]...` starts the server;
+//! `larder cache <build|get|info|verify|bench>` works with cache files.
+
+mod alloc;
+mod conn;
+mod net;
+
+use std::net::ToSocketAddrs;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use clap::{Arg, ArgAction, Command};
+use larder_commands::config::{self, Config, Param, PARAMS};
+use larder_commands::state::ServerInfo;
+use larder_commands::Server;
+
+#[global_allocator]
+static GLOBAL: alloc::Counting = alloc::Counting;
+
+fn cli() -> Command {
+    let mut cmd = Command::new("larder")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("A Redis- and memcached-compatible key-value server")
+        .arg(
+            Arg::new("config")
+                .long("config")
+                .value_name("FILE")
+                .help("redis.conf-style file of `name value` lines"),
+        )
+        .arg(
+            Arg::new("config-file")
+                .value_name("CONFIG_FILE")
+                .help("config file as the first positional argument (as redis-server takes it)"),
+        );
+    for d in PARAMS {
+        cmd = cmd.arg(
+            Arg::new(d.name)
+                .long(d.name)
+                .value_name("VALUE")
+                .action(ArgAction::Set)
+                .allow_hyphen_values(true)
+                .help(format!(
+                    "{} [default: {}]",
+                    d.help,
+                    if d.default.is_empty() {
+                        "\"\""
+                    } else {
+                        d.default
+                    }
+                )),
+        );
+    }
+    cmd
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("larder: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let matches = cli().get_matches();
+    let config = Config::new();
+    let config_file = matches
+        .get_one::<String>("config")
+        .or_else(|| matches.get_one::<String>("config-file"))
+        .cloned();
+    if let Some(path) = &config_file {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading config file {path}"))?;
+        let pairs =
+            config::parse_file(&text).map_err(|e| anyhow::anyhow!("config file {path}: {e}"))?;
+        for (name, value) in pairs {
+            let d = config::lookup(&name).context("config parameter vanished")?;
+            config
+                .apply(d, &value)
+                .map_err(|e| anyhow::anyhow!("config file {path}: {name}: {e}"))?;
+        }
+    }
+    // Flags override the file, as redis-server's command-line options do.
+    for d in PARAMS {
+        if let Some(v) = matches.get_one::<String>(d.name) {
+            config
+                .apply(d, v)
+                .map_err(|e| anyhow::anyhow!("--{} {v}: {e}", d.name))?;
+        }
+    }
+    init_logging(&config);
+
+    let threads = match config.num(Param::Threads) {
+        0 => default_threads(),
+        n => n as usize,
+    };
+    let port = config.num(Param::Port) as u16;
+    let bind = config.text(Param::Bind);
+    let mut listeners = Vec::new();
+    let mut bound_port = port;
+    for host in bind.split_whitespace() {
+        let host = host.trim_start_matches('-');
+        let addr = (host, bound_port)
+            .to_socket_addrs()
+            .with_context(|| format!("resolving bind address {host}"))?
+            .next()
+            .with_context(|| format!("no address for {host}"))?;
+        let l = listen(addr).with_context(|| format!("listening on {addr}"))?;
+        bound_port = l.local_addr()?.port();
+        listeners.push(l);
+    }
+    if listeners.is_empty() {
+        bail!("nothing to listen on: bind is empty");
+    }
+
+    let mut server = Server::new(config, threads);
+    server.used_memory = alloc::used_bytes;
+    *server.info.lock() = ServerInfo {
+        tcp_port: bound_port,
+        memcached_port: 0,
+        threads,
+        executable: std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        config_file: config_file
+            .as_deref()
+            .map(|p| {
+                std::fs::canonicalize(p).map_or_else(|_| p.to_string(), |c| c.display().to_string())
+            })
+            .unwrap_or_default(),
+    };
+    let server = Arc::new(server);
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        redis_compat = "7.0.15",
+        pid = std::process::id(),
+        bind = %bind,
+        port = bound_port,
+        threads,
+        databases = server.keyspace.db_count(),
+        "larder ready to accept connections"
+    );
+    net::serve(Arc::clone(&server), listeners, threads)?;
+    tracing::info!("larder is now ready to exit, bye bye");
+    Ok(())
+}
+
+/// Worker threads when `--threads 0` (the default): one per core, but leave a core to the
+/// rest of the machine (clients, the expiry thread) on small machines, where an extra
+/// epoll thread competing with the load generator costs more than it gives.
+fn default_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match cores {
+        0..=2 => 1,
+        3..=8 => cores - 1,
+        _ => cores - 2,
+    }
+}
+
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let domain = socket2::Domain::for_address(addr);
+    let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    s.bind(&addr.into())?;
+    // Redis's default tcp-backlog.
+    s.listen(511)?;
+    Ok(s.into())
+}
+
+fn init_logging(config: &Config) {
+    let level = match config.text(Param::Loglevel).as_str() {
+        "debug" => "debug",
+        "verbose" => "info",
+        "warning" => "warn",
+        "nothing" => "off",
+        _ => "info",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LARDER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let logfile = config.text(Param::Logfile);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
+    if logfile.is_empty() {
+        builder.with_writer(std::io::stderr).init();
+    } else {
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&logfile)
+        {
+            Ok(f) => builder.with_ansi(false).with_writer(Arc::new(f)).init(),
+            Err(e) => {
+                builder.with_writer(std::io::stderr).init();
+                tracing::warn!(error = %e, logfile = %logfile, "cannot open logfile, logging to stderr");
+            }
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! Listeners and worker threads.
+//!
+//! Threading model: N worker threads, each with its own epoll instance (mio `Poll`) and its own
+//! connections; a connection lives on one worker for its whole life, and the worker parses,
+//! executes and replies without handing the request to another thread. The keyspace is shared
+//! through lock-striped shards, so two workers only contend when they touch the same shard at
+//! the same instant. The main thread accepts connections and deals them round-robin to the
+//! workers; it also watches for SIGINT/SIGTERM and SHUTDOWN. A separate thread runs active
+//! expiry. Nothing spins: every thread blocks in epoll or a timed park when idle.
+
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use larder_commands::config::Param;
+use larder_commands::state::{ClientHandle, ClientNames};
+use larder_commands::{ConnState, Server};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use parking_lot::Mutex;
+
+use crate::conn::{Close, Conn};
+
+const WAKER: Token = Token(usize::MAX);
+const LISTENER_BASE: usize = 1 << 30;
+const SIGNAL: Token = Token(usize::MAX - 1);
+
+/// How long shutdown waits for replies in flight to drain.
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
+
+/// A worker thread's mailbox.
+struct WorkerLink {
+    tx: Sender<(TcpStream, SocketAddr)>,
+    waker: Arc<mio::Waker>,
+}
+
+/// Start listening and serve until shutdown. Returns when every worker has stopped.
+pub fn serve(
+    server: Arc<Server>,
+    listeners: Vec<std::net::TcpListener>,
+    threads: usize,
+) -> anyhow::Result<()> {
+    let stopping = Arc::new(AtomicBool::new(false));
+    let mut poll = Poll::new()?;
+    let main_waker = Arc::new(mio::Waker::new(poll.registry(), WAKER)?);
+    {
+        let w = Arc::clone(&main_waker);
+        *server.shutdown_waker.lock() = Some(Arc::new(move || {
+            let _ = w.wake();
+        }));
+    }
+
+    // Signals: SIGINT/SIGTERM write a byte into a pipe that the main poll watches.
+    let (mut sig_read, sig_write) = mio::net::UnixStream::pair()?;
+    let sig_write = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(sig_write));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::low_level::pipe::register(sig, sig_write.try_clone()?)?;
+    }
+    poll.registry()
+        .register(&mut sig_read, SIGNAL, Interest::READABLE)?;
+
+    let mut mio_listeners = Vec::new();
+    for (i, l) in listeners.into_iter().enumerate() {
+        l.set_nonblocking(true)?;
+        let mut ml = TcpListener::from_std(l);
+        poll.registry()
+            .register(&mut ml, Token(LISTENER_BASE + i), Interest::READABLE)?;
+        mio_listeners.push(ml);
+    }
+
+    // Expiry thread.
+    let expiry = {
+        let (server, stopping) = (Arc::clone(&server), Arc::clone(&stopping));
+        std::thread::Builder::new()
+            .name("larder-expire".into())
+            .spawn(move || {
+                server
+                    .keyspace
+                    .run_expiry(100, || stopping.load(Ordering::Relaxed), |_, _| {});
+            })?
+    };
+
+    let mut links = Vec::new();
+    let mut handles = Vec::new();
+    for w in 0..threads {
+        let wpoll = Poll::new()?;
+        let waker = Arc::new(mio::Waker::new(wpoll.registry(), WAKER)?);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        links.push(WorkerLink {
+            tx,
+            waker: Arc::clone(&waker),
+        });
+        let (server, stopping) = (Arc::clone(&server), Arc::clone(&stopping));
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("larder-io-{w}"))
+                .spawn(move || {
+                    let mut worker = Worker::new(w, server, wpoll, waker, rx, stopping);
+                    if let Err(e) = worker.run() {
+                        tracing::error!(worker = w, error = %e, "worker failed");
+                    }
+                })?,
+        );
+    }
+
+    let mut events = Events::with_capacity(256);
+    let mut next = 0usize;
+    'main: loop {
+        match poll.poll(&mut events, None) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        }
+        for ev in events.iter() {
+            match ev.token() {
+                SIGNAL => {
+                    tracing::info!("received shutdown signal, stopping");
+                    break 'main;
+                }
+                WAKER => {
+                    if server.shutdown_requested.load(Ordering::Acquire) {
+                        tracing::info!("SHUTDOWN requested, stopping");
+                        break 'main;
+                    }
+                }
+                Token(t) if t >= LISTENER_BASE => {
+                    let l = &mio_listeners[t - LISTENER_BASE];
+                    loop {
+                        match l.accept() {
+                            Ok((stream, addr)) => {
+                                server
+                                    .stats
+                                    .connections_received
+                                    .fetch_add(1, Ordering::Relaxed);
+                                if !admit(&server, stream.peer_addr().is_ok()) {
+                                    reject(stream, &server);
+                                    continue;
+                                }
+                                let link = &links[next % links.len()];
+                                next = next.wrapping_add(1);
+                                if link.tx.send((stream, addr)).is_ok() {
+                                    let _ = link.waker.wake();
+                                }
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                            Err(e) => {
+                                // EMFILE and friends: log and retry on the next event.
+                                tracing::warn!(error = %e, "accept failed");
+                                break;
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    // Stop accepting, let workers finish replies in flight, then exit.
+    drop(mio_listeners);
+    stopping.store(true, Ordering::Release);
+    for link in &links {
+        let _ = link.waker.wake();
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    expiry.thread().unpark();
+    let _ = expiry.join();
+    Ok(())
+}
+
+/// Count a new client against maxclients.
+fn admit(server: &Server, _ok: bool) -> bool {
+    let max = server.config.num(Param::Maxclients).max(1) as usize;
+    let n = server.connected_clients.fetch_add(1, Ordering::AcqRel);
+    if n >= max {
+        server.connected_clients.fetch_sub(1, Ordering::AcqRel);
+        return false;
+    }
+    true
+}
+
+/// Redis accepts, writes the error, and closes.
+fn reject(stream: TcpStream, server: &Server) {
+    server
+        .stats
+        .rejected_connections
+        .fetch_add(1, Ordering::Relaxed);
+    let mut s = stream;
+    let _ = s.write(b"-ERR max number of clients reached\r\n");
+}
+
+struct Worker {
+    id: usize,
+    server: Arc<Server>,
+    poll: Poll,
+    waker: Arc<mio::Waker>,
+    rx: Receiver<(TcpStream, SocketAddr)>,
+    stopping: Arc<AtomicBool>,
+    conns: slab::Slab<Conn>,
+    scratch: Vec<u8>,
+    /// Connections to run again without waiting for an event.
+    retry: Vec<usize>,
+}
+
+impl Worker {
+    fn new(
+        id: usize,
+        server: Arc<Server>,
+        poll: Poll,
+        waker: Arc<mio::Waker>,
+        rx: Receiver<(TcpStream, SocketAddr)>,
+        stopping: Arc<AtomicBool>,
+    ) -> Worker {
+        Worker {
+            id,
+            server,
+            poll,
+            waker,
+            rx,
+            stopping,
+            conns: slab::Slab::new(),
+            scratch: Vec::new(),
+            retry: Vec::new(),
+        }
+    }
+
+    fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        let mut last_housekeeping = Instant::now();
+        let mut touched: Vec<usize> = Vec::new();
+        loop {
+            let timeout = self.poll_timeout();
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            if self.stopping.load(Ordering::Acquire) {
+                self.drain_and_close();
+                return Ok(());
+            }
+            let now_ms = larder_engine::now_ms();
+            touched.clear();
+            let mut woken = false;
+            for ev in events.iter() {
+                if ev.token() == WAKER {
+                    woken = true;
+                    continue;
+                }
+                let t = ev.token().0;
+                if let Some(conn) = self.conns.get_mut(t) {
+                    conn.on_ready(&self.server, &mut self.scratch, now_ms);
+                    touched.push(t);
+                }
+            }
+            if woken {
+                self.accept_new(now_ms);
+                self.check_killed(&mut touched);
+            }
+            // Connections that stopped before draining their socket, or are paused.
+            let retry = std::mem::take(&mut self.retry);
+            for t in retry {
+                if touched.contains(&t) {
+                    continue;
+                }
+                if let Some(c) = self.conns.get_mut(t) {
+                    c.on_ready(&self.server, &mut self.scratch, now_ms);
+                    touched.push(t);
+                }
+            }
+            for &t in &touched {
+                self.settle(t);
+            }
+            if last_housekeeping.elapsed() >= Duration::from_millis(100) {
+                last_housekeeping = Instant::now();
+                self.housekeeping(now_ms);
+            }
+        }
+    }
+
+    /// How long to block: forever unless a retry, pause or idle-timeout check needs a wake-up.
+    fn poll_timeout(&self) -> Option<Duration> {
+        let retry_now = self
+            .retry
+            .iter()
+            .any(|&t| self.conns.get(t).is_some_and(|c| c.more && !c.want_write));
+        if retry_now {
+            return Some(Duration::ZERO);
+        }
+        if !self.retry.is_empty() {
+            // Paused clients re-check every 10 ms (CLIENT UNPAUSE may end the pause early).
+            return Some(Duration::from_millis(10));
+        }
+        if self.server.config.num(Param::Timeout) > 0 && !self.conns.is_empty() {
+            return Some(Duration::from_millis(500));
+        }
+        None
+    }
+
+    fn accept_new(&mut self, now_ms: u64) {
+        while let Ok((mut stream, addr)) = self.rx.try_recv() {
+            let _ = stream.set_nodelay(true);
+            let keepalive = self.server.config.num(Param::TcpKeepalive);
+            if keepalive > 0 {
+                let ka =
+                    socket2::TcpKeepalive::new().with_time(Duration::from_secs(keepalive as u64));
+                let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&ka);
+            }
+            let entry = self.conns.vacant_entry();
+            let token = Token(entry.key());
+            if self
+                .poll
+                .registry()
+                .register(&mut stream, token, Interest::READABLE)
+                .is_err()
+            {
+                self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
+                continue;
+            }
+            let waker = Arc::clone(&self.waker);
+            let laddr = stream
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            let handle = Arc::new(ClientHandle {
+                id: self.server.clients.next_id(),
+                addr: addr.to_string(),
+                laddr,
+                fd: std::os::fd::AsRawFd::as_raw_fd(&stream) as i64,
+                created_ms: now_ms,
+                last_interaction_ms: AtomicU64::new(now_ms),
+                db: AtomicUsize::new(0),
+                resp: AtomicU8::new(2),
+                last_command: AtomicUsize::new(usize::MAX),
+                query_buf_bytes: AtomicUsize::new(0),
+                output_buf_bytes: AtomicUsize::new(0),
+                names: Mutex::new(ClientNames::default()),
+                killed: AtomicBool::new(false),
+                no_evict: AtomicBool::new(false),
+                no_touch: AtomicBool::new(false),
+                waker: Some(Arc::new(move || {
+                    let _ = waker.wake();
+                })),
+            });
+            self.server.clients.register(Arc::clone(&handle));
+            let state = ConnState::new(&self.server, handle, self.id);
+            entry.insert(Conn::new(stream, state));
+        }
+    }
+
+    fn check_killed(&mut self, touched: &mut Vec<usize>) {
+        for (t, c) in self.conns.iter_mut() {
+            if c.state.handle.killed.load(Ordering::Acquire) && c.closing.is_none() {
+                c.closing = Some(Close::Now);
+                touched.push(t);
+            }
+        }
+    }
+
+    /// After handling a connection: drop it if done, else keep its interest right.
+    fn settle(&mut self, t: usize) {
+        let Some(c) = self.conns.get_mut(t) else {
+            return;
+        };
+        if c.should_drop() {
+            self.close(t);
+            return;
+        }
+        if c.more || c.paused_until_ms.is_some() {
+            self.retry.push(t);
+        }
+        if c.want_write != c.write_registered {
+            let interest = if c.want_write {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if self
+                .poll
+                .registry()
+                .reregister(&mut c.stream, Token(t), interest)
+                .is_ok()
+            {
+                c.write_registered = c.want_write;
+            }
+        }
+    }
+
+    fn close(&mut self, t: usize) {
+        if self.conns.contains(t) {
+            let mut c = self.conns.remove(t);
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            self.server.clients.unregister(c.state.id);
+            self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Idle timeouts and killed clients.
+    fn housekeeping(&mut self, now_ms: u64) {
+        let timeout_s = self.server.config.num(Param::Timeout);
+        let mut doomed = Vec::new();
+        for (t, c) in self.conns.iter() {
+            if c.state.handle.killed.load(Ordering::Acquire) {
+                doomed.push(t);
+                continue;
+            }
+            if timeout_s > 0 && c.pending_output() == 0 && c.paused_until_ms.is_none() {
+                let last = c.state.handle.last_interaction_ms.load(Ordering::Relaxed);
+                if now_ms.saturating_sub(last) > timeout_s as u64 * 1000 {
+                    tracing::debug!(client = %c.state.handle.addr, "closing idle client");
+                    doomed.push(t);
+                }
+            }
+        }
+        for t in doomed {
+            self.close(t);
+        }
+    }
+
+    /// Shutdown: write what is pending (bounded in time), then close everything.
+    fn drain_and_close(&mut self) {
+        let deadline = Instant::now() + SHUTDOWN_DRAIN;
+        loop {
+            let mut pending = false;
+            for (_, c) in self.conns.iter_mut() {
+                if c.pending_output() > 0 {
+                    c.flush(&self.server);
+                    pending |= c.pending_output() > 0 && c.closing != Some(Close::Peer);
+                }
+            }
+            if !pending || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let keys: Vec<usize> = self.conns.iter().map(|(t, _)| t).collect();
+        for t in keys {
+            self.close(t);
+        }
+    }
+}
