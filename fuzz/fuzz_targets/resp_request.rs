@@ -95,6 +95,7 @@ fuzz_target!(|input: &[u8]| {
             proto_max_bulk_len: u64::from(knob >> 4) * 16,
             max_multibulk_len: u64::from((knob >> 1) & 7) * 4,
             max_inline_len: usize::from(knob >> 2) + 1,
+            unauthenticated: knob & 2 != 0,
         }
     };
     let expected = whole(data, &limits);

@@ -29,7 +29,15 @@ pub struct Limits {
     pub max_multibulk_len: u64,
     /// PROTO_INLINE_MAX_SIZE: 64 KiB; also the cap on a `*`/`$` header line
     pub max_inline_len: usize,
+    /// The client has not authenticated yet: Redis then refuses more than 10 arguments and
+    /// bulks over 16 KiB, so that an anonymous client cannot make the server buffer much.
+    pub unauthenticated: bool,
 }
+
+/// Most arguments an unauthenticated client may send in one request.
+pub const UNAUTHENTICATED_MULTIBULK_MAX: u64 = 10;
+/// Largest bulk an unauthenticated client may send.
+pub const UNAUTHENTICATED_BULK_MAX: u64 = 16384;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -37,6 +45,7 @@ impl Default for Limits {
             proto_max_bulk_len: 512 * 1024 * 1024,
             max_multibulk_len: i32::MAX as u64,
             max_inline_len: 64 * 1024,
+            unauthenticated: false,
         }
     }
 }
@@ -82,6 +91,10 @@ pub enum ParseError {
     TooBigBulkCount,
     /// A `$` length that is not an integer, is negative, or exceeds `proto_max_bulk_len`.
     InvalidBulkLength,
+    /// More than 10 arguments before authentication.
+    UnauthenticatedMultibulkLength,
+    /// A bulk over 16 KiB before authentication.
+    UnauthenticatedBulkLength,
 }
 
 impl ParseError {
@@ -103,6 +116,8 @@ impl ParseError {
             }
             Self::TooBigBulkCount => "too big bulk count string",
             Self::InvalidBulkLength => "invalid bulk length",
+            Self::UnauthenticatedMultibulkLength => "unauthenticated multibulk length",
+            Self::UnauthenticatedBulkLength => "unauthenticated bulk length",
         };
         format!("ERR Protocol error: {text}")
     }
@@ -200,6 +215,9 @@ fn parse_multibulk<'a>(
     if count.unsigned_abs() > limits.max_multibulk_len {
         return Err(ParseError::InvalidMultibulkLength);
     }
+    if limits.unauthenticated && count.unsigned_abs() > UNAUTHENTICATED_MULTIBULK_MAX {
+        return Err(ParseError::UnauthenticatedMultibulkLength);
+    }
     let count = usize::try_from(count).map_err(|_| ParseError::InvalidMultibulkLength)?;
     argv.reserve(count.min(ARGV_PREALLOC_MAX));
 
@@ -255,6 +273,9 @@ fn bulk_header(
             if len > limits.proto_max_bulk_len {
                 return Err(ParseError::InvalidBulkLength);
             }
+            if limits.unauthenticated && len > UNAUTHENTICATED_BULK_MAX {
+                return Err(ParseError::UnauthenticatedBulkLength);
+            }
             let len = usize::try_from(len).map_err(|_| ParseError::InvalidBulkLength)?;
             return Ok(Some((len, cr + 2)));
         }
@@ -275,6 +296,9 @@ fn bulk_header(
     let len = parse_i64(&buf[pos + 1..cr]).ok_or(ParseError::InvalidBulkLength)?;
     if len < 0 || len.unsigned_abs() > limits.proto_max_bulk_len {
         return Err(ParseError::InvalidBulkLength);
+    }
+    if limits.unauthenticated && len.unsigned_abs() > UNAUTHENTICATED_BULK_MAX {
+        return Err(ParseError::UnauthenticatedBulkLength);
     }
     let len = usize::try_from(len).map_err(|_| ParseError::InvalidBulkLength)?;
     Ok(Some((len, cr + 2)))
@@ -301,6 +325,7 @@ mod tests {
             proto_max_bulk_len: 5,
             max_multibulk_len: 3,
             max_inline_len: 8,
+            unauthenticated: false,
         }
     }
 
@@ -530,6 +555,7 @@ mod tests {
             proto_max_bulk_len: 100,
             max_multibulk_len: 100,
             max_inline_len: 3,
+            unauthenticated: false,
         };
         let cases: &[(&[u8], Want)] = &[
             (b"*1\r\n$9\r\n123456789\r\n", Done(19, &[b"123456789"])),
@@ -602,6 +628,14 @@ mod tests {
             (
                 ParseError::InvalidBulkLength,
                 "ERR Protocol error: invalid bulk length",
+            ),
+            (
+                ParseError::UnauthenticatedMultibulkLength,
+                "ERR Protocol error: unauthenticated multibulk length",
+            ),
+            (
+                ParseError::UnauthenticatedBulkLength,
+                "ERR Protocol error: unauthenticated bulk length",
             ),
         ];
         for (err, text) in cases {
@@ -824,5 +858,40 @@ mod tests {
             assert_eq!(start, wire.len());
             assert_eq!(got, want);
         }
+    }
+}
+
+#[cfg(test)]
+mod unauthenticated_tests {
+    use super::*;
+
+    #[test]
+    fn unauthenticated_limits() {
+        let limits = Limits {
+            unauthenticated: true,
+            ..Limits::default()
+        };
+        let mut argv = Vec::new();
+        assert_eq!(
+            parse_request(b"*11\r\n", &limits, &mut argv),
+            Err(ParseError::UnauthenticatedMultibulkLength)
+        );
+        assert!(matches!(
+            parse_request(b"*10\r\n", &limits, &mut argv),
+            Ok(Parsed::Incomplete { .. })
+        ));
+        assert_eq!(
+            parse_request(b"*1\r\n$16385\r\n", &limits, &mut argv),
+            Err(ParseError::UnauthenticatedBulkLength)
+        );
+        assert!(matches!(
+            parse_request(b"*1\r\n$16384\r\n", &limits, &mut argv),
+            Ok(Parsed::Incomplete { .. })
+        ));
+        let open = Limits::default();
+        assert!(matches!(
+            parse_request(b"*11\r\n", &open, &mut argv),
+            Ok(Parsed::Incomplete { .. })
+        ));
     }
 }

@@ -230,7 +230,7 @@ impl Conn {
 
     /// Parse and execute complete requests at the front of `buf`; returns the bytes consumed.
     fn process(&mut self, server: &Server, buf: &[u8]) -> usize {
-        let limits = Limits {
+        let mut limits = Limits {
             proto_max_bulk_len: server.config.num(Param::ProtoMaxBulkLen).max(0) as u64,
             ..Limits::default()
         };
@@ -240,6 +240,8 @@ impl Conn {
         self.min_total = 0;
         self.paused_until_ms = None;
         while pos < buf.len() && self.closing.is_none() {
+            // Re-read per request: an AUTH earlier in the same pipeline lifts the limits.
+            limits.unauthenticated = !self.state.authenticated;
             match parse_request(&buf[pos..], &limits, &mut argv) {
                 Ok(Parsed::Complete { consumed }) => {
                     if !argv.is_empty() {
