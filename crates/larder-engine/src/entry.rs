@@ -239,7 +239,10 @@ impl Entry {
     pub fn memory_bytes(&self) -> usize {
         let slot = std::mem::size_of::<Entry>() + 8;
         let kv = self.kv.len().next_multiple_of(8);
-        let obj = self.object.as_ref().map_or(0, |o| std::mem::size_of::<Object>() + o.heap_bytes());
+        let obj = self
+            .object
+            .as_ref()
+            .map_or(0, |o| std::mem::size_of::<Object>() + o.heap_bytes());
         slot + kv + obj
     }
 }
@@ -250,7 +253,11 @@ mod tests {
 
     #[test]
     fn entry_is_compact() {
-        assert!(std::mem::size_of::<Entry>() <= 56, "{}", std::mem::size_of::<Entry>());
+        assert!(
+            std::mem::size_of::<Entry>() <= 56,
+            "{}",
+            std::mem::size_of::<Entry>()
+        );
     }
 
     #[test]

@@ -72,8 +72,11 @@ fn match_one(pattern: &[u8], mut p: usize, c: u8, nocase: bool) -> Option<usize>
                         std::mem::swap(&mut lo, &mut hi);
                     }
                     if nocase {
-                        (lo, hi, ch) =
-                            (lo.to_ascii_lowercase(), hi.to_ascii_lowercase(), ch.to_ascii_lowercase());
+                        (lo, hi, ch) = (
+                            lo.to_ascii_lowercase(),
+                            hi.to_ascii_lowercase(),
+                            ch.to_ascii_lowercase(),
+                        );
                     }
                     matched |= ch >= lo && ch <= hi;
                     p += 2;
@@ -121,7 +124,11 @@ mod tests {
             ("*memory*", "maxmemory-policy", true),
         ];
         for (p, s, want) in cases {
-            assert_eq!(matches(p.as_bytes(), s.as_bytes(), false), *want, "{p} vs {s}");
+            assert_eq!(
+                matches(p.as_bytes(), s.as_bytes(), false),
+                *want,
+                "{p} vs {s}"
+            );
         }
         assert!(matches(b"HELLO", b"hello", true));
     }

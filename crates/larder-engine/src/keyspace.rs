@@ -134,7 +134,11 @@ impl Db {
     #[inline]
     pub fn lock(&self, shard: usize) -> ShardRef<'_> {
         let cell = &self.cells[shard];
-        ShardRef { guard: cell.shard.lock(), cell, keyspace: &self.shared }
+        ShardRef {
+            guard: cell.shard.lock(),
+            cell,
+            keyspace: &self.shared,
+        }
     }
 
     /// Lock the shard that owns `key`; returns it with the key's hash.
@@ -155,7 +159,10 @@ impl Db {
 
     /// Number of keys with a deadline.
     pub fn volatile_len(&self) -> usize {
-        self.cells.iter().map(|c| c.shard.lock().volatile_len()).sum()
+        self.cells
+            .iter()
+            .map(|c| c.shard.lock().volatile_len())
+            .sum()
     }
 
     /// Approximate bytes held by this database.
@@ -203,7 +210,13 @@ impl Db {
     /// walk over shards in order, each shard in slot order. A key present for the whole scan
     /// keeps its slot, so it is returned at least once; growth and shrinking of the index
     /// never move slots. Returns the next cursor (0 when done) and the matching keys.
-    pub fn scan(&self, cursor: u64, count: usize, filter: &ScanFilter<'_>, now_ms: u64) -> (u64, Vec<Vec<u8>>) {
+    pub fn scan(
+        &self,
+        cursor: u64,
+        count: usize,
+        filter: &ScanFilter<'_>,
+        now_ms: u64,
+    ) -> (u64, Vec<Vec<u8>>) {
         let mut shard = (cursor & (SHARDS_PER_DB as u64 - 1)) as usize;
         let mut slot = (cursor >> SHARD_BITS) as SlotId;
         let mut keys = Vec::new();
@@ -247,7 +260,9 @@ impl ScanFilter<'_> {
     fn accepts(&self, e: &Entry, now_ms: u64) -> bool {
         !e.is_expired(now_ms)
             && self.kind.is_none_or(|k| e.kind() == k)
-            && self.pattern.is_none_or(|p| crate::glob::matches(p, e.key(), false))
+            && self
+                .pattern
+                .is_none_or(|p| crate::glob::matches(p, e.key(), false))
     }
 }
 
@@ -290,13 +305,19 @@ impl Keyspace {
     pub fn lock_many(&self, mut which: Vec<(usize, usize)>) -> DbGuards<'_> {
         which.sort_unstable();
         which.dedup();
-        let guards = which.into_iter().map(|(d, s)| ((d, s), self.dbs[d].lock(s))).collect();
+        let guards = which
+            .into_iter()
+            .map(|(d, s)| ((d, s), self.dbs[d].lock(s)))
+            .collect();
         DbGuards { guards }
     }
 
     /// Lock every shard of the given databases (SWAPDB).
     pub fn lock_dbs(&self, dbs: &[usize]) -> DbGuards<'_> {
-        let which = dbs.iter().flat_map(|&d| (0..SHARDS_PER_DB).map(move |s| (d, s))).collect();
+        let which = dbs
+            .iter()
+            .flat_map(|&d| (0..SHARDS_PER_DB).map(move |s| (d, s)))
+            .collect();
         self.lock_many(which)
     }
 
@@ -326,7 +347,11 @@ impl Keyspace {
 
     /// One active expiry pass over all shards whose earliest deadline is due. Returns the
     /// number of keys removed and the next deadline (u64::MAX if none).
-    pub fn expire_cycle(&self, now_ms: u64, mut on_expired: impl FnMut(usize, &Entry)) -> (usize, u64) {
+    pub fn expire_cycle(
+        &self,
+        now_ms: u64,
+        mut on_expired: impl FnMut(usize, &Entry),
+    ) -> (usize, u64) {
         let mut removed = 0;
         let mut next = u64::MAX;
         for (d, db) in self.dbs.iter().enumerate() {
@@ -341,14 +366,21 @@ impl Keyspace {
                 }
             }
         }
-        self.shared.expired_keys.fetch_add(removed as u64, Ordering::Relaxed);
+        self.shared
+            .expired_keys
+            .fetch_add(removed as u64, Ordering::Relaxed);
         (removed, next)
     }
 
     /// Run the active expiry cycle on the current thread until `stop` returns true. Sleeps
     /// until the earliest deadline (at most `idle_ms`), and is woken early when a command sets
     /// an earlier one, so keys disappear within about a millisecond of their deadline.
-    pub fn run_expiry(&self, idle_ms: u64, stop: impl Fn() -> bool, mut on_expired: impl FnMut(usize, &Entry)) {
+    pub fn run_expiry(
+        &self,
+        idle_ms: u64,
+        stop: impl Fn() -> bool,
+        mut on_expired: impl FnMut(usize, &Entry),
+    ) {
         *self.shared.expiry_thread.lock() = Some(std::thread::current());
         while !stop() {
             let now = crate::clock::now_ms();
@@ -357,13 +389,21 @@ impl Keyspace {
             self.shared.expiry_wake_ms.store(0, Ordering::Relaxed);
             let (removed, next) = self.expire_cycle(now, &mut on_expired);
             let now = crate::clock::now_ms();
-            let wake = if removed > 0 && next <= now { now } else { next.min(now + idle_ms) };
-            self.shared.expiry_wake_ms.store(wake.max(now + 1), Ordering::Relaxed);
+            let wake = if removed > 0 && next <= now {
+                now
+            } else {
+                next.min(now + idle_ms)
+            };
+            self.shared
+                .expiry_wake_ms
+                .store(wake.max(now + 1), Ordering::Relaxed);
             // Re-check hints published while we were scanning (they saw wake=0 and did not
             // unpark us).
-            let missed = self.dbs.iter().flat_map(|db| db.cells.iter()).any(|c| {
-                c.deadline_hint.load(Ordering::Relaxed) < wake
-            });
+            let missed = self
+                .dbs
+                .iter()
+                .flat_map(|db| db.cells.iter())
+                .any(|c| c.deadline_hint.load(Ordering::Relaxed) < wake);
             if missed && removed == 0 && next > now {
                 std::thread::park_timeout(Duration::from_millis(1));
                 continue;
@@ -417,7 +457,10 @@ mod tests {
         set(&ks, 0, b"user:2", 0);
         set(&ks, 0, b"other", 0);
         set(&ks, 0, b"user:gone", 1);
-        let f = ScanFilter { pattern: Some(b"user:*"), kind: Some(ObjectKind::String) };
+        let f = ScanFilter {
+            pattern: Some(b"user:*"),
+            kind: Some(ObjectKind::String),
+        };
         let mut cursor = 0;
         let mut all = Vec::new();
         loop {
@@ -455,7 +498,9 @@ mod tests {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let t = {
             let (ks, stop) = (Arc::clone(&ks), Arc::clone(&stop));
-            std::thread::spawn(move || ks.run_expiry(100, || stop.load(Ordering::Relaxed), |_, _| {}))
+            std::thread::spawn(move || {
+                ks.run_expiry(100, || stop.load(Ordering::Relaxed), |_, _| {})
+            })
         };
         std::thread::sleep(Duration::from_millis(20));
         let deadline = crate::clock::now_ms() + 30;

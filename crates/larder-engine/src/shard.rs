@@ -78,8 +78,7 @@ impl Shard {
     pub fn used_bytes(&self) -> usize {
         self.used_bytes
             + self.index.capacity() * 5
-            + self.chunks.iter().map(|c| c.capacity()).sum::<usize>()
-                * std::mem::size_of::<Entry>()
+            + self.chunks.iter().map(|c| c.capacity()).sum::<usize>() * std::mem::size_of::<Entry>()
             + self.expires.len() * 24
     }
 
@@ -278,7 +277,11 @@ impl Shard {
 
     /// Modify the string in place through `f` (APPEND, SETRANGE). Returns `None` if the key
     /// holds another type.
-    pub fn update_string<R>(&mut self, slot: SlotId, f: impl FnOnce(&mut Vec<u8>) -> R) -> Option<R> {
+    pub fn update_string<R>(
+        &mut self,
+        slot: SlotId,
+        f: impl FnOnce(&mut Vec<u8>) -> R,
+    ) -> Option<R> {
         if self.slot(slot).string().is_none() {
             return None;
         }
@@ -313,10 +316,17 @@ impl Shard {
 
     /// Remove up to `max` entries whose deadline is at or before `now_ms`, calling `on_expired`
     /// with each. Returns how many were removed.
-    pub fn expire_due(&mut self, now_ms: u64, max: usize, mut on_expired: impl FnMut(&Entry)) -> usize {
+    pub fn expire_due(
+        &mut self,
+        now_ms: u64,
+        max: usize,
+        mut on_expired: impl FnMut(&Entry),
+    ) -> usize {
         let mut n = 0;
         while n < max {
-            let Some(&(at, slot)) = self.expires.first() else { break };
+            let Some(&(at, slot)) = self.expires.first() else {
+                break;
+            };
             if at > now_ms {
                 break;
             }
@@ -329,7 +339,12 @@ impl Shard {
 
     /// Visit live entries in slot order starting at `from`, until `budget` slots have been
     /// looked at. Returns the slot to continue from, or `None` when the shard is done.
-    pub fn scan(&self, from: SlotId, budget: usize, mut visit: impl FnMut(&Entry)) -> Option<SlotId> {
+    pub fn scan(
+        &self,
+        from: SlotId,
+        budget: usize,
+        mut visit: impl FnMut(&Entry),
+    ) -> Option<SlotId> {
         let total = self.slot_count();
         let mut slot = from as usize;
         let mut seen = 0;
@@ -383,23 +398,35 @@ mod tests {
     fn insert_find_remove() {
         let mut s = Shard::new(1);
         for i in 0..10_000u32 {
-            put(&mut s, format!("k{i}").as_bytes(), format!("v{i}").as_bytes(), 0);
+            put(
+                &mut s,
+                format!("k{i}").as_bytes(),
+                format!("v{i}").as_bytes(),
+                0,
+            );
         }
         assert_eq!(s.len(), 10_000);
         for i in 0..10_000u32 {
             let k = format!("k{i}");
-            let slot = s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).expect("present");
+            let slot = s
+                .find(k.as_bytes(), hash_key(k.as_bytes()), 0)
+                .expect("present");
             assert_eq!(s.entry(slot).string(), Some(format!("v{i}").as_bytes()));
         }
         for i in (0..10_000u32).step_by(2) {
             let k = format!("k{i}");
-            let slot = s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).expect("present");
+            let slot = s
+                .find(k.as_bytes(), hash_key(k.as_bytes()), 0)
+                .expect("present");
             assert_eq!(s.remove(slot).key(), k.as_bytes());
         }
         assert_eq!(s.len(), 5_000);
         for i in 0..10_000u32 {
             let k = format!("k{i}");
-            assert_eq!(s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).is_some(), i % 2 == 1);
+            assert_eq!(
+                s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).is_some(),
+                i % 2 == 1
+            );
         }
     }
 
@@ -464,13 +491,18 @@ mod tests {
             }
             for j in 0..200u32 {
                 let k = format!("churn{round}-{j}");
-                let slot = s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).expect("present");
+                let slot = s
+                    .find(k.as_bytes(), hash_key(k.as_bytes()), 0)
+                    .expect("present");
                 s.remove(slot);
             }
             round += 1;
         }
         for i in 0..1000u32 {
-            assert!(seen.contains(format!("stable{i}").as_bytes()), "missed stable{i}");
+            assert!(
+                seen.contains(format!("stable{i}").as_bytes()),
+                "missed stable{i}"
+            );
         }
     }
 
