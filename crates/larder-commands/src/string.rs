@@ -239,7 +239,8 @@ fn parse_extended<'a>(args: &mut Args<'a>, which: Extended) -> Result<ExtendedOp
 }
 
 /// Write a string value under `key` (found at `found`, or absent) as Redis's `setKey` does:
-/// any type is replaced; the deadline follows `expiry`.
+/// any type is replaced, the access time is now (a new value is a new object in Redis), and
+/// the deadline follows `expiry`.
 fn store(
     shard: &mut Shard,
     key: &[u8],
@@ -252,6 +253,7 @@ fn store(
     match found {
         Some(slot) => {
             shard.set_string(slot, value);
+            shard.touch(slot, now_ms);
             match expiry {
                 Expiry::Keep => {}
                 Expiry::Clear => {
@@ -318,7 +320,7 @@ fn setnx(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let value = c.args.next_arg()?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let created = match shard.find(key, hash, c.now_ms) {
+    let created = match shard.find_touch(key, hash, c.now_ms) {
         Some(_) => false,
         None => {
             shard.insert_string(key, hash, value, 0, c.now_ms);

@@ -85,7 +85,7 @@ fn mset_generic(c: &mut Cmd<'_>, cond: Condition) -> Result<()> {
             let (shard, hash) = Db::route(key);
             if guards
                 .get(db_index, shard)
-                .find(key, hash, c.now_ms)
+                .find_touch(key, hash, c.now_ms)
                 .is_some()
             {
                 drop(guards);
