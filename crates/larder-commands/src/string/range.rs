@@ -69,7 +69,7 @@ pub(super) fn strlen(c: &mut Cmd<'_>) -> Result<()> {
 /// The bytes GETRANGE returns for `start..=end` of a `len`-byte string, with Redis 7.0's
 /// rules: negative indexes count from the end and are then clamped to 0, `end` is clamped to
 /// the last byte. (So in 7.0 `GETRANGE k -100 -50` of a short string returns its first byte.)
-pub(crate) fn getrange_bounds(len: usize, start: i64, end: i64) -> std::ops::Range<usize> {
+fn getrange_bounds(len: usize, start: i64, end: i64) -> std::ops::Range<usize> {
     if start < 0 && end < 0 && start > end {
         return 0..0;
     }
