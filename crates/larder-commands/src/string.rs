@@ -1,7 +1,22 @@
-//! String commands: GET, SET and friends.
+//! String commands: GET, SET and friends, with Redis 7.0 semantics.
+//!
+//! This file holds the table, the single-key get/set commands and what they share (SET's
+//! option parser, `store`, the keyspace-hit counter). MGET/MSET/MSETNX are in `batch`,
+//! counters (INCR, INCRBYFLOAT, ...) in `counter`, commands on parts of a string (APPEND,
+//! GETRANGE, SETRANGE, LCS, ...) in `range`, and INCRBYFLOAT's software `long double` in
+//! `long_double`.
 
+mod batch;
+mod counter;
+mod long_double;
+mod range;
+
+use larder_engine::{Shard, SlotId};
+
+use crate::args::Args;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
+use crate::state::bump;
 use crate::table::{flags::*, CommandSpec, Group, KeySpec};
 
 const fn cmd(
@@ -26,31 +41,63 @@ const fn cmd(
     }
 }
 
-/// The string family's table.
+/// The string family's table. Arity, flags, key positions, summaries and versions are those
+/// of Redis 7.0's COMMAND INFO / COMMAND DOCS.
+#[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd("get", 2, READONLY | FAST, KeySpec::ONE, "Returns the string value of a key.", "1.0.0", get),
-    cmd("set", -3, WRITE | DENYOOM, KeySpec::ONE, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "1.0.0", set),
+    cmd("get", 2, READONLY | FAST, KeySpec::ONE, "Get the value of a key", "1.0.0", get),
+    cmd("set", -3, WRITE | DENYOOM, KeySpec::ONE, "Set the string value of a key", "1.0.0", set),
+    cmd("setnx", 3, WRITE | DENYOOM | FAST, KeySpec::ONE, "Set the value of a key, only if the key does not exist", "1.0.0", setnx),
+    cmd("setex", 4, WRITE | DENYOOM, KeySpec::ONE, "Set the value and expiration of a key", "2.0.0", setex),
+    cmd("psetex", 4, WRITE | DENYOOM, KeySpec::ONE, "Set the value and expiration in milliseconds of a key", "2.6.0", psetex),
+    cmd("getset", 3, WRITE | DENYOOM | FAST, KeySpec::ONE, "Set the string value of a key and return its old value", "1.0.0", getset),
+    cmd("getdel", 2, WRITE | FAST, KeySpec::ONE, "Get the value of a key and delete the key", "6.2.0", getdel),
+    cmd("getex", -2, WRITE | FAST, KeySpec::ONE, "Get the value of a key and optionally set its expiration", "6.2.0", getex),
+    cmd("mget", -2, READONLY | FAST, KeySpec::ALL, "Get the values of all the given keys", "1.0.0", batch::mget),
+    cmd("mset", -3, WRITE | DENYOOM, KeySpec::PAIRS, "Set multiple keys to multiple values", "1.0.1", batch::mset),
+    cmd("msetnx", -3, WRITE | DENYOOM, KeySpec::PAIRS, "Set multiple keys to multiple values, only if none of the keys exist", "1.0.1", batch::msetnx),
+    cmd("append", 3, WRITE | DENYOOM | FAST, KeySpec::ONE, "Append a value to a key", "2.0.0", range::append),
+    cmd("strlen", 2, READONLY | FAST, KeySpec::ONE, "Get the length of the value stored in a key", "2.2.0", range::strlen),
+    cmd("incr", 2, WRITE | DENYOOM | FAST, KeySpec::ONE, "Increment the integer value of a key by one", "1.0.0", counter::incr),
+    cmd("decr", 2, WRITE | DENYOOM | FAST, KeySpec::ONE, "Decrement the integer value of a key by one", "1.0.0", counter::decr),
+    cmd("incrby", 3, WRITE | DENYOOM | FAST, KeySpec::ONE, "Increment the integer value of a key by the given amount", "1.0.0", counter::incrby),
+    cmd("decrby", 3, WRITE | DENYOOM | FAST, KeySpec::ONE, "Decrement the integer value of a key by the given number", "1.0.0", counter::decrby),
+    cmd("incrbyfloat", 3, WRITE | DENYOOM | FAST, KeySpec::ONE, "Increment the float value of a key by the given amount", "2.6.0", counter::incrbyfloat),
+    cmd("getrange", 4, READONLY, KeySpec::ONE, "Get a substring of the string stored at a key", "2.4.0", range::getrange),
+    cmd("substr", 4, READONLY, KeySpec::ONE, "Get a substring of the string stored at a key", "1.0.0", range::getrange),
+    cmd("setrange", 4, WRITE | DENYOOM, KeySpec::ONE, "Overwrite part of a string at key starting at the specified offset", "2.2.0", range::setrange),
+    cmd("lcs", -3, READONLY, KeySpec::TWO, "Find longest common substring", "7.0.0", range::lcs),
 ];
+
+/// Count keyspace hits and misses (INFO stats) in one step, for multi-key reads.
+fn count_hits(c: &Cmd<'_>, hits: u64, misses: u64) {
+    let t = &c.server.stats.threads[c.conn.worker];
+    if hits > 0 {
+        bump(&t.keyspace_hits, hits);
+    }
+    if misses > 0 {
+        bump(&t.keyspace_misses, misses);
+    }
+}
+
+/// The string held in `slot`, or WRONGTYPE.
+#[inline]
+pub(crate) fn string_at(shard: &Shard, slot: SlotId) -> Result<&[u8]> {
+    shard
+        .entry(slot)
+        .string()
+        .ok_or(Error::Static(error::WRONGTYPE))
+}
 
 /// GET key
 fn get(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let (mut shard, hash) = c.db().lock_key(key);
-    match shard.find_touch(key, hash, c.now_ms) {
-        Some(slot) => {
-            let value = shard
-                .entry(slot)
-                .string()
-                .ok_or(Error::Static(error::WRONGTYPE))?;
-            c.out.bulk(value);
-            drop(shard);
-            c.hit(true);
-        }
-        None => {
-            drop(shard);
-            c.out.null();
-            c.hit(false);
-        }
+    let found = shard.find_touch(key, hash, c.now_ms);
+    c.hit(found.is_some());
+    match found {
+        Some(slot) => c.out.bulk(string_at(&shard, slot)?),
+        None => c.out.null(),
     }
     Ok(())
 }
@@ -99,67 +146,114 @@ pub fn parse_deadline(
     Ok(at as u64)
 }
 
-/// SET key value [NX | XX] [GET] [EX s | PX ms | EXAT ts | PXAT ts-ms | KEEPTTL]
-fn set(c: &mut Cmd<'_>) -> Result<()> {
-    let key = c.args.key()?;
-    let value = c.args.next_arg()?;
-    let mut cond = Condition::Always;
-    let mut expiry = Expiry::Clear;
-    let mut expiry_given = false;
-    let mut want_old = false;
-    while let Some(opt) = c.args.opt() {
-        let upper = opt.to_ascii_uppercase();
-        match upper.as_slice() {
-            b"NX" if cond == Condition::Always => cond = Condition::IfAbsent,
-            b"XX" if cond == Condition::Always => cond = Condition::IfPresent,
-            b"GET" if !want_old => want_old = true,
-            b"KEEPTTL" if !expiry_given => {
-                expiry = Expiry::Keep;
-                expiry_given = true;
-            }
-            b"EX" | b"PX" | b"EXAT" | b"PXAT" if !expiry_given => {
-                let raw = c.args.next_arg()?;
-                let (unit, absolute) = match upper.as_slice() {
-                    b"EX" => (1000, false),
-                    b"PX" => (1, false),
-                    b"EXAT" => (1000, true),
-                    _ => (1, true),
-                };
-                expiry = Expiry::At(parse_deadline(raw, unit, absolute, c.now_ms, "set")?);
-                expiry_given = true;
-            }
-            _ => return Err(Error::Static(error::SYNTAX)),
-        }
+/// The TTL option of SET or GETEX. Redis lets an option repeat (the last value wins) but
+/// not combine with a different one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TtlOption<'a> {
+    None,
+    KeepTtl,
+    Persist,
+    Ex(&'a [u8]),
+    Px(&'a [u8]),
+    ExAt(&'a [u8]),
+    PxAt(&'a [u8]),
+}
+
+impl TtlOption<'_> {
+    /// Whether `next` may follow the options seen so far.
+    fn accepts(&self, next: &TtlOption<'_>) -> bool {
+        *self == TtlOption::None || std::mem::discriminant(self) == std::mem::discriminant(next)
     }
-    let (mut shard, hash) = c.db().lock_key(key);
-    let found = shard.find(key, hash, c.now_ms);
-    if want_old {
-        if let Some(slot) = found {
-            if shard.entry(slot).string().is_none() {
-                return Err(Error::Static(error::WRONGTYPE));
-            }
-        }
+
+    /// The absolute deadline an EX/PX/EXAT/PXAT value gives, validated as Redis does.
+    fn deadline(&self, now_ms: u64, cmd_name: &str) -> Result<Option<u64>> {
+        let (raw, unit_ms, absolute) = match *self {
+            TtlOption::Ex(raw) => (raw, 1000, false),
+            TtlOption::Px(raw) => (raw, 1, false),
+            TtlOption::ExAt(raw) => (raw, 1000, true),
+            TtlOption::PxAt(raw) => (raw, 1, true),
+            TtlOption::None | TtlOption::KeepTtl | TtlOption::Persist => return Ok(None),
+        };
+        parse_deadline(raw, unit_ms, absolute, now_ms, cmd_name).map(Some)
     }
-    let proceed = match cond {
-        Condition::Always => true,
-        Condition::IfAbsent => found.is_none(),
-        Condition::IfPresent => found.is_some(),
+}
+
+/// Which command's options `parse_extended` reads (Redis's COMMAND_SET / COMMAND_GET).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Extended {
+    Set,
+    GetEx,
+}
+
+/// The options of SET (`NX | XX`, `GET`, a TTL option) or GETEX (a TTL option).
+struct ExtendedOptions<'a> {
+    cond: Condition,
+    get: bool,
+    ttl: TtlOption<'a>,
+}
+
+/// Parse the options after SET's value or GETEX's key, with Redis's
+/// `parseExtendedStringArgumentsOrReply` rules: syntax only; the TTL's number is checked
+/// later, so a syntax error anywhere wins over a bad number.
+fn parse_extended<'a>(args: &mut Args<'a>, which: Extended) -> Result<ExtendedOptions<'a>> {
+    let set = which == Extended::Set;
+    let mut o = ExtendedOptions {
+        cond: Condition::Always,
+        get: false,
+        ttl: TtlOption::None,
     };
-    if want_old {
-        match found.and_then(|s| shard.entry(s).string()) {
-            Some(old) => c.out.bulk(old),
-            None => c.out.null(),
+    while let Some(opt) = args.opt() {
+        let is = |word: &str| opt.eq_ignore_ascii_case(word.as_bytes());
+        if set && is("NX") && o.cond != Condition::IfPresent {
+            o.cond = Condition::IfAbsent;
+        } else if set && is("XX") && o.cond != Condition::IfAbsent {
+            o.cond = Condition::IfPresent;
+        } else if set && is("GET") {
+            o.get = true;
+        } else if set && is("KEEPTTL") && o.ttl.accepts(&TtlOption::KeepTtl) {
+            o.ttl = TtlOption::KeepTtl;
+        } else if !set && is("PERSIST") && o.ttl.accepts(&TtlOption::Persist) {
+            o.ttl = TtlOption::Persist;
+        } else {
+            let with_value: fn(&'a [u8]) -> TtlOption<'a> = if is("EX") {
+                TtlOption::Ex
+            } else if is("PX") {
+                TtlOption::Px
+            } else if is("EXAT") {
+                TtlOption::ExAt
+            } else if is("PXAT") {
+                TtlOption::PxAt
+            } else {
+                return Err(Error::Static(error::SYNTAX));
+            };
+            let next = with_value(b"");
+            let value = match args.peek() {
+                Some(v) if o.ttl.accepts(&next) => v,
+                _ => return Err(Error::Static(error::SYNTAX)),
+            };
+            args.skip(1);
+            o.ttl = with_value(value);
         }
     }
-    if !proceed {
-        if !want_old {
-            c.out.null();
-        }
-        return Ok(());
-    }
+    Ok(o)
+}
+
+/// Write a string value under `key` (found at `found`, or absent) as Redis's `setKey` does:
+/// any type is replaced, the access time is now (a new value is a new object in Redis), and
+/// the deadline follows `expiry`.
+fn store(
+    shard: &mut Shard,
+    key: &[u8],
+    hash: u64,
+    found: Option<SlotId>,
+    value: &[u8],
+    expiry: Expiry,
+    now_ms: u64,
+) {
     match found {
         Some(slot) => {
             shard.set_string(slot, value);
+            shard.touch(slot, now_ms);
             match expiry {
                 Expiry::Keep => {}
                 Expiry::Clear => {
@@ -175,53 +269,503 @@ fn set(c: &mut Cmd<'_>) -> Result<()> {
                 Expiry::At(at) => at,
                 Expiry::Keep | Expiry::Clear => 0,
             };
-            shard.insert_string(key, hash, value, at, c.now_ms);
+            shard.insert_string(key, hash, value, at, now_ms);
         }
     }
+}
+
+/// SET key value [NX | XX] [GET] [EX s | PX ms | EXAT ts | PXAT ts-ms | KEEPTTL]
+fn set(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let value = c.args.next_arg()?;
+    let o = parse_extended(&mut c.args, Extended::Set)?;
+    let expiry = match o.ttl {
+        TtlOption::KeepTtl => Expiry::Keep,
+        ttl => match ttl.deadline(c.now_ms, c.resolved.full_name)? {
+            Some(at) => Expiry::At(at),
+            None => Expiry::Clear,
+        },
+    };
+    let (mut shard, hash) = c.db().lock_key(key);
+    let found = if o.get {
+        let found = shard.find_touch(key, hash, c.now_ms);
+        c.hit(found.is_some());
+        match found {
+            Some(slot) => c.out.bulk(string_at(&shard, slot)?),
+            None => c.out.null(),
+        }
+        found
+    } else {
+        shard.find(key, hash, c.now_ms)
+    };
+    let proceed = match o.cond {
+        Condition::Always => true,
+        Condition::IfAbsent => found.is_none(),
+        Condition::IfPresent => found.is_some(),
+    };
+    if proceed {
+        store(&mut shard, key, hash, found, value, expiry, c.now_ms);
+    }
     drop(shard);
-    if !want_old {
-        c.out.simple("OK");
+    match (o.get, proceed) {
+        (true, _) => {}
+        (false, true) => c.out.simple("OK"),
+        (false, false) => c.out.null(),
+    }
+    Ok(())
+}
+
+/// SETNX key value
+fn setnx(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let value = c.args.next_arg()?;
+    let (mut shard, hash) = c.db().lock_key(key);
+    let created = match shard.find_touch(key, hash, c.now_ms) {
+        Some(_) => false,
+        None => {
+            shard.insert_string(key, hash, value, 0, c.now_ms);
+            true
+        }
+    };
+    drop(shard);
+    c.out.int(i64::from(created));
+    Ok(())
+}
+
+/// SETEX key seconds value
+fn setex(c: &mut Cmd<'_>) -> Result<()> {
+    set_with_ttl(c, 1000)
+}
+
+/// PSETEX key milliseconds value
+fn psetex(c: &mut Cmd<'_>) -> Result<()> {
+    set_with_ttl(c, 1)
+}
+
+fn set_with_ttl(c: &mut Cmd<'_>, unit_ms: i64) -> Result<()> {
+    let key = c.args.key()?;
+    let ttl = c.args.next_arg()?;
+    let value = c.args.next_arg()?;
+    let at = parse_deadline(ttl, unit_ms, false, c.now_ms, c.resolved.full_name)?;
+    let (mut shard, hash) = c.db().lock_key(key);
+    let found = shard.find(key, hash, c.now_ms);
+    store(
+        &mut shard,
+        key,
+        hash,
+        found,
+        value,
+        Expiry::At(at),
+        c.now_ms,
+    );
+    drop(shard);
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// GETSET key value
+fn getset(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let value = c.args.next_arg()?;
+    let (mut shard, hash) = c.db().lock_key(key);
+    let found = shard.find_touch(key, hash, c.now_ms);
+    c.hit(found.is_some());
+    match found {
+        Some(slot) => c.out.bulk(string_at(&shard, slot)?),
+        None => c.out.null(),
+    }
+    store(&mut shard, key, hash, found, value, Expiry::Clear, c.now_ms);
+    Ok(())
+}
+
+/// GETDEL key
+fn getdel(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let (mut shard, hash) = c.db().lock_key(key);
+    let found = shard.find(key, hash, c.now_ms);
+    c.hit(found.is_some());
+    match found {
+        Some(slot) => {
+            c.out.bulk(string_at(&shard, slot)?);
+            shard.remove(slot);
+        }
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+/// GETEX key [EX s | PX ms | EXAT ts | PXAT ts-ms | PERSIST]
+fn getex(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let o = parse_extended(&mut c.args, Extended::GetEx)?;
+    let (mut shard, hash) = c.db().lock_key(key);
+    let found = shard.find_touch(key, hash, c.now_ms);
+    c.hit(found.is_some());
+    let Some(slot) = found else {
+        // Redis looks the key up before it checks the TTL's number.
+        c.out.null();
+        return Ok(());
+    };
+    let value = string_at(&shard, slot)?;
+    let deadline = o.ttl.deadline(c.now_ms, c.resolved.full_name)?;
+    c.out.bulk(value);
+    match (deadline, o.ttl) {
+        // An absolute deadline already past deletes the key.
+        (Some(at), _) if at <= c.now_ms => {
+            shard.remove(slot);
+        }
+        (Some(at), _) => shard.set_expire(slot, Some(at)),
+        (None, TtlOption::Persist) => {
+            if shard.entry(slot).expire_at_ms().is_some() {
+                shard.set_expire(slot, None);
+            }
+        }
+        (None, _) => {}
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use larder_resp::{Frame, Protocol};
+
     use crate::testing::*;
+
+    fn null() -> Frame {
+        Frame::Null
+    }
+
+    /// The remaining TTL of `key`, if it has one (shared with the submodules' tests).
+    pub(super) fn ttl_ms(h: &mut Harness, key: &str) -> Option<u64> {
+        let (mut shard, hash) = h.server.keyspace.db(h.conn.db).lock_key(key.as_bytes());
+        let now = larder_engine::now_ms();
+        let slot = shard.find(key.as_bytes(), hash, now)?;
+        shard
+            .entry(slot)
+            .expire_at_ms()
+            .map(|at| at.saturating_sub(now))
+    }
+
+    fn hits(h: &Harness) -> (u64, u64) {
+        let s = &h.server.stats;
+        (s.sum(|t| &t.keyspace_hits), s.sum(|t| &t.keyspace_misses))
+    }
 
     #[test]
     fn get_set_basics() {
         let mut h = Harness::new();
-        assert_eq!(h.run(&["GET", "k"]), larder_resp::Frame::Null);
+        assert_eq!(h.run(&["GET", "k"]), null());
         assert_eq!(h.run(&["SET", "k", "v"]), ok());
         assert_eq!(h.run(&["get", "k"]), bulk("v"));
         assert_eq!(h.run(&["SET", "k", "w", "GET"]), bulk("v"));
-        assert_eq!(h.run(&["SET", "k", "x", "NX"]), larder_resp::Frame::Null);
+        assert_eq!(h.run(&["SET", "k", "x", "NX"]), null());
         assert_eq!(h.run(&["SET", "k", "x", "NX", "GET"]), bulk("w"));
-        assert_eq!(h.run(&["SET", "n", "x", "XX"]), larder_resp::Frame::Null);
+        assert_eq!(h.run(&["SET", "n", "x", "XX"]), null());
+        assert_eq!(h.run(&["SET", "n", "x", "XX", "GET"]), null());
+        assert_eq!(h.run(&["GET", "n"]), null());
+        assert_eq!(h.run(&["SET", "n", "x", "NX", "GET"]), null());
+        assert_eq!(h.run(&["GET", "n"]), bulk("x"));
+        assert_eq!(h.run(&["SET", "n", "y", "XX"]), ok());
+        assert_eq!(h.run(&["GET", "n"]), bulk("y"));
+        assert_eq!(h.run(&["SET", "e", ""]), ok());
+        assert_eq!(h.run(&["GET", "e"]), bulk(""));
+        h.out.proto = Protocol::Resp3;
+        assert_eq!(h.run_raw(&[b"GET", b"missing"]), b"_\r\n");
         assert_eq!(
-            h.run(&["SET", "k", "v", "NX", "XX"]),
-            err("ERR syntax error")
+            h.run_raw(&[b"SET", b"k", b"v", b"XX", b"NX"]),
+            b"-ERR syntax error\r\n"
         );
+        h.out.proto = Protocol::Resp2;
+        assert_eq!(h.run_raw(&[b"GET", b"missing"]), b"$-1\r\n");
+        h.run_bytes(&[b"SET", b"bin\x00", b"\x00\xff\r\n"]);
         assert_eq!(
-            h.run(&["SET", "k", "v", "EX", "0"]),
-            err("ERR invalid expire time in 'set' command")
+            h.run_bytes(&[b"GET", b"bin\x00"]),
+            Frame::Bulk(b"\x00\xff\r\n".to_vec())
         );
+    }
+
+    #[test]
+    fn set_option_errors() {
+        let mut h = Harness::new();
+        for (argv, want) in [
+            (&["SET", "k", "v", "NX", "XX"][..], "ERR syntax error"),
+            (&["SET", "k", "v", "XX", "NX"], "ERR syntax error"),
+            (
+                &["SET", "k", "v", "EX", "0"],
+                "ERR invalid expire time in 'set' command",
+            ),
+            (
+                &["SET", "k", "v", "PX", "-1"],
+                "ERR invalid expire time in 'set' command",
+            ),
+            (
+                &["SET", "k", "v", "EXAT", "0"],
+                "ERR invalid expire time in 'set' command",
+            ),
+            (
+                &["SET", "k", "v", "EX", "9223372036854775807"],
+                "ERR invalid expire time in 'set' command",
+            ),
+            (
+                &["SET", "k", "v", "PX", "9223372036854775807"],
+                "ERR invalid expire time in 'set' command",
+            ),
+            (
+                &["SET", "k", "v", "EX", "x"],
+                "ERR value is not an integer or out of range",
+            ),
+            (
+                &["SET", "k", "v", "EX", "10", "PX", "5"],
+                "ERR syntax error",
+            ),
+            (
+                &["SET", "k", "v", "EX", "10", "KEEPTTL"],
+                "ERR syntax error",
+            ),
+            (
+                &["SET", "k", "v", "KEEPTTL", "PXAT", "5"],
+                "ERR syntax error",
+            ),
+            (
+                &["SET", "k", "v", "EXAT", "5", "PXAT", "5"],
+                "ERR syntax error",
+            ),
+            (&["SET", "k", "v", "EX"], "ERR syntax error"),
+            (&["SET", "k", "v", "PERSIST"], "ERR syntax error"),
+            (&["SET", "k", "v", "BOGUS"], "ERR syntax error"),
+            // Syntax is checked before the TTL's number.
+            (
+                &["SET", "k", "v", "EX", "abc", "XX", "NX"],
+                "ERR syntax error",
+            ),
+            (
+                &["SET", "k"],
+                "ERR wrong number of arguments for 'set' command",
+            ),
+        ] {
+            assert_eq!(h.run(argv), err(want), "{argv:?}");
+        }
+        assert_eq!(h.run(&["GET", "k"]), null());
+    }
+
+    #[test]
+    fn set_repeated_options_like_redis() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["SET", "k", "v", "NX", "NX"]), ok());
+        assert_eq!(h.run(&["SET", "k", "w", "GET", "GET"]), bulk("v"));
+        assert_eq!(h.run(&["SET", "k", "v", "ex", "10", "EX", "20"]), ok());
+        let ttl = ttl_ms(&mut h, "k").expect("ttl");
+        assert!((19_000..=20_000).contains(&ttl), "{ttl}");
+        assert_eq!(h.run(&["SET", "k", "v", "KEEPTTL", "keepttl"]), ok());
+        assert!(ttl_ms(&mut h, "k").is_some());
+        assert_eq!(h.run(&["SET", "k", "v", "XX", "XX"]), ok());
+        assert_eq!(ttl_ms(&mut h, "k"), None);
+    }
+
+    #[test]
+    fn set_ttl_options() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["SET", "k", "v", "PX", "100000"]), ok());
+        let ttl = ttl_ms(&mut h, "k").expect("ttl");
+        assert!((99_000..=100_000).contains(&ttl), "{ttl}");
+        // A plain SET clears the TTL; KEEPTTL keeps it.
+        assert_eq!(h.run(&["SET", "k", "v", "EX", "100"]), ok());
+        assert_eq!(h.run(&["SET", "k", "w", "KEEPTTL"]), ok());
+        assert!(ttl_ms(&mut h, "k").is_some());
+        assert_eq!(h.run(&["SET", "k", "x"]), ok());
+        assert_eq!(ttl_ms(&mut h, "k"), None);
+        let at_s = larder_engine::now_ms() / 1000 + 1000;
+        assert_eq!(h.run(&["SET", "k", "v", "EXAT", &at_s.to_string()]), ok());
+        let ttl = ttl_ms(&mut h, "k").expect("ttl");
+        assert!((998_000..=1_000_000).contains(&ttl), "{ttl}");
+        let at_ms = larder_engine::now_ms() + 50_000;
+        assert_eq!(h.run(&["SET", "k", "v", "PXAT", &at_ms.to_string()]), ok());
+        let ttl = ttl_ms(&mut h, "k").expect("ttl");
+        assert!((49_000..=50_000).contains(&ttl), "{ttl}");
+        // A deadline in the past: the key is set and already gone.
+        assert_eq!(h.run(&["SET", "k", "v", "PXAT", "1"]), ok());
+        assert_eq!(h.run(&["GET", "k"]), null());
+        // SET ... GET with KEEPTTL on an expiring key.
+        assert_eq!(h.run(&["SET", "k", "v", "EX", "100"]), ok());
+        assert_eq!(h.run(&["SET", "k", "w", "GET", "KEEPTTL"]), bulk("v"));
+        assert!(ttl_ms(&mut h, "k").is_some());
+    }
+
+    #[test]
+    fn setnx_setex_psetex() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["SETNX", "k", "v"]), int(1));
+        assert_eq!(h.run(&["SETNX", "k", "w"]), int(0));
+        assert_eq!(h.run(&["GET", "k"]), bulk("v"));
+        assert_eq!(h.run(&["SETEX", "k", "100", "x"]), ok());
+        assert_eq!(h.run(&["GET", "k"]), bulk("x"));
+        let ttl = ttl_ms(&mut h, "k").expect("ttl");
+        assert!((99_000..=100_000).contains(&ttl), "{ttl}");
+        assert_eq!(h.run(&["PSETEX", "p", "5000", "y"]), ok());
+        let ttl = ttl_ms(&mut h, "p").expect("ttl");
+        assert!((4_000..=5_000).contains(&ttl), "{ttl}");
+        for (argv, want) in [
+            (
+                &["SETEX", "k", "0", "v"][..],
+                "ERR invalid expire time in 'setex' command",
+            ),
+            (
+                &["SETEX", "k", "-1", "v"],
+                "ERR invalid expire time in 'setex' command",
+            ),
+            (
+                &["SETEX", "k", "9223372036854775807", "v"],
+                "ERR invalid expire time in 'setex' command",
+            ),
+            (
+                &["PSETEX", "k", "0", "v"],
+                "ERR invalid expire time in 'psetex' command",
+            ),
+            (
+                &["PSETEX", "k", "9223372036854775807", "v"],
+                "ERR invalid expire time in 'psetex' command",
+            ),
+            (
+                &["SETEX", "k", "abc", "v"],
+                "ERR value is not an integer or out of range",
+            ),
+            (
+                &["SETEX", "k", "10"],
+                "ERR wrong number of arguments for 'setex' command",
+            ),
+            (
+                &["SETNX", "k"],
+                "ERR wrong number of arguments for 'setnx' command",
+            ),
+        ] {
+            assert_eq!(h.run(argv), err(want), "{argv:?}");
+        }
+        assert_eq!(h.run(&["GET", "k"]), bulk("x"));
+        // SETNX treats an expired key as absent.
+        assert_eq!(h.run(&["SET", "old", "v", "PXAT", "1"]), ok());
+        assert_eq!(h.run(&["SETNX", "old", "new"]), int(1));
+        assert_eq!(h.run(&["GET", "old"]), bulk("new"));
+    }
+
+    #[test]
+    fn getset_getdel() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["GETSET", "k", "v"]), null());
+        assert_eq!(h.run(&["GET", "k"]), bulk("v"));
+        assert_eq!(h.run(&["SETEX", "k", "100", "v"]), ok());
+        assert_eq!(h.run(&["GETSET", "k", "w"]), bulk("v"));
+        assert_eq!(ttl_ms(&mut h, "k"), None, "GETSET clears the TTL");
+        assert_eq!(h.run(&["GETDEL", "k"]), bulk("w"));
+        assert_eq!(h.run(&["GETDEL", "k"]), null());
+        assert_eq!(h.run(&["GET", "k"]), null());
+        h.out.proto = Protocol::Resp3;
+        assert_eq!(h.run_raw(&[b"GETDEL", b"k"]), b"_\r\n");
+        assert_eq!(h.run_raw(&[b"GETSET", b"k", b"v"]), b"_\r\n");
+    }
+
+    #[test]
+    fn getex_options() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["GETEX", "missing"]), null());
+        // The key is looked up before the TTL's number is checked.
+        assert_eq!(h.run(&["GETEX", "missing", "EX", "abc"]), null());
+        assert_eq!(h.run(&["SET", "k", "v"]), ok());
+        assert_eq!(h.run(&["GETEX", "k"]), bulk("v"));
+        assert_eq!(ttl_ms(&mut h, "k"), None);
+        assert_eq!(h.run(&["GETEX", "k", "EX", "100"]), bulk("v"));
+        let ttl = ttl_ms(&mut h, "k").expect("ttl");
+        assert!((99_000..=100_000).contains(&ttl), "{ttl}");
+        assert_eq!(h.run(&["GETEX", "k"]), bulk("v"));
+        assert!(ttl_ms(&mut h, "k").is_some(), "plain GETEX keeps the TTL");
+        assert_eq!(h.run(&["GETEX", "k", "PERSIST", "persist"]), bulk("v"));
+        assert_eq!(ttl_ms(&mut h, "k"), None);
+        assert_eq!(h.run(&["GETEX", "k", "PERSIST"]), bulk("v"));
         assert_eq!(
-            h.run(&["SET", "k", "v", "EX", "x"]),
-            err("ERR value is not an integer or out of range")
+            h.run(&["GETEX", "k", "px", "5000", "PX", "7000"]),
+            bulk("v")
         );
+        let ttl = ttl_ms(&mut h, "k").expect("ttl");
+        assert!((6_000..=7_000).contains(&ttl), "{ttl}");
+        let at_s = larder_engine::now_ms() / 1000 + 1000;
+        assert_eq!(h.run(&["GETEX", "k", "EXAT", &at_s.to_string()]), bulk("v"));
+        assert!(ttl_ms(&mut h, "k").expect("ttl") > 990_000);
+        let at_ms = larder_engine::now_ms() + 30_000;
         assert_eq!(
-            h.run(&["SET", "k", "v", "EX", "10", "PX", "5"]),
-            err("ERR syntax error")
+            h.run(&["GETEX", "k", "PXAT", &at_ms.to_string()]),
+            bulk("v")
         );
-        assert_eq!(
-            h.run(&["SET", "k", "v", "EX", "10", "KEEPTTL"]),
-            err("ERR syntax error")
-        );
-        assert_eq!(
-            h.run(&["SET", "k"]),
-            err("ERR wrong number of arguments for 'set' command")
-        );
+        assert!(ttl_ms(&mut h, "k").expect("ttl") > 29_000);
+        for (argv, want) in [
+            (
+                &["GETEX", "k", "EX", "abc"][..],
+                "ERR value is not an integer or out of range",
+            ),
+            (
+                &["GETEX", "k", "EX", "0"],
+                "ERR invalid expire time in 'getex' command",
+            ),
+            (
+                &["GETEX", "k", "PXAT", "-5"],
+                "ERR invalid expire time in 'getex' command",
+            ),
+            (&["GETEX", "k", "EX", "10", "PERSIST"], "ERR syntax error"),
+            (&["GETEX", "k", "PERSIST", "EX", "10"], "ERR syntax error"),
+            (&["GETEX", "k", "EX", "10", "PX", "10"], "ERR syntax error"),
+            (&["GETEX", "k", "NX"], "ERR syntax error"),
+            (&["GETEX", "k", "GET"], "ERR syntax error"),
+            (&["GETEX", "k", "KEEPTTL"], "ERR syntax error"),
+            (&["GETEX", "k", "EX"], "ERR syntax error"),
+            (&["GETEX", "missing", "EX"], "ERR syntax error"),
+            (
+                &["GETEX"],
+                "ERR wrong number of arguments for 'getex' command",
+            ),
+        ] {
+            assert_eq!(h.run(argv), err(want), "{argv:?}");
+        }
+        // An absolute deadline in the past returns the value and deletes the key.
+        assert_eq!(h.run(&["GETEX", "k", "EXAT", "1"]), bulk("v"));
+        assert_eq!(h.run(&["GET", "k"]), null());
+        assert_eq!(h.run(&["SET", "k", "v"]), ok());
+        assert_eq!(h.run(&["GETEX", "k", "PXAT", "100"]), bulk("v"));
+        assert_eq!(h.run(&["GET", "k"]), null());
+    }
+
+    #[test]
+    fn keyspace_hits_and_misses() {
+        let mut h = Harness::new();
+        h.run(&["SET", "a", "1"]);
+        assert_eq!(hits(&h), (0, 0));
+        h.run(&["GET", "a"]);
+        h.run(&["GET", "b"]);
+        assert_eq!(hits(&h), (1, 1));
+        h.run(&["MGET", "a", "b", "a", "c"]);
+        assert_eq!(hits(&h), (3, 3));
+        h.run(&["SET", "a", "2", "GET"]);
+        h.run(&["GETSET", "z", "2"]);
+        assert_eq!(hits(&h), (4, 4));
+        h.run(&["GETEX", "a"]);
+        h.run(&["GETDEL", "a"]);
+        assert_eq!(hits(&h), (6, 4));
+        h.run(&["SETNX", "q", "1"]);
+        h.run(&["MSET", "q", "1"]);
+        assert_eq!(hits(&h), (6, 4));
+    }
+
+    #[test]
+    fn expired_keys_are_absent_for_every_command() {
+        let mut h = Harness::new();
+        for cmd in [
+            &["GET", "k"][..],
+            &["GETEX", "k"],
+            &["GETDEL", "k"],
+            &["GETSET", "k", "n"],
+        ] {
+            assert_eq!(h.run(&["SET", "k", "v", "PXAT", "1"]), ok());
+            assert_eq!(h.run(cmd), null(), "{cmd:?}");
+        }
+        assert_eq!(h.run(&["SET", "k", "v", "PXAT", "1"]), ok());
+        assert_eq!(h.run(&["SET", "k", "w", "XX"]), null());
+        assert_eq!(h.run(&["MSETNX", "k", "1"]), int(1));
     }
 }

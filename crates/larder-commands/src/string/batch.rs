@@ -1,0 +1,209 @@
+//! Multi-key commands: MGET, MSET, MSETNX. Each locks all its keys' shards together, so
+//! an MSET is seen entirely or not at all.
+
+use larder_engine::{Db, Shard};
+
+use super::{count_hits, store, Condition, Expiry};
+use crate::error::{self, Result};
+use crate::exec::Cmd;
+
+/// MGET key [key ...]
+///
+/// All the keys' shards are locked together so that MGET sees an MSET entirely or not at all.
+pub(super) fn mget(c: &mut Cmd<'_>) -> Result<()> {
+    let keys = c.args.rest();
+    let db_index = c.conn.db;
+    let (mut hits, mut misses) = (0, 0);
+    c.out.array(keys.len());
+    if let [key] = keys {
+        let (mut shard, hash) = c.db().lock_key(key);
+        reply_string_or_null(&mut shard, key, hash, c, &mut hits, &mut misses);
+    } else {
+        let which = keys.iter().map(|k| (db_index, Db::route(k).0)).collect();
+        let mut guards = c.server.keyspace.lock_many(which);
+        for key in keys {
+            let (shard, hash) = Db::route(key);
+            let shard = guards.get(db_index, shard);
+            reply_string_or_null(shard, key, hash, c, &mut hits, &mut misses);
+        }
+    }
+    count_hits(c, hits, misses);
+    Ok(())
+}
+
+/// One MGET element: the string, or null for a missing key or another type.
+#[inline]
+fn reply_string_or_null(
+    shard: &mut Shard,
+    key: &[u8],
+    hash: u64,
+    c: &mut Cmd<'_>,
+    hits: &mut u64,
+    misses: &mut u64,
+) {
+    match shard.find_touch(key, hash, c.now_ms) {
+        Some(slot) => {
+            *hits += 1;
+            match shard.entry(slot).string() {
+                Some(v) => c.out.bulk(v),
+                None => c.out.null(),
+            }
+        }
+        None => {
+            *misses += 1;
+            c.out.null();
+        }
+    }
+}
+
+/// MSET key value [key value ...]
+pub(super) fn mset(c: &mut Cmd<'_>) -> Result<()> {
+    mset_generic(c, Condition::Always)
+}
+
+/// MSETNX key value [key value ...]
+pub(super) fn msetnx(c: &mut Cmd<'_>) -> Result<()> {
+    mset_generic(c, Condition::IfAbsent)
+}
+
+/// MSET and MSETNX: every involved shard is locked before the first write, so no reader sees
+/// part of the update.
+fn mset_generic(c: &mut Cmd<'_>, cond: Condition) -> Result<()> {
+    let pairs = c.args.rest();
+    if pairs.len() % 2 != 0 {
+        return Err(error::wrong_arity(c.resolved.full_name));
+    }
+    let db_index = c.conn.db;
+    let which = pairs
+        .iter()
+        .step_by(2)
+        .map(|k| (db_index, Db::route(k).0))
+        .collect();
+    let mut guards = c.server.keyspace.lock_many(which);
+    if cond == Condition::IfAbsent {
+        for key in pairs.iter().step_by(2) {
+            let (shard, hash) = Db::route(key);
+            if guards
+                .get(db_index, shard)
+                .find_touch(key, hash, c.now_ms)
+                .is_some()
+            {
+                drop(guards);
+                c.out.int(0);
+                return Ok(());
+            }
+        }
+    }
+    for pair in pairs.chunks_exact(2) {
+        let [key, value] = pair else { continue };
+        let (shard, hash) = Db::route(key);
+        let shard = guards.get(db_index, shard);
+        let found = shard.find(key, hash, c.now_ms);
+        store(shard, key, hash, found, value, Expiry::Clear, c.now_ms);
+    }
+    drop(guards);
+    match cond {
+        Condition::IfAbsent => c.out.int(1),
+        Condition::Always | Condition::IfPresent => c.out.simple("OK"),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use larder_resp::{Frame, Protocol};
+
+    use crate::string::tests::ttl_ms;
+    use crate::testing::*;
+
+    fn null() -> Frame {
+        Frame::Null
+    }
+
+    fn arr(items: Vec<Frame>) -> Frame {
+        Frame::Array(items)
+    }
+
+    #[test]
+    fn mget_mset_msetnx() {
+        let mut h = Harness::new();
+        assert_eq!(h.run(&["MSET", "a", "1", "b", "2", "c", "3"]), ok());
+        assert_eq!(
+            h.run(&["MGET", "a", "b", "nope", "c", "a"]),
+            arr(vec![bulk("1"), bulk("2"), null(), bulk("3"), bulk("1")])
+        );
+        assert_eq!(h.run(&["MGET", "a"]), arr(vec![bulk("1")]));
+        assert_eq!(h.run(&["MGET", "nope"]), arr(vec![null()]));
+        // The last value of a repeated key wins.
+        assert_eq!(h.run(&["MSET", "d", "1", "d", "2"]), ok());
+        assert_eq!(h.run(&["GET", "d"]), bulk("2"));
+        // MSET clears TTLs.
+        assert_eq!(h.run(&["SETEX", "a", "100", "x"]), ok());
+        assert_eq!(h.run(&["MSET", "a", "y"]), ok());
+        assert_eq!(ttl_ms(&mut h, "a"), None);
+        assert_eq!(h.run(&["MSETNX", "x", "1", "a", "2"]), int(0));
+        assert_eq!(h.run(&["GET", "x"]), null());
+        assert_eq!(h.run(&["MSETNX", "x", "1", "y", "2"]), int(1));
+        assert_eq!(h.run(&["MGET", "x", "y"]), arr(vec![bulk("1"), bulk("2")]));
+        for (argv, want) in [
+            (
+                &["MSET", "a"][..],
+                "ERR wrong number of arguments for 'mset' command",
+            ),
+            (
+                &["MSET", "a", "1", "b"],
+                "ERR wrong number of arguments for 'mset' command",
+            ),
+            (
+                &["MSETNX", "a", "1", "b"],
+                "ERR wrong number of arguments for 'msetnx' command",
+            ),
+            (
+                &["MGET"],
+                "ERR wrong number of arguments for 'mget' command",
+            ),
+        ] {
+            assert_eq!(h.run(argv), err(want), "{argv:?}");
+        }
+        assert_eq!(h.run(&["GET", "b"]), bulk("2"));
+        h.out.proto = Protocol::Resp3;
+        assert_eq!(
+            h.run_raw(&[b"MGET", b"a", b"zz"]),
+            b"*2\r\n$1\r\ny\r\n_\r\n"
+        );
+    }
+
+    #[test]
+    fn mset_many_keys_across_shards() {
+        let mut h = Harness::new();
+        let keys: Vec<String> = (0..600).map(|i| format!("key:{i}")).collect();
+        let mut argv = vec!["MSET"];
+        for k in &keys {
+            argv.push(k);
+            argv.push(k);
+        }
+        assert_eq!(h.run(&argv), ok());
+        let mut mget = vec!["MGET"];
+        mget.extend(keys.iter().map(String::as_str));
+        let want: Vec<_> = keys.iter().map(|k| bulk(k)).collect();
+        assert_eq!(h.run(&mget), arr(want));
+        argv[0] = "MSETNX";
+        assert_eq!(h.run(&argv), int(0));
+        assert_eq!(h.server.keyspace.db(0).len(), 600);
+    }
+
+    #[test]
+    fn commands_use_the_selected_db() {
+        let mut h = Harness::new();
+        h.conn.db = 3;
+        assert_eq!(h.run(&["MSET", "a", "1", "b", "2"]), ok());
+        assert_eq!(h.run(&["SET", "c", "3"]), ok());
+        assert_eq!(h.server.keyspace.db(3).len(), 3);
+        assert_eq!(h.server.keyspace.db(0).len(), 0);
+        h.conn.db = 0;
+        assert_eq!(
+            h.run(&["MGET", "a", "b", "c"]),
+            arr(vec![null(), null(), null()])
+        );
+    }
+}
