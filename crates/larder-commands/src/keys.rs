@@ -1,30 +1,26 @@
 //! Keyspace commands: DEL, EXISTS, RENAME, COPY, MOVE, KEYS, SELECT, SWAPDB, FLUSHALL and
-//! friends; the expiry commands live in `keys/expire.rs`, SCAN in `keys/scan.rs` and OBJECT in
+//! friends. Whole-database commands (KEYS, FLUSHALL, SELECT, SWAPDB...) live in `keys/db.rs`,
+//! the expiry commands in `keys/expire.rs`, SCAN in `keys/scan.rs` and OBJECT in
 //! `keys/object.rs`.
 //!
 //! Single-key commands lock the key's shard only. RENAME, COPY and MOVE lock the shards of both
 //! keys together through `Keyspace::lock_many`, so no client sees the key in both places or in
 //! neither. Multi-key DEL, EXISTS and TOUCH lock one key's shard at a time.
 
+mod db;
 mod expire;
 mod object;
 mod scan;
 
-use std::cell::Cell;
-use std::sync::atomic::Ordering;
-
 use larder_engine::{Db, DbGuards, Entry, ObjectKind, Shard, SlotId};
 
 use crate::args::parse_i64;
-use crate::config::Param;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::table::{flags::*, CommandSpec, Group, KeySpec};
 
 /// `getIntFromObjectOrReply`'s range error.
 const INT_RANGE: &str = "ERR value is out of range, value must between -2147483648 and 2147483647";
-const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
-const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
 
 #[allow(clippy::too_many_arguments)]
 const fn cmd(
@@ -63,14 +59,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("renamenx", 3, WRITE | FAST, KeySpec::TWO, Keyspace, "Rename a key, only if the new key does not exist", "1.0.0", renamenx),
     cmd("copy", -3, WRITE | DENYOOM, KeySpec::TWO, Keyspace, "Copy a key", "6.2.0", copy),
     cmd("move", 3, WRITE | FAST, KeySpec::ONE, Keyspace, "Move a key to another database", "1.0.0", r#move),
-    cmd("keys", 2, READONLY, KeySpec::NONE, Keyspace, "Find all keys matching the given pattern", "1.0.0", keys),
-    cmd("randomkey", 1, READONLY, KeySpec::NONE, Keyspace, "Return a random key from the keyspace", "1.0.0", randomkey),
+    cmd("keys", 2, READONLY, KeySpec::NONE, Keyspace, "Find all keys matching the given pattern", "1.0.0", db::keys),
+    cmd("randomkey", 1, READONLY, KeySpec::NONE, Keyspace, "Return a random key from the keyspace", "1.0.0", db::randomkey),
     cmd("scan", -2, READONLY, KeySpec::NONE, Keyspace, "Incrementally iterate the keys space", "2.8.0", scan::scan),
-    cmd("dbsize", 1, READONLY | FAST, KeySpec::NONE, Server, "Return the number of keys in the selected database", "1.0.0", dbsize),
-    cmd("flushdb", -1, WRITE, KeySpec::NONE, Server, "Remove all keys from the current database", "1.0.0", flushdb),
-    cmd("flushall", -1, WRITE, KeySpec::NONE, Server, "Remove all keys from all databases", "1.0.0", flushall),
-    cmd("select", 2, LOADING | STALE | FAST, KeySpec::NONE, Connection, "Change the selected database for the current connection", "1.0.0", select),
-    cmd("swapdb", 3, WRITE | FAST, KeySpec::NONE, Server, "Swaps two Redis databases", "4.0.0", swapdb),
+    cmd("dbsize", 1, READONLY | FAST, KeySpec::NONE, Server, "Return the number of keys in the selected database", "1.0.0", db::dbsize),
+    cmd("flushdb", -1, WRITE, KeySpec::NONE, Server, "Remove all keys from the current database", "1.0.0", db::flushdb),
+    cmd("flushall", -1, WRITE, KeySpec::NONE, Server, "Remove all keys from all databases", "1.0.0", db::flushall),
+    cmd("select", 2, LOADING | STALE | FAST, KeySpec::NONE, Connection, "Change the selected database for the current connection", "1.0.0", db::select),
+    cmd("swapdb", 3, WRITE | FAST, KeySpec::NONE, Server, "Swaps two Redis databases", "4.0.0", db::swapdb),
     cmd("expire", -3, WRITE | FAST, KeySpec::ONE, Keyspace, "Set a key's time to live in seconds", "1.0.0", expire::expire),
     cmd("pexpire", -3, WRITE | FAST, KeySpec::ONE, Keyspace, "Set a key's time to live in milliseconds", "2.6.0", expire::pexpire),
     cmd("expireat", -3, WRITE | FAST, KeySpec::ONE, Keyspace, "Set the expiration for a key as a UNIX timestamp", "1.2.0", expire::expireat),
@@ -414,158 +410,13 @@ fn r#move(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
-/// KEYS pattern
-fn keys(c: &mut Cmd<'_>) -> Result<()> {
-    let pattern = c.args.next_arg()?;
-    let all = pattern == b"*";
-    // One buffer for all names instead of one allocation per key.
-    let mut names = Vec::new();
-    let mut ends = Vec::new();
-    c.db().for_each(c.now_ms, |e| {
-        if all || larder_engine::glob::matches(pattern, e.key(), false) {
-            names.extend_from_slice(e.key());
-            ends.push(names.len());
-        }
-    });
-    c.out.array(ends.len());
-    let mut start = 0;
-    for end in ends {
-        c.out.bulk(names.get(start..end).unwrap_or_default());
-        start = end;
-    }
-    Ok(())
-}
-
-thread_local! {
-    static RANDOM_STATE: Cell<u64> = const { Cell::new(0) };
-}
-
-/// A pseudo-random number for RANDOMKEY (per-thread xorshift, seeded from the clock).
-fn next_random() -> u64 {
-    RANDOM_STATE.with(|s| {
-        let mut x = s.get();
-        if x == 0 {
-            x = larder_engine::now_us() | 1;
-        }
-        x = crate::state::xorshift(x);
-        s.set(x);
-        x
-    })
-}
-
-/// RANDOMKEY
-fn randomkey(c: &mut Cmd<'_>) -> Result<()> {
-    match c.db().random_key(next_random(), c.now_ms) {
-        Some(key) => c.out.bulk(&key),
-        None => c.out.null(),
-    }
-    Ok(())
-}
-
-/// DBSIZE
-fn dbsize(c: &mut Cmd<'_>) -> Result<()> {
-    c.out.int(c.db().len() as i64);
-    Ok(())
-}
-
-/// How FLUSHDB / FLUSHALL free the removed values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FlushMode {
-    Sync,
-    Async,
-}
-
-/// `[ASYNC | SYNC]`; without a mode, `lazyfree-lazy-user-flush` decides.
-fn flush_mode(c: &mut Cmd<'_>) -> Result<FlushMode> {
-    let mode = match c.args.opt() {
-        None if c.server.config.num(Param::LazyfreeLazyUserFlush) != 0 => FlushMode::Async,
-        None => FlushMode::Sync,
-        Some(a) if a.eq_ignore_ascii_case(b"sync") => FlushMode::Sync,
-        Some(a) if a.eq_ignore_ascii_case(b"async") => FlushMode::Async,
-        Some(_) => return Err(Error::Static(error::SYNTAX)),
-    };
-    c.args.finish()?;
-    Ok(mode)
-}
-
-/// Free flushed slabs: now, or on a background thread for ASYNC.
-fn free_slabs(slabs: Vec<Vec<Vec<Entry>>>, mode: FlushMode) {
-    if mode == FlushMode::Sync || slabs.iter().flatten().all(Vec::is_empty) {
-        return;
-    }
-    // If the thread cannot be spawned the closure (and the slabs) come back in the error and
-    // are dropped here instead.
-    let _ = std::thread::Builder::new()
-        .name("larder-lazyfree".into())
-        .spawn(move || drop(slabs));
-}
-
-/// FLUSHDB [ASYNC | SYNC]
-fn flushdb(c: &mut Cmd<'_>) -> Result<()> {
-    let mode = flush_mode(c)?;
-    free_slabs(c.db().clear(), mode);
-    c.out.simple("OK");
-    Ok(())
-}
-
-/// FLUSHALL [ASYNC | SYNC]
-fn flushall(c: &mut Cmd<'_>) -> Result<()> {
-    let mode = flush_mode(c)?;
-    let keyspace = &c.server.keyspace;
-    let mut slabs = Vec::new();
-    for db in 0..keyspace.db_count() {
-        slabs.extend(keyspace.db(db).clear());
-    }
-    free_slabs(slabs, mode);
-    c.out.simple("OK");
-    Ok(())
-}
-
-/// SELECT index
-fn select(c: &mut Cmd<'_>) -> Result<()> {
-    let raw = c.args.next_arg()?;
-    let db = db_index(c, raw)?;
-    c.conn.db = db;
-    c.conn.handle.db.store(db, Ordering::Relaxed);
-    c.out.simple("OK");
-    Ok(())
-}
-
-/// SWAPDB index1 index2
-fn swapdb(c: &mut Cmd<'_>) -> Result<()> {
-    let a = parse_int(c.args.next_arg()?, Some(INVALID_FIRST_DB))?;
-    let b = parse_int(c.args.next_arg()?, Some(INVALID_SECOND_DB))?;
-    let a = checked_db(c, a)?;
-    let b = checked_db(c, b)?;
-    c.server.keyspace.swap_dbs(a, b);
-    c.out.simple("OK");
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
-    use larder_resp::{Frame, Protocol};
+    use larder_resp::Frame;
 
     use crate::testing::*;
-
-    fn arr(items: &[&str]) -> Frame {
-        Frame::Array(items.iter().map(|s| bulk(s)).collect())
-    }
-
-    fn sorted(f: Frame) -> Frame {
-        match f {
-            Frame::Array(mut v) => {
-                v.sort_by(|a, b| match (a, b) {
-                    (Frame::Bulk(a), Frame::Bulk(b)) => a.cmp(b),
-                    _ => std::cmp::Ordering::Equal,
-                });
-                Frame::Array(v)
-            }
-            other => other,
-        }
-    }
 
     fn stats(h: &Harness) -> (u64, u64) {
         let s = &h.server.stats;
@@ -816,144 +667,39 @@ mod tests {
     }
 
     #[test]
-    fn keys_randomkey_dbsize() {
-        let mut h = Harness::new();
-        assert_eq!(h.run(&["KEYS", "*"]), Frame::Array(vec![]));
-        assert_eq!(h.run(&["RANDOMKEY"]), Frame::Null);
-        assert_eq!(h.run_raw(&[b"RANDOMKEY"]), b"$-1\r\n");
-        h.out.proto = Protocol::Resp3;
-        assert_eq!(h.run_raw(&[b"RANDOMKEY"]), b"_\r\n");
-        h.out.proto = Protocol::Resp2;
-        for k in ["user:1", "user:2", "other", "u[x]"] {
-            h.run(&["SET", k, "v"]);
+    fn concurrent_multi_shard_commands_keep_every_key() {
+        let mut setup = Harness::new();
+        let server = Arc::clone(&setup.server);
+        for i in 0..16 {
+            setup.run(&["SET", &format!("k{i}"), "v"]);
         }
-        assert_eq!(
-            sorted(h.run(&["KEYS", "*"])),
-            arr(&["other", "u[x]", "user:1", "user:2"])
-        );
-        assert_eq!(
-            sorted(h.run(&["KEYS", "user:*"])),
-            arr(&["user:1", "user:2"])
-        );
-        assert_eq!(h.run(&["KEYS", "u\\[x\\]"]), arr(&["u[x]"]));
-        assert_eq!(h.run(&["KEYS", "nomatch*"]), Frame::Array(vec![]));
-        assert_eq!(h.run(&["DBSIZE"]), int(4));
-        for _ in 0..20 {
-            let Frame::Bulk(k) = h.run(&["RANDOMKEY"]) else {
-                panic!("randomkey")
-            };
-            assert!(["user:1", "user:2", "other", "u[x]"].contains(&&*String::from_utf8_lossy(&k)));
+        let threads: Vec<_> = (0..4usize)
+            .map(|t| {
+                let server = Arc::clone(&server);
+                std::thread::spawn(move || {
+                    let mut c = Harness::connect(server);
+                    for n in 0..1500usize {
+                        let from = format!("k{}", (n * 7 + t) % 16);
+                        let to = format!("k{}", (n * 3 + t * 5 + 1) % 16);
+                        match (t, n % 50) {
+                            (3, 0) => assert_eq!(c.run(&["SWAPDB", "0", "1"]), ok()),
+                            (2 | 3, _) => {
+                                c.run(&["SELECT", if n % 2 == 0 { "0" } else { "1" }]);
+                                let target = if n % 2 == 0 { "1" } else { "0" };
+                                c.run(&["MOVE", &from, target]);
+                            }
+                            _ => {
+                                c.run(&["RENAMENX", &from, &to]);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("worker");
         }
-        // Expired keys are neither listed nor picked.
-        h.run(&["PEXPIREAT", "other", "1"]);
-        h.run(&["DEL", "user:1", "user:2", "u[x]"]);
-        assert_eq!(h.run(&["KEYS", "*"]), Frame::Array(vec![]));
-        assert_eq!(h.run(&["RANDOMKEY"]), Frame::Null);
-        assert_eq!(
-            h.run(&["KEYS"]),
-            err("ERR wrong number of arguments for 'keys' command")
-        );
-    }
-
-    #[test]
-    fn select_and_swapdb() {
-        let mut h = Harness::new();
-        assert_eq!(
-            h.run(&["SELECT", "x"]),
-            err("ERR value is not an integer or out of range")
-        );
-        assert_eq!(
-            h.run(&["SELECT", "16"]),
-            err("ERR DB index is out of range")
-        );
-        assert_eq!(
-            h.run(&["SELECT", "-1"]),
-            err("ERR DB index is out of range")
-        );
-        assert_eq!(
-            h.run(&["SELECT", "99999999999"]),
-            err("ERR value is out of range, value must between -2147483648 and 2147483647")
-        );
-        assert_eq!(h.run(&["SELECT", "2"]), ok());
-        assert_eq!(h.conn.db, 2);
-        assert_eq!(
-            h.conn.handle.db.load(std::sync::atomic::Ordering::Relaxed),
-            2
-        );
-        h.run(&["SET", "k", "in2"]);
-        assert_eq!(
-            h.run(&["SWAPDB", "x", "1"]),
-            err("ERR invalid first DB index")
-        );
-        assert_eq!(
-            h.run(&["SWAPDB", "1", "x"]),
-            err("ERR invalid second DB index")
-        );
-        assert_eq!(
-            h.run(&["SWAPDB", "99", "x"]),
-            err("ERR invalid second DB index")
-        );
-        assert_eq!(
-            h.run(&["SWAPDB", "99999999999", "1"]),
-            err("ERR invalid first DB index")
-        );
-        assert_eq!(
-            h.run(&["SWAPDB", "0", "99"]),
-            err("ERR DB index is out of range")
-        );
-        assert_eq!(
-            h.run(&["SWAPDB", "-1", "0"]),
-            err("ERR DB index is out of range")
-        );
-        assert_eq!(h.run(&["SWAPDB", "2", "2"]), ok());
-        assert_eq!(h.run(&["GET", "k"]), bulk("in2"));
-        let mut other = Harness::connect(Arc::clone(&h.server));
-        assert_eq!(h.run(&["SWAPDB", "2", "0"]), ok());
-        assert_eq!(h.run(&["GET", "k"]), Frame::Null);
-        assert_eq!(other.run(&["GET", "k"]), bulk("in2"));
-    }
-
-    #[test]
-    fn flushdb_and_flushall() {
-        let mut h = Harness::new();
-        let fill = |h: &mut Harness| {
-            for db in ["0", "1"] {
-                h.run(&["SELECT", db]);
-                for i in 0..50 {
-                    h.run(&["SET", &format!("k{i}"), "v"]);
-                }
-            }
-            h.run(&["SELECT", "0"]);
-        };
-        fill(&mut h);
-        assert_eq!(h.run(&["FLUSHDB", "foo"]), err("ERR syntax error"));
-        assert_eq!(h.run(&["FLUSHDB", "ASYNC", "x"]), err("ERR syntax error"));
-        assert_eq!(
-            h.run(&["FLUSHALL", "SYNC", "SYNC"]),
-            err("ERR syntax error")
-        );
-        assert_eq!(h.run(&["FLUSHDB"]), ok());
-        assert_eq!(h.run(&["DBSIZE"]), int(0));
-        h.run(&["SELECT", "1"]);
-        assert_eq!(h.run(&["DBSIZE"]), int(50));
-        assert_eq!(h.run(&["FLUSHDB", "async"]), ok());
-        assert_eq!(h.run(&["DBSIZE"]), int(0));
-        fill(&mut h);
-        assert_eq!(h.run(&["FLUSHALL", "SYNC"]), ok());
-        assert_eq!(h.server.keyspace.db(1).len(), 0);
-        fill(&mut h);
-        assert_eq!(h.run(&["FLUSHALL", "ASYNC"]), ok());
-        assert_eq!(
-            h.server.keyspace.db(0).len() + h.server.keyspace.db(1).len(),
-            0
-        );
-        h.server
-            .config
-            .set_many(&[("lazyfree-lazy-user-flush", "yes")])
-            .expect("config");
-        fill(&mut h);
-        assert_eq!(h.run(&["FLUSHALL"]), ok());
-        assert_eq!(h.server.keyspace.db(1).len(), 0);
-        assert_eq!(h.run(&["SET", "k", "v"]), ok());
+        let ks = &server.keyspace;
+        assert_eq!(ks.db(0).len() + ks.db(1).len(), 16);
     }
 }
