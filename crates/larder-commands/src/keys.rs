@@ -424,7 +424,7 @@ mod tests {
     }
 
     #[test]
-    fn table_matches_command_info() {
+    fn table_has_every_command_in_its_redis_group() {
         let r = crate::registry();
         for name in [
             "del",
