@@ -803,7 +803,8 @@ mod tests {
         ];
         assert_eq!(titles(&text(&h, &[])), default);
         assert_eq!(titles(&text(&h, &["DEFAULT"])), default);
-        let all = titles(&text(&h, &["all"]));
+        let all_text = text(&h, &["all"]);
+        let all = titles(&all_text);
         assert_eq!(all.len(), 13);
         assert_eq!(all[8], "# Commandstats");
         assert_eq!(all[10], "# Latencystats");
