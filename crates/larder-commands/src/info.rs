@@ -1,1 +1,965 @@
 //! INFO: sections and fields with Redis's names.
+//!
+//! Each section is a function that appends `field:value\r\n` lines to a `String`; [`render`]
+//! joins the selected sections in Redis's order with Redis's separators. Figures the server
+//! does not have (persistence, replication, eviction: larder has none of them yet) are reported
+//! with the values Redis reports when the feature is idle, so monitoring tools parse them.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::config::Param;
+use crate::state::Server;
+
+/// The Redis version larder is compatible with (`redis_version`). The same value as the
+/// connection family's `REDIS_VERSION`, which HELLO reports.
+const REDIS_VERSION: &str = "7.0.15";
+
+#[cfg(target_os = "linux")]
+const MULTIPLEXING_API: &str = "epoll";
+#[cfg(not(target_os = "linux"))]
+const MULTIPLEXING_API: &str = "kqueue";
+
+/// Linux reports process CPU time in ticks of `USER_HZ`, which is 100 on every architecture.
+const CLOCK_TICKS_PER_S: u64 = 100;
+
+/// One INFO section.
+struct Section {
+    /// The argument that selects it (lower case).
+    name: &'static str,
+    /// The `# Title` line.
+    title: &'static str,
+    /// Part of `INFO` without arguments.
+    default: bool,
+    write: fn(&Ctx<'_>, &mut String),
+}
+
+/// Every section, in the order Redis prints them.
+static SECTIONS: &[Section] = &[
+    section("server", "Server", true, server_section),
+    section("clients", "Clients", true, clients_section),
+    section("memory", "Memory", true, memory_section),
+    section("persistence", "Persistence", true, persistence_section),
+    section("stats", "Stats", true, stats_section),
+    section("replication", "Replication", true, replication_section),
+    section("cpu", "CPU", true, cpu_section),
+    section("modules", "Modules", true, empty_section),
+    section("commandstats", "Commandstats", false, commandstats_section),
+    section("errorstats", "Errorstats", true, errorstats_section),
+    // larder keeps no latency histograms; the section exists so that `INFO latencystats`
+    // answers like a Redis with no commands tracked.
+    section("latencystats", "Latencystats", false, empty_section),
+    section("cluster", "Cluster", true, cluster_section),
+    section("keyspace", "Keyspace", true, keyspace_section),
+];
+
+const fn section(
+    name: &'static str,
+    title: &'static str,
+    default: bool,
+    write: fn(&Ctx<'_>, &mut String),
+) -> Section {
+    Section {
+        name,
+        title,
+        default,
+        write,
+    }
+}
+
+/// The sections an INFO request asked for, one bit per entry of the section table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Selection(u32);
+
+impl Selection {
+    /// The sections `INFO` prints without arguments.
+    pub fn default_sections() -> Selection {
+        let mut bits = 0;
+        for (i, s) in SECTIONS.iter().enumerate() {
+            if s.default {
+                bits |= 1 << i;
+            }
+        }
+        Selection(bits)
+    }
+
+    /// Every section (`all`, `everything`: larder has no module sections).
+    pub fn all() -> Selection {
+        Selection((1 << SECTIONS.len()) - 1)
+    }
+
+    /// The selection for INFO's arguments: section names, `default`, `all`, `everything`, in
+    /// any case. Unknown names select nothing, as in Redis; no arguments means `default`.
+    pub fn parse(args: &[&[u8]]) -> Selection {
+        if args.is_empty() {
+            return Selection::default_sections();
+        }
+        let mut bits = 0;
+        for a in args {
+            if a.eq_ignore_ascii_case(b"all") || a.eq_ignore_ascii_case(b"everything") {
+                bits |= Selection::all().0;
+            } else if a.eq_ignore_ascii_case(b"default") {
+                bits |= Selection::default_sections().0;
+            } else if let Some(i) = SECTIONS
+                .iter()
+                .position(|s| s.name.as_bytes().eq_ignore_ascii_case(a))
+            {
+                bits |= 1 << i;
+            }
+        }
+        Selection(bits)
+    }
+
+    fn has(self, index: usize) -> bool {
+        self.0 & (1 << index) != 0
+    }
+}
+
+/// What a section function sees.
+struct Ctx<'a> {
+    server: &'a Server,
+    now_ms: u64,
+}
+
+/// The INFO text for `selection`: `# Title` lines, `field:value` lines, a blank line between
+/// sections, CRLF line ends.
+pub fn render(server: &Server, selection: Selection, now_ms: u64) -> String {
+    let cx = Ctx { server, now_ms };
+    let mut out = String::with_capacity(4096);
+    let mut first = true;
+    for (i, s) in SECTIONS.iter().enumerate() {
+        if !selection.has(i) {
+            continue;
+        }
+        if !first {
+            out.push_str("\r\n");
+        }
+        first = false;
+        out.push_str("# ");
+        out.push_str(s.title);
+        out.push_str("\r\n");
+        (s.write)(&cx, &mut out);
+    }
+    out
+}
+
+/// Append `name:value\r\n`.
+fn field(out: &mut String, name: &str, value: impl std::fmt::Display) {
+    // Writing to a String cannot fail.
+    let _ = write!(out, "{name}:{value}\r\n");
+}
+
+fn empty_section(_: &Ctx<'_>, _: &mut String) {}
+
+fn server_section(cx: &Ctx<'_>, out: &mut String) {
+    let s = cx.server;
+    let info = s.info.lock().clone();
+    let uptime_s = s.started.elapsed().as_secs();
+    let hz = s.config.num(Param::Hz);
+    field(out, "redis_version", REDIS_VERSION);
+    field(out, "redis_git_sha1", "00000000");
+    field(out, "redis_git_dirty", 0);
+    field(out, "larder_version", env!("CARGO_PKG_VERSION"));
+    field(out, "redis_mode", "standalone");
+    field(out, "os", os_name());
+    field(out, "arch_bits", usize::BITS);
+    field(out, "multiplexing_api", MULTIPLEXING_API);
+    field(out, "process_id", std::process::id());
+    field(out, "process_supervised", "no");
+    field(out, "run_id", &s.run_id);
+    field(out, "tcp_port", info.tcp_port);
+    field(out, "server_time_usec", larder_engine::now_us());
+    field(out, "uptime_in_seconds", uptime_s);
+    field(out, "uptime_in_days", uptime_s / 86_400);
+    field(out, "hz", hz);
+    field(out, "configured_hz", hz);
+    // Redis's LRU clock has 24 bits of seconds.
+    field(
+        out,
+        "lru_clock",
+        larder_engine::lru_clock(cx.now_ms) & 0x00FF_FFFF,
+    );
+    field(out, "executable", &info.executable);
+    field(out, "config_file", &info.config_file);
+    field(out, "io_threads_active", 0);
+}
+
+/// `Linux 6.1.0 x86_64`, as Redis prints `uname`.
+fn os_name() -> &'static str {
+    static OS: OnceLock<String> = OnceLock::new();
+    OS.get_or_init(|| {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        };
+        match (
+            read("/proc/sys/kernel/ostype"),
+            read("/proc/sys/kernel/osrelease"),
+        ) {
+            (Some(kind), Some(release)) => {
+                format!("{kind} {release} {}", std::env::consts::ARCH)
+            }
+            _ => format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+        }
+    })
+}
+
+fn clients_section(cx: &Ctx<'_>, out: &mut String) {
+    let s = cx.server;
+    let clients = s.clients.snapshot();
+    let max_of = |f: fn(&crate::state::ClientHandle) -> usize| {
+        clients.iter().map(|c| f(c)).max().unwrap_or(0)
+    };
+    field(
+        out,
+        "connected_clients",
+        s.connected_clients.load(Ordering::Relaxed),
+    );
+    field(out, "cluster_connections", 0);
+    field(out, "maxclients", s.config.num(Param::Maxclients));
+    field(
+        out,
+        "client_recent_max_input_buffer",
+        max_of(|c| c.query_buf_bytes.load(Ordering::Relaxed)),
+    );
+    field(
+        out,
+        "client_recent_max_output_buffer",
+        max_of(|c| c.output_buf_bytes.load(Ordering::Relaxed)),
+    );
+    field(out, "blocked_clients", 0);
+    field(out, "tracking_clients", 0);
+    field(out, "clients_in_timeout_table", 0);
+}
+
+/// Memory figures shared by INFO memory and MEMORY STATS.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemoryReport {
+    /// Bytes allocated by the process (the binary's allocator hook), or, where no hook is
+    /// installed, the keyspace's estimate plus client buffers.
+    pub used_bytes: u64,
+    /// Largest `used_bytes` seen by this process.
+    pub peak_bytes: u64,
+    /// Resident set size.
+    pub rss_bytes: u64,
+    /// Estimated bytes held by keys and values.
+    pub dataset_bytes: u64,
+    /// Query and output buffers of connected clients.
+    pub clients_bytes: u64,
+    /// Keys in all databases.
+    pub keys: u64,
+    /// Physical memory of the machine.
+    pub system_bytes: u64,
+}
+
+impl MemoryReport {
+    /// `used_bytes` not accounted to the dataset.
+    pub fn overhead_bytes(&self) -> u64 {
+        self.used_bytes.saturating_sub(self.dataset_bytes)
+    }
+
+    /// RSS / used, 0 when nothing is known.
+    pub fn fragmentation_ratio(&self) -> f64 {
+        ratio(self.rss_bytes, self.used_bytes)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// Measure memory now. Locks every shard once (to sum the dataset), so it is for INFO and
+/// MEMORY STATS, not for hot paths.
+pub fn memory_report(server: &Server) -> MemoryReport {
+    static PEAK_BYTES: AtomicU64 = AtomicU64::new(0);
+    let ks = &server.keyspace;
+    let mut dataset_bytes = 0u64;
+    let mut keys = 0u64;
+    for i in 0..ks.db_count() {
+        let db = ks.db(i);
+        dataset_bytes += db.used_bytes() as u64;
+        keys += db.len() as u64;
+    }
+    let clients_bytes: u64 = server
+        .clients
+        .snapshot()
+        .iter()
+        .map(|c| {
+            (c.query_buf_bytes.load(Ordering::Relaxed) + c.output_buf_bytes.load(Ordering::Relaxed))
+                as u64
+        })
+        .sum();
+    let hooked = (server.used_memory)() as u64;
+    let used_bytes = if hooked > 0 {
+        hooked
+    } else {
+        dataset_bytes + clients_bytes
+    };
+    let peak_bytes = PEAK_BYTES
+        .fetch_max(used_bytes, Ordering::Relaxed)
+        .max(used_bytes);
+    MemoryReport {
+        used_bytes,
+        peak_bytes,
+        rss_bytes: rss_bytes(),
+        dataset_bytes,
+        clients_bytes,
+        keys,
+        system_bytes: system_memory_bytes(),
+    }
+}
+
+/// Resident set size from /proc (`VmRSS` is in kB, so no page size is assumed); 0 where
+/// /proc is missing.
+fn rss_bytes() -> u64 {
+    proc_kb_field("/proc/self/status", "VmRSS:").map_or(0, |kb| kb * 1024)
+}
+
+fn system_memory_bytes() -> u64 {
+    proc_kb_field("/proc/meminfo", "MemTotal:").map_or(0, |kb| kb * 1024)
+}
+
+/// A `Name:   123 kB` line of a /proc file.
+fn proc_kb_field(path: &str, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    line[name.len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// Redis's `bytesToHuman`: `512B`, `1.50K`, `2.00M`, ...
+pub fn bytes_to_human(n: u64) -> String {
+    const UNITS: [(u64, &str); 5] = [
+        (1 << 50, "P"),
+        (1 << 40, "T"),
+        (1 << 30, "G"),
+        (1 << 20, "M"),
+        (1 << 10, "K"),
+    ];
+    for (size, unit) in UNITS {
+        if n >= size {
+            return format!("{:.2}{unit}", n as f64 / size as f64);
+        }
+    }
+    format!("{n}B")
+}
+
+fn memory_section(cx: &Ctx<'_>, out: &mut String) {
+    let s = cx.server;
+    let m = memory_report(s);
+    let maxmemory = s.config.num(Param::Maxmemory).max(0) as u64;
+    field(out, "used_memory", m.used_bytes);
+    field(out, "used_memory_human", bytes_to_human(m.used_bytes));
+    field(out, "used_memory_rss", m.rss_bytes);
+    field(out, "used_memory_rss_human", bytes_to_human(m.rss_bytes));
+    field(out, "used_memory_peak", m.peak_bytes);
+    field(out, "used_memory_peak_human", bytes_to_human(m.peak_bytes));
+    field(
+        out,
+        "used_memory_peak_perc",
+        format_args!("{:.2}%", 100.0 * ratio(m.used_bytes, m.peak_bytes)),
+    );
+    field(out, "used_memory_overhead", m.overhead_bytes());
+    field(out, "used_memory_dataset", m.dataset_bytes);
+    field(
+        out,
+        "used_memory_dataset_perc",
+        format_args!(
+            "{:.2}%",
+            (100.0 * ratio(m.dataset_bytes, m.used_bytes)).min(100.0)
+        ),
+    );
+    field(out, "total_system_memory", m.system_bytes);
+    field(
+        out,
+        "total_system_memory_human",
+        bytes_to_human(m.system_bytes),
+    );
+    field(out, "maxmemory", maxmemory);
+    field(out, "maxmemory_human", bytes_to_human(maxmemory));
+    field(
+        out,
+        "maxmemory_policy",
+        s.config.text(Param::MaxmemoryPolicy),
+    );
+    field(
+        out,
+        "mem_fragmentation_ratio",
+        format_args!("{:.2}", m.fragmentation_ratio()),
+    );
+    field(
+        out,
+        "mem_fragmentation_bytes",
+        m.rss_bytes as i64 - m.used_bytes as i64,
+    );
+    field(out, "mem_not_counted_for_evict", 0);
+    field(out, "mem_replication_backlog", 0);
+    field(out, "mem_total_replication_buffers", 0);
+    field(out, "mem_clients_slaves", 0);
+    field(out, "mem_clients_normal", m.clients_bytes);
+    field(out, "mem_aof_buffer", 0);
+    field(out, "lazyfree_pending_objects", 0);
+    field(out, "lazyfreed_objects", 0);
+}
+
+fn persistence_section(cx: &Ctx<'_>, out: &mut String) {
+    for (name, value) in [
+        ("loading", "0"),
+        ("async_loading", "0"),
+        ("current_cow_peak", "0"),
+        ("current_cow_size", "0"),
+        ("current_cow_size_age", "0"),
+        ("current_fork_perc", "0.00"),
+        ("current_save_keys_processed", "0"),
+        ("current_save_keys_total", "0"),
+        ("rdb_changes_since_last_save", "0"),
+        ("rdb_bgsave_in_progress", "0"),
+    ] {
+        field(out, name, value);
+    }
+    // Like Redis without a snapshot: the last save time is the start time.
+    field(out, "rdb_last_save_time", cx.server.started_ms / 1000);
+    for (name, value) in [
+        ("rdb_last_bgsave_status", "ok"),
+        ("rdb_last_bgsave_time_sec", "-1"),
+        ("rdb_current_bgsave_time_sec", "-1"),
+        ("rdb_saves", "0"),
+        ("rdb_last_cow_size", "0"),
+        ("rdb_last_load_keys_expired", "0"),
+        ("rdb_last_load_keys_loaded", "0"),
+        ("aof_enabled", "0"),
+        ("aof_rewrite_in_progress", "0"),
+        ("aof_rewrite_scheduled", "0"),
+        ("aof_last_rewrite_time_sec", "-1"),
+        ("aof_current_rewrite_time_sec", "-1"),
+        ("aof_last_bgrewrite_status", "ok"),
+        ("aof_rewrites", "0"),
+        ("aof_rewrites_consecutive_failures", "0"),
+        ("aof_last_write_status", "ok"),
+        ("aof_last_cow_size", "0"),
+        ("module_fork_in_progress", "0"),
+        ("module_fork_last_cow_size", "0"),
+    ] {
+        field(out, name, value);
+    }
+}
+
+/// Counters sampled at INFO time, for the `instantaneous_*` rates.
+#[derive(Clone, Copy)]
+struct Sample {
+    at: Instant,
+    commands: u64,
+    net_input_bytes: u64,
+    net_output_bytes: u64,
+}
+
+/// Per-server state INFO keeps between calls. It lives here rather than in [`Server`] so
+/// that INFO's bookkeeping stays in this module.
+struct Sampler {
+    /// The server's address and start instant identify it (an address alone may be reused
+    /// after a server is dropped).
+    server_addr: usize,
+    started: Instant,
+    samples: VecDeque<Sample>,
+    /// `expired_keys` at the last CONFIG RESETSTAT (the engine's counter is never reset).
+    expired_keys_base: u64,
+}
+
+/// Rates are measured from the newest sample at least this old (or the oldest there is).
+const RATE_WINDOW: Duration = Duration::from_secs(1);
+/// Samples closer together than this are not kept.
+const SAMPLE_SPACING: Duration = Duration::from_millis(100);
+/// Servers tracked at once (tests create many; a real process has one).
+const MAX_SAMPLERS: usize = 64;
+
+static SAMPLERS: Mutex<Vec<Sampler>> = Mutex::new(Vec::new());
+
+fn with_sampler<R>(server: &Server, f: impl FnOnce(&mut Sampler) -> R) -> R {
+    let addr = server as *const Server as usize;
+    let mut all = SAMPLERS.lock();
+    let pos = match all
+        .iter()
+        .position(|s| s.server_addr == addr && s.started == server.started)
+    {
+        Some(p) => p,
+        None => {
+            all.retain(|s| s.server_addr != addr);
+            if all.len() >= MAX_SAMPLERS {
+                all.remove(0);
+            }
+            all.push(Sampler {
+                server_addr: addr,
+                started: server.started,
+                samples: VecDeque::new(),
+                expired_keys_base: 0,
+            });
+            all.len() - 1
+        }
+    };
+    let sampler = &mut all[pos];
+    f(sampler)
+}
+
+/// Operations per second and input/output KiB per second since the reference sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Rates {
+    ops_per_sec: u64,
+    input_kbps: f64,
+    output_kbps: f64,
+}
+
+impl Sampler {
+    /// Record `now` and measure rates against the newest sample at least [`RATE_WINDOW`]
+    /// older (or the oldest kept). The first call measures nothing.
+    fn rates(&mut self, now: Sample) -> Rates {
+        while self.samples.len() > 1
+            && self
+                .samples
+                .get(1)
+                .is_some_and(|s| now.at.duration_since(s.at) >= RATE_WINDOW)
+        {
+            self.samples.pop_front();
+        }
+        let rates = match self.samples.front() {
+            Some(from) if now.at > from.at => {
+                let secs = now.at.duration_since(from.at).as_secs_f64();
+                let per_sec = |a: u64, b: u64| a.saturating_sub(b) as f64 / secs;
+                Rates {
+                    ops_per_sec: per_sec(now.commands, from.commands).round() as u64,
+                    input_kbps: per_sec(now.net_input_bytes, from.net_input_bytes) / 1024.0,
+                    output_kbps: per_sec(now.net_output_bytes, from.net_output_bytes) / 1024.0,
+                }
+            }
+            _ => Rates::default(),
+        };
+        let spaced = self
+            .samples
+            .back()
+            .is_none_or(|last| now.at.duration_since(last.at) >= SAMPLE_SPACING);
+        if spaced {
+            self.samples.push_back(now);
+        }
+        rates
+    }
+}
+
+/// CONFIG RESETSTAT: the server's counters, and INFO's own samples and baselines.
+pub fn reset_stats(server: &Server) {
+    server.stats.reset();
+    let expired = server.keyspace.expired_keys();
+    with_sampler(server, |s| {
+        s.samples.clear();
+        s.expired_keys_base = expired;
+    });
+}
+
+fn stats_section(cx: &Ctx<'_>, out: &mut String) {
+    let s = cx.server;
+    let st = &s.stats;
+    let commands = st.sum(|t| &t.commands);
+    let net_input_bytes = st.sum(|t| &t.net_input_bytes);
+    let net_output_bytes = st.sum(|t| &t.net_output_bytes);
+    let expired_total = s.keyspace.expired_keys();
+    let (rates, expired_base) = with_sampler(s, |sampler| {
+        let rates = sampler.rates(Sample {
+            at: Instant::now(),
+            commands,
+            net_input_bytes,
+            net_output_bytes,
+        });
+        (rates, sampler.expired_keys_base)
+    });
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    field(
+        out,
+        "total_connections_received",
+        load(&st.connections_received),
+    );
+    field(out, "total_commands_processed", commands);
+    field(out, "instantaneous_ops_per_sec", rates.ops_per_sec);
+    field(out, "total_net_input_bytes", net_input_bytes);
+    field(out, "total_net_output_bytes", net_output_bytes);
+    field(out, "total_net_repl_input_bytes", 0);
+    field(out, "total_net_repl_output_bytes", 0);
+    field(
+        out,
+        "instantaneous_input_kbps",
+        format_args!("{:.2}", rates.input_kbps),
+    );
+    field(
+        out,
+        "instantaneous_output_kbps",
+        format_args!("{:.2}", rates.output_kbps),
+    );
+    field(out, "instantaneous_input_repl_kbps", "0.00");
+    field(out, "instantaneous_output_repl_kbps", "0.00");
+    field(out, "rejected_connections", load(&st.rejected_connections));
+    field(out, "sync_full", 0);
+    field(out, "sync_partial_ok", 0);
+    field(out, "sync_partial_err", 0);
+    field(
+        out,
+        "expired_keys",
+        expired_total.saturating_sub(expired_base),
+    );
+    field(out, "expired_stale_perc", "0.00");
+    field(out, "expired_time_cap_reached_count", 0);
+    field(out, "expire_cycle_cpu_milliseconds", 0);
+    field(out, "evicted_keys", 0);
+    field(out, "evicted_clients", 0);
+    field(out, "total_eviction_exceeded_time", 0);
+    field(out, "current_eviction_exceeded_time", 0);
+    field(out, "keyspace_hits", st.sum(|t| &t.keyspace_hits));
+    field(out, "keyspace_misses", st.sum(|t| &t.keyspace_misses));
+    field(out, "pubsub_channels", 0);
+    field(out, "pubsub_patterns", 0);
+    field(out, "pubsubshard_channels", 0);
+    field(out, "latest_fork_usec", 0);
+    field(out, "total_forks", 0);
+    field(out, "migrate_cached_sockets", 0);
+    field(out, "slave_expires_tracked_keys", 0);
+    field(out, "active_defrag_hits", 0);
+    field(out, "active_defrag_misses", 0);
+    field(out, "active_defrag_key_hits", 0);
+    field(out, "active_defrag_key_misses", 0);
+    field(out, "total_active_defrag_time", 0);
+    field(out, "current_active_defrag_time", 0);
+    field(out, "tracking_total_keys", 0);
+    field(out, "tracking_total_items", 0);
+    field(out, "tracking_total_prefixes", 0);
+    field(out, "unexpected_error_replies", 0);
+    field(out, "total_error_replies", st.sum(|t| &t.error_replies));
+    field(out, "dump_payload_sanitizations", 0);
+    field(out, "io_threaded_reads_processed", 0);
+    field(out, "io_threaded_writes_processed", 0);
+}
+
+/// A 40-hex-digit replication id, fixed for the server's life and distinct from its run id.
+fn master_replid(run_id: &str) -> String {
+    let seed = run_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    }) | 1;
+    let a = crate::state::xorshift(seed);
+    let b = crate::state::xorshift(a);
+    let c = crate::state::xorshift(b);
+    format!("{a:016x}{b:016x}{:08x}", c as u32)
+}
+
+fn replication_section(cx: &Ctx<'_>, out: &mut String) {
+    field(out, "role", "master");
+    field(out, "connected_slaves", 0);
+    field(out, "master_failover_state", "no-failover");
+    field(out, "master_replid", master_replid(&cx.server.run_id));
+    field(out, "master_replid2", "0".repeat(40));
+    field(out, "master_repl_offset", 0);
+    field(out, "second_repl_offset", -1);
+    field(out, "repl_backlog_active", 0);
+    field(out, "repl_backlog_size", 1_048_576);
+    field(out, "repl_backlog_first_byte_offset", 0);
+    field(out, "repl_backlog_histlen", 0);
+}
+
+/// User, system, children's user and children's system CPU time of this process, in clock
+/// ticks, from /proc/self/stat.
+fn cpu_ticks() -> Option<[u64; 4]> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces; fields after it are
+    // plain. utime, stime, cutime, cstime are fields 14..=17, so 11..=14 after the name.
+    let after_name = text.get(text.rfind(')')? + 1..)?;
+    let mut fields = after_name.split_whitespace().skip(11);
+    let mut ticks = [0u64; 4];
+    for t in &mut ticks {
+        *t = fields.next()?.parse().ok()?;
+    }
+    Some(ticks)
+}
+
+/// Seconds with six decimals, as Redis prints rusage.
+fn ticks_to_seconds(ticks: u64) -> String {
+    let micros = ticks * (1_000_000 / CLOCK_TICKS_PER_S);
+    format!("{}.{:06}", micros / 1_000_000, micros % 1_000_000)
+}
+
+fn cpu_section(_: &Ctx<'_>, out: &mut String) {
+    let [user, sys, child_user, child_sys] = cpu_ticks().unwrap_or_default();
+    field(out, "used_cpu_sys", ticks_to_seconds(sys));
+    field(out, "used_cpu_user", ticks_to_seconds(user));
+    field(out, "used_cpu_sys_children", ticks_to_seconds(child_sys));
+    field(out, "used_cpu_user_children", ticks_to_seconds(child_user));
+}
+
+fn commandstats_section(cx: &Ctx<'_>, out: &mut String) {
+    let s = cx.server;
+    for (i, (name, _)) in s.registry.all().iter().enumerate() {
+        let mut sums = [0u64; 4];
+        for t in s.stats.threads.iter() {
+            if let Some(c) = t.per_command.get(i) {
+                for (sum, a) in
+                    sums.iter_mut()
+                        .zip([&c.calls, &c.usec, &c.rejected_calls, &c.failed_calls])
+                {
+                    *sum += a.load(Ordering::Relaxed);
+                }
+            }
+        }
+        let [calls, usec, rejected, failed] = sums;
+        if calls == 0 && rejected == 0 && failed == 0 {
+            continue;
+        }
+        let per_call = if calls == 0 {
+            0.0
+        } else {
+            usec as f64 / calls as f64
+        };
+        let _ = write!(
+            out,
+            "cmdstat_{name}:calls={calls},usec={usec},usec_per_call={per_call:.2},\
+             rejected_calls={rejected},failed_calls={failed}\r\n"
+        );
+    }
+}
+
+fn errorstats_section(cx: &Ctx<'_>, out: &mut String) {
+    let mut errors: Vec<(String, u64)> = cx
+        .server
+        .stats
+        .errors
+        .lock()
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    errors.sort_unstable();
+    for (code, count) in errors {
+        let _ = write!(out, "errorstat_{code}:count={count}\r\n");
+    }
+}
+
+fn cluster_section(_: &Ctx<'_>, out: &mut String) {
+    field(out, "cluster_enabled", 0);
+}
+
+fn keyspace_section(cx: &Ctx<'_>, out: &mut String) {
+    let ks = &cx.server.keyspace;
+    for i in 0..ks.db_count() {
+        let db = ks.db(i);
+        let keys = db.len();
+        if keys == 0 {
+            continue;
+        }
+        // avg_ttl would need a walk over every volatile key; larder does not estimate it.
+        let _ = write!(
+            out,
+            "db{i}:keys={keys},expires={},avg_ttl=0\r\n",
+            db.volatile_len()
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Harness;
+
+    fn text(h: &Harness, args: &[&str]) -> String {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        render(&h.server, Selection::parse(&args), larder_engine::now_ms())
+    }
+
+    fn titles(s: &str) -> Vec<&str> {
+        s.split("\r\n").filter(|l| l.starts_with("# ")).collect()
+    }
+
+    /// The value of `name` in INFO text.
+    fn value<'a>(s: &'a str, name: &str) -> Option<&'a str> {
+        s.split("\r\n")
+            .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(':')))
+    }
+
+    #[test]
+    fn section_selection() {
+        let h = Harness::new();
+        let default = [
+            "# Server",
+            "# Clients",
+            "# Memory",
+            "# Persistence",
+            "# Stats",
+            "# Replication",
+            "# CPU",
+            "# Modules",
+            "# Errorstats",
+            "# Cluster",
+            "# Keyspace",
+        ];
+        assert_eq!(titles(&text(&h, &[])), default);
+        assert_eq!(titles(&text(&h, &["DEFAULT"])), default);
+        let all_text = text(&h, &["all"]);
+        let all = titles(&all_text);
+        assert_eq!(all.len(), 13);
+        assert_eq!(all[8], "# Commandstats");
+        assert_eq!(all[10], "# Latencystats");
+        assert_eq!(titles(&text(&h, &["everything"])), all);
+        // Order is the table's, duplicates collapse, unknown names select nothing.
+        assert_eq!(
+            titles(&text(&h, &["keyspace", "CPU", "cpu", "nosuch"])),
+            ["# CPU", "# Keyspace"]
+        );
+        assert_eq!(text(&h, &["nosuch"]), "");
+    }
+
+    #[test]
+    fn layout_matches_redis() {
+        let h = Harness::new();
+        let t = text(&h, &["cluster", "modules", "keyspace"]);
+        assert_eq!(
+            t,
+            "# Modules\r\n\r\n# Cluster\r\ncluster_enabled:0\r\n\r\n# Keyspace\r\n"
+        );
+    }
+
+    #[test]
+    fn server_fields() {
+        let h = Harness::new();
+        h.server.info.lock().tcp_port = 7001;
+        h.server.info.lock().config_file = "/etc/larder.conf".into();
+        let t = text(&h, &["server"]);
+        assert_eq!(value(&t, "redis_version"), Some("7.0.15"));
+        assert_eq!(value(&t, "larder_version"), Some(env!("CARGO_PKG_VERSION")));
+        assert_eq!(value(&t, "redis_mode"), Some("standalone"));
+        assert_eq!(value(&t, "tcp_port"), Some("7001"));
+        assert_eq!(value(&t, "config_file"), Some("/etc/larder.conf"));
+        assert_eq!(value(&t, "run_id"), Some(h.server.run_id.as_str()));
+        assert_eq!(value(&t, "hz"), Some("10"));
+        assert_eq!(value(&t, "arch_bits"), Some("64"));
+        let pid = std::process::id().to_string();
+        assert_eq!(value(&t, "process_id"), Some(pid.as_str()));
+        assert!(value(&t, "os").is_some_and(|o| !o.is_empty()));
+        assert!(value(&t, "server_time_usec")
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|us| us > 1_600_000_000_000_000));
+    }
+
+    #[test]
+    fn keyspace_and_stats_fields() {
+        let mut h = Harness::new();
+        h.run(&["SET", "a", "1"]);
+        h.run(&["SET", "b", "1", "EX", "100"]);
+        h.run(&["GET", "a"]);
+        h.run(&["GET", "zz"]);
+        h.run(&["NOSUCHCOMMAND"]);
+        h.run(&["SET", "x"]);
+        h.conn.db = 3;
+        h.run(&["SET", "c", "1"]);
+        let t = text(&h, &["keyspace", "stats", "errorstats", "commandstats"]);
+        assert!(t.contains("# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0\r\ndb3:keys=1,expires=0,avg_ttl=0\r\n"), "{t}");
+        assert_eq!(value(&t, "keyspace_hits"), Some("1"));
+        assert_eq!(value(&t, "keyspace_misses"), Some("1"));
+        assert_eq!(value(&t, "total_error_replies"), Some("2"));
+        assert_eq!(value(&t, "total_commands_processed"), Some("5"));
+        assert_eq!(value(&t, "errorstat_ERR"), Some("count=2"));
+        let set = value(&t, "cmdstat_set").unwrap_or_default();
+        assert!(set.starts_with("calls=3,usec="), "{set}");
+        assert!(set.ends_with(",rejected_calls=1,failed_calls=0"), "{set}");
+        assert!(value(&t, "cmdstat_get").is_some_and(|v| v.starts_with("calls=2,")));
+        assert_eq!(value(&t, "cmdstat_info"), None);
+    }
+
+    #[test]
+    fn reset_clears_counters_and_expired_base() {
+        let mut h = Harness::new();
+        h.run(&["GET", "zz"]);
+        h.server.keyspace.note_expired(3);
+        let t = text(&h, &["stats"]);
+        assert_eq!(value(&t, "expired_keys"), Some("3"));
+        reset_stats(&h.server);
+        let t = text(&h, &["stats", "commandstats"]);
+        assert_eq!(value(&t, "expired_keys"), Some("0"));
+        assert_eq!(value(&t, "keyspace_misses"), Some("0"));
+        assert_eq!(value(&t, "cmdstat_get"), None);
+    }
+
+    #[test]
+    fn memory_fields() {
+        let mut h = Harness::new();
+        h.run(&["SET", "k", "some value"]);
+        h.server.config.set_many(&[("maxmemory", "1mb")]).ok();
+        let t = text(&h, &["memory"]);
+        let used: u64 = value(&t, "used_memory")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default();
+        assert!(used > 0);
+        let peak: u64 = value(&t, "used_memory_peak")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default();
+        assert!(peak >= used);
+        assert_eq!(value(&t, "maxmemory"), Some("1048576"));
+        assert_eq!(value(&t, "maxmemory_human"), Some("1.00M"));
+        assert_eq!(value(&t, "maxmemory_policy"), Some("noeviction"));
+        assert!(value(&t, "mem_fragmentation_ratio").is_some());
+    }
+
+    #[test]
+    fn human_bytes() {
+        assert_eq!(bytes_to_human(0), "0B");
+        assert_eq!(bytes_to_human(1023), "1023B");
+        assert_eq!(bytes_to_human(1536), "1.50K");
+        assert_eq!(bytes_to_human(990_904), "967.68K");
+        assert_eq!(bytes_to_human(3 << 30), "3.00G");
+    }
+
+    #[test]
+    fn cpu_and_persistence() {
+        let h = Harness::new();
+        let t = text(&h, &["cpu", "persistence", "replication"]);
+        let user = value(&t, "used_cpu_user").unwrap_or_default();
+        assert_eq!(user.split('.').nth(1).map(str::len), Some(6), "{user}");
+        assert_eq!(value(&t, "used_cpu_sys_children"), Some("0.000000"));
+        assert_eq!(value(&t, "aof_enabled"), Some("0"));
+        assert_eq!(value(&t, "loading"), Some("0"));
+        assert_eq!(value(&t, "role"), Some("master"));
+        let replid = value(&t, "master_replid").unwrap_or_default();
+        assert_eq!(replid.len(), 40);
+        assert_ne!(replid, h.server.run_id);
+        assert_eq!(ticks_to_seconds(1234), "12.340000");
+    }
+
+    #[test]
+    fn rates_from_samples() {
+        let t0 = Instant::now();
+        let at = |ms: u64, commands: u64| Sample {
+            at: t0 + Duration::from_millis(ms),
+            commands,
+            net_input_bytes: commands * 1024,
+            net_output_bytes: 0,
+        };
+        let mut s = Sampler {
+            server_addr: 0,
+            started: t0,
+            samples: VecDeque::new(),
+            expired_keys_base: 0,
+        };
+        assert_eq!(s.rates(at(0, 0)), Rates::default());
+        let r = s.rates(at(500, 500));
+        assert_eq!(r.ops_per_sec, 1000);
+        assert!((r.input_kbps - 1000.0).abs() < 1e-6);
+        // Samples closer than the spacing are not stored.
+        s.rates(at(550, 600));
+        assert_eq!(s.samples.len(), 2);
+        // Old samples give way once a newer one is past the window.
+        let r = s.rates(at(2000, 3500));
+        assert_eq!(s.samples.front().map(|x| x.commands), Some(500));
+        assert_eq!(r.ops_per_sec, 2000);
+        // Counters that went backwards (RESETSTAT) do not underflow.
+        assert_eq!(s.rates(at(2100, 0)).ops_per_sec, 0);
+    }
+}
