@@ -126,7 +126,9 @@ fn normalized(mut steps: Vec<Step>) -> Vec<Step> {
     if let Some(Step::Error(kind, skip)) = steps.last_mut() {
         if matches!(
             kind,
-            BinaryErrorKind::BadMagic | BinaryErrorKind::BadLengths | BinaryErrorKind::InvalidArguments
+            BinaryErrorKind::BadMagic
+                | BinaryErrorKind::BadLengths
+                | BinaryErrorKind::InvalidArguments
         ) {
             *skip = 0;
         }
