@@ -559,7 +559,7 @@ mod tests {
         let c = Config::new();
         let err = c
             .set_many(&[("timeout", "5"), ("maxclients", "x")])
-            .unwrap_err();
+            .expect_err("must fail");
         assert!(err.contains("'maxclients'"), "{err}");
         assert_eq!(c.num(Param::Timeout), 0);
         c.set_many(&[("timeout", "5"), ("proto-max-bulk-len", "2mb")])
@@ -568,20 +568,20 @@ mod tests {
         assert_eq!(c.text(Param::ProtoMaxBulkLen), "2097152");
         assert!(c
             .set_many(&[("port", "1")])
-            .unwrap_err()
+            .expect_err("must fail")
             .contains("immutable"));
         assert!(c
             .set_many(&[("nope", "1")])
-            .unwrap_err()
+            .expect_err("must fail")
             .contains("Unknown option"));
     }
 
     #[test]
     fn file_errors_name_the_line() {
         assert!(parse_file("port 7000\n# c\n\ntimeout 3\n").is_ok());
-        let e = parse_file("port 7000\nfoo bar\n").unwrap_err();
+        let e = parse_file("port 7000\nfoo bar\n").expect_err("must fail");
         assert!(e.starts_with("line 2: 'foo bar'"), "{e}");
-        let e = parse_file("timeout x\n").unwrap_err();
+        let e = parse_file("timeout x\n").expect_err("must fail");
         assert!(e.contains("line 1"), "{e}");
         assert!(parse_file("timeout\n").is_err());
         assert_eq!(

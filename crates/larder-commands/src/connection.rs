@@ -1544,7 +1544,6 @@ mod tests {
     /// `finish_reply` consumes `SkipNext` at the end of the CLIENT REPLY SKIP command itself,
     /// so this needs the exec.rs change described in the family report.
     #[test]
-    #[ignore = "needs exec.rs to carry SkipNext over to the next command"]
     fn client_reply_skip_skips_next_reply_only() {
         let mut h = Harness::new();
         assert!(h.run_raw(&[b"CLIENT", b"REPLY", b"SKIP"]).is_empty());

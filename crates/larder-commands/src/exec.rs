@@ -17,8 +17,10 @@ use crate::table::{flags, Resolved};
 pub enum ReplyMode {
     On,
     Off,
-    /// Skip the reply of the next command.
+    /// Set by CLIENT REPLY SKIP: skip the reply of the next command.
     SkipNext,
+    /// Skipping the reply of the command now running (a `SkipNext` carried over).
+    Skip,
 }
 
 /// Per-connection state that commands read and change.
@@ -192,7 +194,9 @@ fn finish_reply(conn: &mut ConnState, out: &mut ReplyBuf, reply_start: usize) {
     match conn.reply_mode {
         ReplyMode::On => {}
         ReplyMode::Off => out.buf.truncate(reply_start),
-        ReplyMode::SkipNext => {
+        // CLIENT REPLY SKIP just ran (its own reply is empty): skip the next command's.
+        ReplyMode::SkipNext => conn.reply_mode = ReplyMode::Skip,
+        ReplyMode::Skip => {
             out.buf.truncate(reply_start);
             conn.reply_mode = ReplyMode::On;
         }

@@ -16,9 +16,7 @@ use parking_lot::Mutex;
 use crate::config::Param;
 use crate::state::Server;
 
-/// The Redis version larder is compatible with (`redis_version`). The same value as the
-/// connection family's `REDIS_VERSION`, which HELLO reports.
-const REDIS_VERSION: &str = "7.0.15";
+use crate::connection::REDIS_VERSION;
 
 #[cfg(target_os = "linux")]
 const MULTIPLEXING_API: &str = "epoll";

@@ -267,7 +267,9 @@ mod tests {
         assert_eq!(e.string(), Some(&b"value"[..]));
         e.set_string(b"VALUE");
         assert_eq!(e.string(), Some(&b"VALUE"[..]));
-        e.string_mut().map(|v| v.extend_from_slice(b"!!"));
+        if let Some(v) = e.string_mut() {
+            v.extend_from_slice(b"!!");
+        }
         assert!(e.is_grown_string());
         assert_eq!(e.key(), b"key");
         assert_eq!(e.string(), Some(&b"VALUE!!"[..]));

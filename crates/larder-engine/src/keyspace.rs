@@ -506,7 +506,7 @@ mod tests {
         let deadline = crate::clock::now_ms() + 30;
         set(&ks, 0, b"k", deadline);
         let t0 = std::time::Instant::now();
-        while ks.db(0).len() > 0 && t0.elapsed() < Duration::from_secs(2) {
+        while !ks.db(0).is_empty() && t0.elapsed() < Duration::from_secs(2) {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(ks.db(0).len(), 0, "key not reclaimed");

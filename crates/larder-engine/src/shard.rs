@@ -282,9 +282,7 @@ impl Shard {
         slot: SlotId,
         f: impl FnOnce(&mut Vec<u8>) -> R,
     ) -> Option<R> {
-        if self.slot(slot).string().is_none() {
-            return None;
-        }
+        self.slot(slot).string()?;
         self.account(slot, |e| e.string_mut().map(f))
     }
 

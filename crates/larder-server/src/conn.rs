@@ -15,6 +15,9 @@ pub const READ_CHUNK: usize = 16 * 1024;
 /// Stop executing pipelined requests and write once this much output is pending, so a
 /// client that pipelines faster than it reads cannot grow our memory without bound.
 const OUTPUT_HIGH_WATER: usize = 4 * 1024 * 1024;
+/// Reads per readiness turn before yielding to other connections, so a client streaming a
+/// huge pipeline cannot starve the others on its worker.
+const READS_PER_TURN: usize = 4;
 /// Give back read/write buffer memory above this once a connection goes quiet.
 const BUFFER_KEEP: usize = 64 * 1024;
 
@@ -94,14 +97,19 @@ impl Conn {
                 return;
             }
         }
-        if self.paused_until_ms.is_some() {
-            // Re-run what is buffered; new bytes stay in the socket until the pause ends.
+        // Requests already buffered run first: they were held back by a pause or by output
+        // back pressure, and no new readiness event will announce them.
+        if !self.rbuf.is_empty() {
             self.process_buffered(server);
             if self.paused_until_ms.is_some() {
                 self.flush(server);
                 return;
             }
-            self.more = true;
+            if self.pending_output() >= OUTPUT_HIGH_WATER {
+                self.flush(server);
+                self.more = true;
+                return;
+            }
         }
         self.state
             .handle
@@ -198,7 +206,7 @@ impl Conn {
             if drained {
                 break;
             }
-            if reads >= 16 {
+            if reads >= READS_PER_TURN {
                 self.more = true;
                 break;
             }

@@ -120,11 +120,9 @@ pub fn serve(
                     tracing::info!("received shutdown signal, stopping");
                     break 'main;
                 }
-                WAKER => {
-                    if server.shutdown_requested.load(Ordering::Acquire) {
-                        tracing::info!("SHUTDOWN requested, stopping");
-                        break 'main;
-                    }
+                WAKER if server.shutdown_requested.load(Ordering::Acquire) => {
+                    tracing::info!("SHUTDOWN requested, stopping");
+                    break 'main;
                 }
                 Token(t) if t >= LISTENER_BASE => {
                     let l = &mio_listeners[t - LISTENER_BASE];
