@@ -4,6 +4,7 @@
 //! `larder cache <build|get|info|verify|bench>` works with cache files.
 
 mod alloc;
+mod cache_cli;
 mod conn;
 mod net;
 
@@ -11,7 +12,7 @@ use std::net::ToSocketAddrs;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use clap::{Arg, ArgAction, Command};
+use clap::{Arg, ArgAction, Command, FromArgMatches, Subcommand};
 use larder_commands::config::{self, Config, Param, PARAMS};
 use larder_commands::state::ServerInfo;
 use larder_commands::Server;
@@ -23,6 +24,12 @@ fn cli() -> Command {
     let mut cmd = Command::new("larder")
         .version(env!("CARGO_PKG_VERSION"))
         .about("A Redis- and memcached-compatible key-value server")
+        .args_conflicts_with_subcommands(true)
+        .subcommand(cache_cli::CacheCommand::augment_subcommands(
+            Command::new("cache")
+                .about("Build, read, verify and benchmark immutable cache files")
+                .subcommand_required(true),
+        ))
         .arg(
             Arg::new("config")
                 .long("config")
@@ -64,6 +71,9 @@ fn main() {
 
 fn run() -> anyhow::Result<()> {
     let matches = cli().get_matches();
+    if let Some(("cache", sub)) = matches.subcommand() {
+        return cache_cli::run(cache_cli::CacheCommand::from_arg_matches(sub)?);
+    }
     let config = Config::new();
     let config_file = matches
         .get_one::<String>("config")
@@ -184,7 +194,8 @@ fn init_logging(config: &Config) {
     let logfile = config.text(Param::Logfile);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     if logfile.is_empty() {
         builder.with_writer(std::io::stderr).init();
     } else {
