@@ -215,15 +215,34 @@ pub fn reply_error(server: &Server, conn: &ConnState, out: &mut ReplyBuf, e: &Er
     }
 }
 
+/// Positions of secrets that must never reach the slow log: AUTH's arguments and HELLO's
+/// `AUTH username password`, as Redis redacts them.
+fn redacted_args(argv: &[&[u8]]) -> Vec<usize> {
+    if argv[0].eq_ignore_ascii_case(b"auth") {
+        return (1..argv.len()).collect();
+    }
+    if argv[0].eq_ignore_ascii_case(b"hello") {
+        if let Some(i) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
+            return (i + 1..argv.len().min(i + 3)).collect();
+        }
+    }
+    Vec::new()
+}
+
 fn slowlog_maybe(server: &Server, conn: &ConnState, argv: &[&[u8]], elapsed_us: u64, now_ms: u64) {
     let threshold = server.config.num(Param::SlowlogLogSlowerThan);
     if threshold < 0 || elapsed_us < threshold as u64 {
         return;
     }
     let max_len = server.config.num(Param::SlowlogMaxLen).max(0) as usize;
+    let redacted = redacted_args(argv);
     // Like Redis: at most 32 arguments, each cut at 128 bytes.
     let mut args: Vec<Vec<u8>> = Vec::new();
     for (i, a) in argv.iter().enumerate() {
+        if redacted.contains(&i) {
+            args.push(b"(redacted)".to_vec());
+            continue;
+        }
         if i == 31 && argv.len() > 32 {
             args.push(format!("... ({} more arguments)", argv.len() - 31).into_bytes());
             break;
@@ -253,3 +272,31 @@ fn slowlog_maybe(server: &Server, conn: &ConnState, argv: &[&[u8]], elapsed_us: 
 
 /// The protocol a new connection starts with.
 pub const DEFAULT_PROTOCOL: Protocol = Protocol::Resp2;
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::*;
+
+    #[test]
+    fn slowlog_redacts_passwords() {
+        let mut h = Harness::new();
+        assert_eq!(
+            h.run(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]),
+            ok()
+        );
+        h.run(&["AUTH", "default", "hunter2"]);
+        h.run(&["HELLO", "2", "AUTH", "default", "hunter2"]);
+        let log = h.server.slowlog.lock();
+        let secrets = log
+            .entries
+            .iter()
+            .flat_map(|e| e.argv.iter())
+            .filter(|a| a.as_slice() == b"hunter2")
+            .count();
+        assert_eq!(secrets, 0);
+        assert!(log
+            .entries
+            .iter()
+            .any(|e| e.argv.iter().any(|a| a == b"(redacted)")));
+    }
+}
