@@ -481,3 +481,24 @@ def test_server_survives_abrupt_disconnects(server):
         c.sock.close()
     with server.raw() as c:
         assert c.call("PING") == "PONG"
+
+
+# --- MEMORY DOCTOR / MALLOC-STATS / PURGE, COMMAND GETKEYSANDFLAGS ----------------------------
+
+
+def test_memory_doctor_malloc_stats_purge(raw):
+    doctor = raw.call("MEMORY", "DOCTOR")
+    assert isinstance(doctor, bytes) and doctor
+    stats = raw.call("MEMORY", "MALLOC-STATS")
+    assert isinstance(stats, bytes)
+    assert raw.call("MEMORY", "PURGE") == "OK"
+
+
+def test_command_getkeysandflags(raw):
+    reply = raw.call("COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v")
+    assert len(reply) == 1
+    key, flags = reply[0]
+    assert key == b"k"
+    assert b"update" in {f if isinstance(f, bytes) else f.encode() for f in flags}
+    assert raw.call("COMMAND", "GETKEYSANDFLAGS", "PING", "hello") == Err(
+        "ERR The command has no key arguments")

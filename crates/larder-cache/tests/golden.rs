@@ -302,7 +302,11 @@ fn truncation_at_every_length_is_an_error() {
 #[test]
 fn golden_files_are_reproducible() {
     let update = std::env::var_os("LARDER_UPDATE_GOLDEN").is_some_and(|v| v == "1");
-    let dir = if update { golden_dir() } else { temp_dir().join("regenerated") };
+    let dir = if update {
+        golden_dir()
+    } else {
+        temp_dir().join("regenerated")
+    };
     regenerate(&dir);
     if !update {
         for name in [
@@ -314,7 +318,10 @@ fn golden_files_are_reproducible() {
         ] {
             let fresh = std::fs::read(dir.join(name)).expect("read fresh");
             let committed = std::fs::read(golden(name)).expect("read committed");
-            assert!(fresh == committed, "{name} differs from what the builder writes today");
+            assert!(
+                fresh == committed,
+                "{name} differs from what the builder writes today"
+            );
         }
     }
 }

@@ -76,21 +76,24 @@ pub fn wrong_arity(name: &str) -> Error {
     ))
 }
 
-/// Redis 7's unknown-command text: up to 128 bytes of each argument are quoted.
+/// Redis 7's unknown-command text: arguments are quoted and appended while the list is
+/// shorter than 128 bytes, each cut to what is left of those 128.
 pub fn unknown_command(argv: &[&[u8]]) -> Error {
-    let mut msg = format!(
-        "ERR unknown command '{}', with args beginning with: ",
-        clip(argv[0])
-    );
+    let mut args = String::new();
     for a in argv.iter().skip(1) {
-        if msg.len() >= 128 + 60 {
+        if args.len() >= 128 {
             break;
         }
-        msg.push('\'');
-        msg.push_str(&clip(a));
-        msg.push_str("' ");
+        let room = 128 - args.len();
+        let text = sanitize(&a[..a.len().min(room)]);
+        args.push('\'');
+        args.push_str(&text);
+        args.push_str("' ");
     }
-    Error::Owned(msg)
+    Error::Owned(format!(
+        "ERR unknown command '{}', with args beginning with: {args}",
+        clip(argv[0])
+    ))
 }
 
 /// `ERR unknown subcommand 'foo'. Try CLIENT HELP.`
@@ -109,6 +112,9 @@ pub fn invalid_expire(name: &str) -> Error {
 
 /// Up to 128 bytes, lossy UTF-8, newlines replaced (Redis sanitises error text).
 fn clip(b: &[u8]) -> String {
-    let b = &b[..b.len().min(128)];
+    sanitize(&b[..b.len().min(128)])
+}
+
+fn sanitize(b: &[u8]) -> String {
     String::from_utf8_lossy(b).replace(['\r', '\n'], " ")
 }

@@ -79,6 +79,16 @@ impl<'a> Cmd<'a> {
         self.server.keyspace.db(self.conn.db)
     }
 
+    /// Whether this client's reads update keys' access time (CLIENT NO-TOUCH turns it off).
+    #[inline]
+    pub fn access(&self) -> larder_engine::Access {
+        if self.conn.handle.no_touch.load(Ordering::Relaxed) {
+            larder_engine::Access::NoTouch
+        } else {
+            larder_engine::Access::Touch
+        }
+    }
+
     /// Count a keyspace hit or miss (INFO stats).
     #[inline]
     pub fn hit(&self, hit: bool) {
@@ -137,7 +147,9 @@ pub fn execute(
     }
     let now_ms = larder_engine::now_ms();
     let until = server.pause.until_ms.load(Ordering::Acquire);
-    if until > now_ms && !spec.name.eq_ignore_ascii_case("unpause") {
+    // As in Redis, ALL holds every command (CLIENT UNPAUSE included: only the timeout ends
+    // it); WRITE holds writes.
+    if until > now_ms {
         let mode = server.pause.mode.load(Ordering::Acquire);
         let writes = spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
         if mode == Pause::ALL || writes {

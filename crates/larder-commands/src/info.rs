@@ -390,6 +390,8 @@ fn memory_section(cx: &Ctx<'_>, out: &mut String) {
         "maxmemory_policy",
         s.config.text(Param::MaxmemoryPolicy),
     );
+    // The binary's global allocator (a counting wrapper around mimalloc).
+    field(out, "mem_allocator", "mimalloc");
     field(
         out,
         "mem_fragmentation_ratio",

@@ -159,7 +159,10 @@ fn touch(c: &mut Cmd<'_>) -> Result<()> {
     let mut found = 0;
     for key in c.args.rest() {
         let (mut shard, hash) = db.lock_key(key);
-        let hit = shard.find_touch(key, hash, c.now_ms).is_some();
+        // TOUCH touches even for a CLIENT NO-TOUCH client, as in Redis.
+        let hit = shard
+            .find_touch(key, hash, c.now_ms, larder_engine::Access::Touch)
+            .is_some();
         drop(shard);
         c.hit(hit);
         found += i64::from(hit);
@@ -309,7 +312,7 @@ fn rename_key(c: &mut Cmd<'_>, on_existing: OnExisting) -> Result<bool> {
     let mut pair = Pair::new(&mut guards, (db, src_shard), (db, dst_shard))?;
     let slot = pair
         .src()
-        .find_touch(src_key, src_hash, now)
+        .find_touch(src_key, src_hash, now, c.access())
         .ok_or(Error::Static(error::NO_SUCH_KEY))?;
     if src_key == dst_key {
         return Ok(on_existing == OnExisting::Replace);
@@ -357,7 +360,7 @@ fn copy(c: &mut Cmd<'_>) -> Result<()> {
         .lock_many(vec![(src_db, src_shard), (dst_db, dst_shard)]);
     let mut pair = Pair::new(&mut guards, (src_db, src_shard), (dst_db, dst_shard))?;
     // Redis reads the source with lookupKeyRead: it counts as a hit or miss and an access.
-    let Some(slot) = pair.src().find_touch(src_key, src_hash, now) else {
+    let Some(slot) = pair.src().find_touch(src_key, src_hash, now, c.access()) else {
         drop(guards);
         c.hit(false);
         c.out.int(0);
@@ -397,7 +400,7 @@ fn r#move(c: &mut Cmd<'_>) -> Result<()> {
         .keyspace
         .lock_many(vec![(src_db, shard), (dst_db, shard)]);
     let mut pair = Pair::new(&mut guards, (src_db, shard), (dst_db, shard))?;
-    let done = match pair.src().find_touch(key, hash, now) {
+    let done = match pair.src().find_touch(key, hash, now, c.access()) {
         Some(slot) if pair.dst().find(key, hash, now).is_none() => {
             moved = Some(pair.transfer(slot, key, hash, now));
             true

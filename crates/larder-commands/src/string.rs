@@ -93,7 +93,7 @@ pub(crate) fn string_at(shard: &Shard, slot: SlotId) -> Result<&[u8]> {
 fn get(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let found = shard.find_touch(key, hash, c.now_ms);
+    let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     match found {
         Some(slot) => c.out.bulk(string_at(&shard, slot)?),
@@ -288,7 +288,7 @@ fn set(c: &mut Cmd<'_>) -> Result<()> {
     };
     let (mut shard, hash) = c.db().lock_key(key);
     let found = if o.get {
-        let found = shard.find_touch(key, hash, c.now_ms);
+        let found = shard.find_touch(key, hash, c.now_ms, c.access());
         c.hit(found.is_some());
         match found {
             Some(slot) => c.out.bulk(string_at(&shard, slot)?),
@@ -320,7 +320,7 @@ fn setnx(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let value = c.args.next_arg()?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let created = match shard.find_touch(key, hash, c.now_ms) {
+    let created = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(_) => false,
         None => {
             shard.insert_string(key, hash, value, 0, c.now_ms);
@@ -368,7 +368,7 @@ fn getset(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let value = c.args.next_arg()?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let found = shard.find_touch(key, hash, c.now_ms);
+    let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     match found {
         Some(slot) => c.out.bulk(string_at(&shard, slot)?),
@@ -399,7 +399,7 @@ fn getex(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let o = parse_extended(&mut c.args, Extended::GetEx)?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let found = shard.find_touch(key, hash, c.now_ms);
+    let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     let Some(slot) = found else {
         // Redis looks the key up before it checks the TTL's number.

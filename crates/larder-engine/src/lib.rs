@@ -23,4 +23,4 @@ pub use clock::{lru_clock, now_ms, now_us};
 pub use entry::{Entry, Object, ObjectKind};
 pub use error::EngineError;
 pub use keyspace::{Db, DbGuards, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
-pub use shard::{Shard, SlotId};
+pub use shard::{Access, Shard, SlotId};

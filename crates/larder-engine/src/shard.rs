@@ -6,6 +6,15 @@ use hashbrown::HashTable;
 
 use crate::entry::{Entry, Object};
 
+/// Whether a read records the access time of the key it finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Record it (the default).
+    Touch,
+    /// Leave it as it was (CLIENT NO-TOUCH).
+    NoTouch,
+}
+
 /// Stable position of an entry inside its shard. It does not move while the key lives, which
 /// is what makes SCAN's guarantee hold while the index grows or shrinks.
 pub type SlotId = u32;
@@ -120,11 +129,20 @@ impl Shard {
         Some(slot)
     }
 
-    /// Like [`Shard::find`], also recording the access for LRU/`OBJECT IDLETIME`.
+    /// Like [`Shard::find`], also recording the access for LRU/`OBJECT IDLETIME` unless the
+    /// client asked not to (CLIENT NO-TOUCH).
     #[inline]
-    pub fn find_touch(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<SlotId> {
+    pub fn find_touch(
+        &mut self,
+        key: &[u8],
+        hash: u64,
+        now_ms: u64,
+        access: Access,
+    ) -> Option<SlotId> {
         let slot = self.find(key, hash, now_ms)?;
-        self.slot_mut(slot).access = crate::clock::lru_clock(now_ms);
+        if access == Access::Touch {
+            self.slot_mut(slot).access = crate::clock::lru_clock(now_ms);
+        }
         Some(slot)
     }
 

@@ -103,7 +103,7 @@ fn set_deadline(c: &mut Cmd<'_>, unit: Unit, base: Base) -> Result<()> {
         .and_then(|ms| ms.checked_add(if base == Base::Now { now } else { 0 }))
         .ok_or_else(|| error::invalid_expire(c.resolved.full_name))?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let Some(slot) = shard.find_touch(key, hash, c.now_ms) else {
+    let Some(slot) = shard.find_touch(key, hash, c.now_ms, c.access()) else {
         drop(shard);
         c.out.int(0);
         return Ok(());
@@ -183,7 +183,7 @@ fn report_deadline(c: &mut Cmd<'_>, unit: Unit, base: Base) -> Result<()> {
 pub(super) fn persist(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let cleared = match shard.find_touch(key, hash, c.now_ms) {
+    let cleared = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(slot) if shard.entry(slot).expire_at_ms().is_some() => {
             shard.set_expire(slot, None);
             true

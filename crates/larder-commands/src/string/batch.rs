@@ -41,7 +41,7 @@ fn reply_string_or_null(
     hits: &mut u64,
     misses: &mut u64,
 ) {
-    match shard.find_touch(key, hash, c.now_ms) {
+    match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(slot) => {
             *hits += 1;
             match shard.entry(slot).string() {
@@ -85,7 +85,7 @@ fn mset_generic(c: &mut Cmd<'_>, cond: Condition) -> Result<()> {
             let (shard, hash) = Db::route(key);
             if guards
                 .get(db_index, shard)
-                .find_touch(key, hash, c.now_ms)
+                .find_touch(key, hash, c.now_ms, c.access())
                 .is_some()
             {
                 drop(guards);

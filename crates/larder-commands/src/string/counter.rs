@@ -42,7 +42,7 @@ pub(super) fn decrby(c: &mut Cmd<'_>) -> Result<()> {
 fn incr_by(c: &mut Cmd<'_>, key: &[u8], by: i64) -> Result<()> {
     let (mut shard, hash) = c.db().lock_key(key);
     let mut buf = [0u8; I64_MAX_DIGITS];
-    let value = match shard.find_touch(key, hash, c.now_ms) {
+    let value = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(slot) => {
             let old =
                 parse_i64(string_at(&shard, slot)?).ok_or(Error::Static(error::NOT_INTEGER))?;
@@ -93,7 +93,7 @@ pub(super) fn incrbyfloat(c: &mut Cmd<'_>) -> Result<()> {
     // reported only after those.
     let increment = LongDouble::parse(c.args.next_arg()?);
     let (mut shard, hash) = c.db().lock_key(key);
-    let found = shard.find_touch(key, hash, c.now_ms);
+    let found = shard.find_touch(key, hash, c.now_ms, c.access());
     let current = match found {
         Some(slot) => {
             LongDouble::parse(string_at(&shard, slot)?).ok_or(Error::Static(error::NOT_FLOAT))?

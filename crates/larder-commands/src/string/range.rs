@@ -30,7 +30,7 @@ pub(super) fn append(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let value = c.args.next_arg()?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let len = match shard.find_touch(key, hash, c.now_ms) {
+    let len = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         None => {
             shard.insert_string(key, hash, value, 0, c.now_ms);
             value.len()
@@ -55,7 +55,7 @@ pub(super) fn append(c: &mut Cmd<'_>) -> Result<()> {
 pub(super) fn strlen(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let found = shard.find_touch(key, hash, c.now_ms);
+    let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     let len = match found {
         Some(slot) => string_at(&shard, slot)?.len(),
@@ -89,7 +89,7 @@ pub(super) fn getrange(c: &mut Cmd<'_>) -> Result<()> {
     let start = c.args.i64()?;
     let end = c.args.i64()?;
     let (mut shard, hash) = c.db().lock_key(key);
-    let found = shard.find_touch(key, hash, c.now_ms);
+    let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     match found {
         Some(slot) => {
@@ -123,7 +123,7 @@ pub(super) fn setrange(c: &mut Cmd<'_>) -> Result<()> {
     }
     let offset = offset as u64;
     let (mut shard, hash) = c.db().lock_key(key);
-    let len = match shard.find_touch(key, hash, c.now_ms) {
+    let len = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         // Setting nothing on a missing key creates nothing.
         None if value.is_empty() => 0,
         None => {
@@ -212,7 +212,7 @@ pub(super) fn lcs(c: &mut Cmd<'_>) -> Result<()> {
     let mut read = |shard: usize, key: &[u8], hash: u64| {
         let shard = guards.get(db_index, shard);
         shard
-            .find_touch(key, hash, c.now_ms)
+            .find_touch(key, hash, c.now_ms, c.access())
             .map(|slot| shard.entry(slot).string().map(<[u8]>::to_vec))
     };
     let a = read(a_shard, a_key, a_hash);
