@@ -34,4 +34,4 @@ pub mod request;
 
 pub use frame::{decode, encode_command, Frame, FrameError};
 pub use reply::{Protocol, ReplyBuf};
-pub use request::{parse_request, Limits, ParseError, Parsed};
+pub use request::{parse_request, parse_request_resume, Limits, ParseError, Parsed, Progress};

@@ -184,14 +184,75 @@ fn find_cr(buf: &[u8], start: usize, max: usize) -> Line {
     }
 }
 
+/// Where an incomplete multibulk request stopped: the next call with the same buffer prefix
+/// resumes there instead of re-scanning every argument header from the start, which keeps a
+/// request of a million small arguments arriving over many reads linear instead of quadratic.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    /// Announced argument count; 0 = no request in progress.
+    count: usize,
+    /// Offset of the first argument header not parsed yet.
+    pos: usize,
+    /// Data spans of the arguments parsed so far.
+    spans: Vec<(usize, usize)>,
+}
+
+impl Progress {
+    /// Forget any request in progress (after the buffer's front moved to a new request).
+    pub fn reset(&mut self) {
+        self.count = 0;
+        self.pos = 0;
+        self.spans.clear();
+    }
+}
+
+/// Like [`parse_request`], remembering in `progress` how far an incomplete multibulk request
+/// got. The caller must pass a buffer that starts at the same request as the previous call
+/// (more bytes appended is fine) and must [`Progress::reset`] it once that request is
+/// consumed or the buffer's start moves. Results are identical to [`parse_request`]'s.
+pub fn parse_request_resume<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    argv: &mut Vec<Cow<'a, [u8]>>,
+    progress: &mut Progress,
+) -> Result<Parsed, ParseError> {
+    if buf.first() != Some(&b'*') {
+        progress.reset();
+        return parse_request(buf, limits, argv);
+    }
+    argv.clear();
+    let result = parse_multibulk_resumable(buf, limits, argv, Some(progress));
+    if !matches!(result, Ok(Parsed::Incomplete { .. })) {
+        progress.reset();
+        if result.is_err() {
+            argv.clear();
+        }
+    }
+    result
+}
+
 fn parse_multibulk<'a>(
     buf: &'a [u8],
     limits: &Limits,
     argv: &mut Vec<Cow<'a, [u8]>>,
 ) -> Result<Parsed, ParseError> {
+    parse_multibulk_resumable(buf, limits, argv, None)
+}
+
+fn parse_multibulk_resumable<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    argv: &mut Vec<Cow<'a, [u8]>>,
+    mut progress: Option<&mut Progress>,
+) -> Result<Parsed, ParseError> {
     let more = Parsed::Incomplete {
         min_total: buf.len() + 1,
     };
+    if let Some(p) = progress.as_deref_mut() {
+        if p.count > 0 {
+            return multibulk_args(buf, limits, argv, p.count, p.pos, progress);
+        }
+    }
     let (count, cr) = match short_count(buf, 0, limits.max_inline_len) {
         Some((count, cr)) => (count as i64, cr),
         None => {
@@ -208,7 +269,7 @@ fn parse_multibulk<'a>(
             (count, cr)
         }
     };
-    let mut pos = cr + 2;
+    let pos = cr + 2;
     if count <= 0 {
         return Ok(Parsed::Complete { consumed: pos });
     }
@@ -219,20 +280,55 @@ fn parse_multibulk<'a>(
         return Err(ParseError::UnauthenticatedMultibulkLength);
     }
     let count = usize::try_from(count).map_err(|_| ParseError::InvalidMultibulkLength)?;
-    argv.reserve(count.min(ARGV_PREALLOC_MAX));
+    if let Some(p) = progress.as_deref_mut() {
+        p.count = count;
+        p.pos = pos;
+        p.spans.clear();
+    }
+    multibulk_args(buf, limits, argv, count, pos, progress)
+}
 
-    for _ in 0..count {
+/// Parse the arguments of a multibulk request whose header announced `count` arguments, from
+/// `pos` (the first argument not parsed yet).
+fn multibulk_args<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    argv: &mut Vec<Cow<'a, [u8]>>,
+    count: usize,
+    mut pos: usize,
+    mut progress: Option<&mut Progress>,
+) -> Result<Parsed, ParseError> {
+    let done = progress.as_deref().map_or(0, |p| p.spans.len());
+    if progress.is_none() {
+        argv.reserve(count.min(ARGV_PREALLOC_MAX));
+    }
+    for _ in done..count {
         let Some((len, data_start)) = bulk_header(buf, pos, limits)? else {
-            return Ok(more);
+            if let Some(p) = progress.as_deref_mut() {
+                p.pos = pos;
+            }
+            return Ok(Parsed::Incomplete {
+                min_total: buf.len() + 1,
+            });
         };
         let data_end = data_start.saturating_add(len);
         // The two bytes after the data are skipped unchecked, as Redis does.
         let next = data_end.saturating_add(2);
         if buf.len() < next {
+            if let Some(p) = progress.as_deref_mut() {
+                p.pos = pos;
+            }
             return Ok(Parsed::Incomplete { min_total: next });
         }
-        argv.push(Cow::Borrowed(&buf[data_start..data_end]));
+        match progress.as_deref_mut() {
+            Some(p) => p.spans.push((data_start, data_end)),
+            None => argv.push(Cow::Borrowed(&buf[data_start..data_end])),
+        }
         pos = next;
+    }
+    if let Some(p) = progress {
+        argv.reserve(p.spans.len());
+        argv.extend(p.spans.iter().map(|&(s, e)| Cow::Borrowed(&buf[s..e])));
     }
     Ok(Parsed::Complete { consumed: pos })
 }
@@ -893,5 +989,46 @@ mod unauthenticated_tests {
             parse_request(b"*11\r\n", &open, &mut argv),
             Ok(Parsed::Incomplete { .. })
         ));
+    }
+}
+
+#[cfg(test)]
+mod resume_tests {
+    use super::*;
+
+    /// Feeding a request in pieces through `parse_request_resume` gives exactly what
+    /// `parse_request` gives on the whole, for complete, incomplete and erroneous input.
+    #[test]
+    fn resume_matches_stateless_parse() {
+        let mut req = b"*4\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\n$2\r\nEX\r\n".to_vec();
+        req.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        let limits = Limits::default();
+        for step in 1..8 {
+            let mut progress = Progress::default();
+            let mut end = 0;
+            loop {
+                end = (end + step).min(req.len());
+                let mut a = Vec::new();
+                let mut b = Vec::new();
+                let resumed = parse_request_resume(&req[..end], &limits, &mut a, &mut progress);
+                let whole = parse_request(&req[..end], &limits, &mut b);
+                assert_eq!(resumed, whole, "step {step} end {end}");
+                assert_eq!(a, b);
+                if matches!(resumed, Ok(Parsed::Complete { .. })) {
+                    break;
+                }
+            }
+        }
+        let bad = b"*2\r\n$3\r\nGET\r\n+x\r\n";
+        let mut progress = Progress::default();
+        let mut argv = Vec::new();
+        assert!(matches!(
+            parse_request_resume(&bad[..10], &limits, &mut argv, &mut progress),
+            Ok(Parsed::Incomplete { .. })
+        ));
+        assert_eq!(
+            parse_request_resume(bad, &limits, &mut argv, &mut progress),
+            Err(ParseError::ExpectedDollar { got: b'+' })
+        );
     }
 }

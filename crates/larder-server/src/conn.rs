@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use larder_commands::config::Param;
 use larder_commands::state::bump;
 use larder_commands::{execute, ConnState, Outcome, Server};
-use larder_resp::{parse_request, Limits, Parsed, Protocol, ReplyBuf};
+use larder_resp::{parse_request_resume, Limits, Parsed, Progress, Protocol, ReplyBuf};
 use mio::net::TcpStream;
 
 /// Size of one read. Matches Redis's PROTO_IOBUF_LEN.
@@ -40,6 +40,10 @@ pub struct Conn {
     rbuf: Vec<u8>,
     /// Do not parse again until `rbuf` holds this many bytes (a big bulk is streaming in).
     min_total: usize,
+    /// How far the incomplete request at the front of `rbuf` has been parsed, so a huge
+    /// request of many small arguments (a 1M-argument MSET) is not re-scanned from its start
+    /// on every read.
+    progress: Progress,
     pub out: ReplyBuf,
     /// Bytes of `out.buf` already written.
     written: usize,
@@ -52,6 +56,9 @@ pub struct Conn {
     pub write_registered: bool,
     /// Peer sent EOF: finish what is buffered, then close.
     eof: bool,
+    /// The poller saw the peer's FIN: read until EOF instead of trusting a short read to mean
+    /// "drained" (with edge-triggered polling no further event would come).
+    pub read_closed: bool,
     /// Reading stopped before the socket was drained (fairness budget or output back
     /// pressure): with edge-triggered polling no new event will come for those bytes, so the
     /// worker must call `on_ready` again.
@@ -65,6 +72,7 @@ impl Conn {
             state,
             rbuf: Vec::new(),
             min_total: 0,
+            progress: Progress::default(),
             out: ReplyBuf::new(Protocol::Resp2),
             written: 0,
             paused_until_ms: None,
@@ -72,6 +80,7 @@ impl Conn {
             want_write: false,
             write_registered: false,
             eof: false,
+            read_closed: false,
             more: false,
         }
     }
@@ -203,7 +212,7 @@ impl Conn {
             }
             // A short read means the socket is drained (edge-triggered epoll will report new
             // data); this saves the extra read() that would return EAGAIN.
-            if drained {
+            if drained && !self.read_closed {
                 break;
             }
             if reads >= READS_PER_TURN {
@@ -250,7 +259,7 @@ impl Conn {
         while pos < buf.len() && self.closing.is_none() {
             // Re-read per request: an AUTH earlier in the same pipeline lifts the limits.
             limits.unauthenticated = !self.state.authenticated;
-            match parse_request(&buf[pos..], &limits, &mut argv) {
+            match parse_request_resume(&buf[pos..], &limits, &mut argv, &mut self.progress) {
                 Ok(Parsed::Complete { consumed }) => {
                     if !argv.is_empty() {
                         // Multibulk arguments borrow from `buf`; reuse one Vec for them. Inline

@@ -253,6 +253,7 @@ impl Worker {
                 }
                 let t = ev.token().0;
                 if let Some(conn) = self.conns.get_mut(t) {
+                    conn.read_closed |= ev.is_read_closed();
                     conn.on_ready(&self.server, &mut self.scratch, now_ms);
                     touched.push(t);
                 }
