@@ -17,6 +17,7 @@ pub mod error;
 pub mod exec;
 pub mod info;
 pub mod keys;
+pub mod list;
 pub mod server;
 pub mod state;
 pub mod string;
@@ -32,6 +33,7 @@ pub fn registry() -> Registry {
     Registry::new(&[
         string::COMMANDS,
         keys::COMMANDS,
+        list::COMMANDS,
         connection::COMMANDS,
         server::COMMANDS,
     ])

@@ -59,6 +59,7 @@ pub mod flags {
 pub enum Group {
     Generic,
     String,
+    List,
     Connection,
     Server,
     Keyspace,
@@ -69,6 +70,7 @@ impl Group {
         match self {
             Group::Generic | Group::Keyspace => "generic",
             Group::String => "string",
+            Group::List => "list",
             Group::Connection => "connection",
             Group::Server => "server",
         }
@@ -79,6 +81,7 @@ impl Group {
         match self {
             Group::Generic | Group::Keyspace => "@keyspace",
             Group::String => "@string",
+            Group::List => "@list",
             Group::Connection => "@connection",
             Group::Server => "@admin",
         }

@@ -28,25 +28,33 @@ impl ObjectKind {
 /// A value that does not live inline in the entry's key allocation.
 ///
 /// Strings start inline (one allocation holds key and value); a string that is grown in place
-/// (APPEND, SETRANGE) moves here so that repeated growth is amortised. Collection types will
-/// join this enum.
+/// (APPEND, SETRANGE) moves here so that repeated growth is amortised. Collection types live
+/// here too.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Object {
     /// A string that has been modified in place.
     Str(Vec<u8>),
+    /// A list, head first. Never empty while stored: commands delete a list that empties.
+    List(std::collections::VecDeque<Box<[u8]>>),
 }
 
 impl Object {
     pub fn kind(&self) -> ObjectKind {
         match self {
             Object::Str(_) => ObjectKind::String,
+            Object::List(_) => ObjectKind::List,
         }
     }
 
-    /// Approximate heap bytes owned by the object.
+    /// Approximate heap bytes owned by the object. O(n) for a list: each element is one
+    /// allocation rounded up to 8 bytes.
     pub fn heap_bytes(&self) -> usize {
         match self {
             Object::Str(v) => v.capacity(),
+            Object::List(l) => {
+                l.capacity() * std::mem::size_of::<Box<[u8]>>()
+                    + l.iter().map(|e| e.len().next_multiple_of(8)).sum::<usize>()
+            }
         }
     }
 }
@@ -142,6 +150,7 @@ impl Entry {
             None => Some(&self.kv[self.key_len as usize..]),
             Some(o) => match o.as_ref() {
                 Object::Str(v) => Some(v),
+                Object::List(_) => None,
             },
         }
     }
@@ -181,8 +190,13 @@ impl Entry {
         }
         match self.object.as_deref_mut() {
             Some(Object::Str(v)) => Some(v),
-            None => None,
+            _ => None,
         }
+    }
+
+    /// The non-inline value for in-place modification, if any.
+    pub(crate) fn object_mut(&mut self) -> Option<&mut Object> {
+        self.object.as_deref_mut()
     }
 
     pub(crate) fn set_object(&mut self, object: Object) {
@@ -279,6 +293,19 @@ mod tests {
         let c = e.clone_with_key(b"other");
         assert_eq!(c.key(), b"other");
         assert_eq!(c.string(), Some(&b"x"[..]));
+    }
+
+    #[test]
+    fn list_object() {
+        let list: std::collections::VecDeque<Box<[u8]>> =
+            [Box::from(&b"a"[..]), Box::from(&b"bb"[..])].into();
+        let e = Entry::new_object(b"k", Object::List(list));
+        assert_eq!(e.kind(), ObjectKind::List);
+        assert_eq!(e.string(), None);
+        assert!(!e.is_grown_string());
+        assert!(e.memory_bytes() > std::mem::size_of::<Entry>() + 16);
+        let c = e.clone_with_key(b"c");
+        assert_eq!(c.object(), e.object());
     }
 
     #[test]

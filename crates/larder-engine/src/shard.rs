@@ -304,6 +304,18 @@ impl Shard {
         self.account(slot, |e| e.string_mut().map(f))
     }
 
+    /// Modify the object value in place through `f` (list pushes, pops, ...). Counts as a
+    /// write (bumps the version) and keeps the memory accounting.
+    ///
+    /// # Panics
+    /// If the key holds an inline string: callers check the type first (a broken invariant).
+    pub fn object_mut<R>(&mut self, slot: SlotId, f: impl FnOnce(&mut Object) -> R) -> R {
+        self.account(slot, |e| match e.object_mut() {
+            Some(o) => f(o),
+            None => unreachable!("object_mut on an inline string"),
+        })
+    }
+
     /// Set (`Some`) or clear (`None`) the deadline. Counts as a write (bumps the version).
     pub fn set_expire(&mut self, slot: SlotId, expire_at_ms: Option<u64>) {
         let new_at = expire_at_ms.unwrap_or(0);
@@ -531,6 +543,25 @@ mod tests {
         }
         assert_eq!(s.entry(slot).string().map(<[u8]>::len), Some(1002));
         assert!(s.entry(slot).is_grown_string());
+    }
+
+    #[test]
+    fn object_mut_bumps_version_and_accounts() {
+        let mut s = Shard::new(0);
+        let slot = s.insert_object(b"l", hash_key(b"l"), Object::List(Default::default()), 0, 0);
+        let (v0, bytes0) = (s.entry(slot).version(), s.used_bytes);
+        let len = s.object_mut(slot, |o| match o {
+            Object::List(l) => {
+                l.push_back(Box::from(&[7u8; 100][..]));
+                l.len()
+            }
+            Object::Str(_) => 0,
+        });
+        assert_eq!(len, 1);
+        assert!(s.entry(slot).version() > v0);
+        assert!(s.used_bytes >= bytes0 + 100);
+        s.remove(slot);
+        assert_eq!(s.used_bytes, 0);
     }
 
     #[test]
