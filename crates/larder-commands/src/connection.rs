@@ -1617,7 +1617,14 @@ mod tests {
         // A shorter pause keeps the later end but takes the stricter mode.
         assert_eq!(h.run(&["CLIENT", "PAUSE", "10", "all"]), ok());
         assert_eq!(pause(&h), (until, Pause::ALL));
-        // UNPAUSE runs even while all clients are paused.
+        // Under ALL, UNPAUSE is held like everything else (as in Redis): only the timeout
+        // ends the pause. Simulate the timeout, then UNPAUSE runs.
+        let unpause: &[&[u8]] = &[b"CLIENT", b"UNPAUSE"];
+        assert_eq!(
+            execute(&h.server, &mut h.conn, unpause, &mut out),
+            Outcome::Paused { until_ms: until }
+        );
+        h.server.pause.until_ms.store(0, Ordering::Relaxed);
         assert_eq!(h.run(&["CLIENT", "UNPAUSE"]), ok());
         assert_eq!(pause(&h).0, 0);
         assert_eq!(h.run(&["SET", "k", "v"]), ok());
@@ -1631,7 +1638,7 @@ mod tests {
         assert_eq!(h.run(&["CLIENT", "PAUSE", "9223372036854775807"]), ok());
         let (until, mode) = pause(&h);
         assert!(until > i64::MAX as u64 && mode == Pause::ALL);
-        h.run(&["CLIENT", "UNPAUSE"]);
+        h.server.pause.until_ms.store(0, Ordering::Relaxed);
     }
 
     #[test]
