@@ -141,7 +141,10 @@ impl EvictionPolicy {
 
     /// The policy ranks keys by an LFU counter.
     pub fn is_lfu(self) -> bool {
-        matches!(self, EvictionPolicy::VolatileLfu | EvictionPolicy::AllkeysLfu)
+        matches!(
+            self,
+            EvictionPolicy::VolatileLfu | EvictionPolicy::AllkeysLfu
+        )
     }
 }
 

@@ -487,7 +487,10 @@ impl Keyspace {
                 }
                 let any = db.eviction_sample(policy, samples, |s, slot, e| {
                     let c = (score(e), d, s, slot, e.version);
-                    if pool.iter().any(|p| (p.1, p.2, p.3, p.4) == (d, s, slot, e.version)) {
+                    if pool
+                        .iter()
+                        .any(|p| (p.1, p.2, p.3, p.4) == (d, s, slot, e.version))
+                    {
                         return;
                     }
                     let at = pool.partition_point(|p| p.0 <= c.0);
@@ -729,7 +732,12 @@ mod tests {
         assert!(!r.exhausted);
         let old = gone
             .iter()
-            .filter(|k| std::str::from_utf8(&k[1..]).ok().and_then(|n| n.parse::<u32>().ok()) < Some(500))
+            .filter(|k| {
+                std::str::from_utf8(&k[1..])
+                    .ok()
+                    .and_then(|n| n.parse::<u32>().ok())
+                    < Some(500)
+            })
             .count();
         // Best of 5 samples per database: nearly all evictions hit idle keys.
         assert!(old >= 190, "{old}");
@@ -780,7 +788,10 @@ mod tests {
             let k = format!("k{i}");
             let (mut s, h) = ks.db(0).lock_key(k.as_bytes());
             let slot = s.insert_string(k.as_bytes(), h, b"v", 0, now);
-            assert_eq!(ks.lfu_freq(s.entry(slot).access(), now), crate::evict::LFU_INIT_VAL);
+            assert_eq!(
+                ks.lfu_freq(s.entry(slot).access(), now),
+                crate::evict::LFU_INIT_VAL
+            );
             if i >= 100 {
                 for _ in 0..10 {
                     s.find_touch(k.as_bytes(), h, now, crate::Access::Touch);
@@ -789,13 +800,23 @@ mod tests {
             }
         }
         let mut gone = Vec::new();
-        let r = ks.evict(EvictionPolicy::AllkeysLfu, 5, now, usize::MAX, 50, |_, e| {
-            gone.push(e.key().to_vec())
-        });
+        let r = ks.evict(
+            EvictionPolicy::AllkeysLfu,
+            5,
+            now,
+            usize::MAX,
+            50,
+            |_, e| gone.push(e.key().to_vec()),
+        );
         assert_eq!(r.keys, 50);
         let cold = gone
             .iter()
-            .filter(|k| std::str::from_utf8(&k[1..]).ok().and_then(|n| n.parse::<u32>().ok()) < Some(100))
+            .filter(|k| {
+                std::str::from_utf8(&k[1..])
+                    .ok()
+                    .and_then(|n| n.parse::<u32>().ok())
+                    < Some(100)
+            })
             .count();
         assert!(cold >= 48, "{cold}");
     }

@@ -632,13 +632,20 @@ mod tests {
         s.sample(5, false, |_, _| seen += 1);
         assert_eq!(seen, 0);
         for i in 0..1000u32 {
-            put(&mut s, format!("k{i}").as_bytes(), b"", if i == 7 { 50 } else { 0 });
+            put(
+                &mut s,
+                format!("k{i}").as_bytes(),
+                b"",
+                if i == 7 { 50 } else { 0 },
+            );
         }
         // Remove most keys so the slab is sparse.
         for i in 0..1000u32 {
             if i % 100 != 7 {
                 let k = format!("k{i}");
-                let slot = s.find(k.as_bytes(), hash_key(k.as_bytes()), 0).expect("present");
+                let slot = s
+                    .find(k.as_bytes(), hash_key(k.as_bytes()), 0)
+                    .expect("present");
                 s.remove(slot);
             }
         }
