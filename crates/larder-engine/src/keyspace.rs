@@ -24,6 +24,8 @@ const EXPIRE_BATCH: usize = 512;
 
 /// Eviction candidates kept between rounds (Redis's `EVPOOL_SIZE`).
 const EVICTION_POOL: usize = 16;
+/// How long eviction trusts that a database it found empty still is.
+const EVICT_EMPTY_RECHECK_MS: u64 = 1000;
 
 struct ShardCell {
     shard: Mutex<Shard>,
@@ -94,6 +96,9 @@ impl Shared {
 pub struct Db {
     cells: Box<[ShardCell]>,
     shared: Arc<Shared>,
+    /// When eviction last found no candidate here after a full walk (Unix ms, 0 = never):
+    /// eviction skips this database for a while instead of walking its shards per command.
+    evict_empty_at_ms: AtomicU64,
 }
 
 /// Several shards of one or more databases locked at once, in a fixed global order.
@@ -131,7 +136,11 @@ impl Db {
                 deadline_hint: AtomicU64::new(u64::MAX),
             })
             .collect();
-        Db { cells, shared }
+        Db {
+            cells,
+            shared,
+            evict_empty_at_ms: AtomicU64::new(0),
+        }
     }
 
     /// Hash a key and pick its shard.
@@ -216,7 +225,7 @@ impl Db {
             }
         };
         let mut offered = 0;
-        for _ in 0..samples * 4 {
+        for _ in 0..samples * 2 {
             if offered == samples {
                 return true;
             }
@@ -479,10 +488,22 @@ impl Keyspace {
         // Redis's eviction pool. A pooled key rewritten or removed since is skipped.
         let mut pool: Vec<(u64, usize, usize, SlotId, u64)> = Vec::with_capacity(EVICTION_POOL);
         let mut rounds = 0;
+        let mut full = false;
+        let mut skipped = false;
         while out.bytes < need_bytes && out.keys < max_keys && rounds < max_keys * 4 {
             rounds += 1;
             for (d, db) in self.dbs.iter().enumerate() {
                 if exhausted_db[d] {
+                    continue;
+                }
+                // A database found empty within the last second is skipped, unless no other
+                // database has a candidate (then the OOM decision must look everywhere).
+                let empty_at = db.evict_empty_at_ms.load(Ordering::Relaxed);
+                if !full
+                    && empty_at != 0
+                    && now_ms.saturating_sub(empty_at) < EVICT_EMPTY_RECHECK_MS
+                {
+                    skipped = true;
                     continue;
                 }
                 let any = db.eviction_sample(policy, samples, |s, slot, e| {
@@ -499,11 +520,20 @@ impl Keyspace {
                         pool.remove(0);
                     }
                 });
-                if !any {
+                if any {
+                    if empty_at != 0 {
+                        db.evict_empty_at_ms.store(0, Ordering::Relaxed);
+                    }
+                } else {
                     exhausted_db[d] = true;
+                    db.evict_empty_at_ms.store(now_ms.max(1), Ordering::Relaxed);
                 }
             }
             let Some((_, d, s, slot, version)) = pool.pop() else {
+                if skipped && !full {
+                    full = true;
+                    continue;
+                }
                 out.exhausted = true;
                 break;
             };
@@ -766,6 +796,33 @@ mod tests {
         let (r, _) = evict_all(&ks, EvictionPolicy::AllkeysRandom, 1000);
         assert_eq!((r.keys, r.exhausted), (100, true));
         assert!(ks.db(0).is_empty());
+    }
+
+    #[test]
+    fn evict_rechecks_a_database_skipped_as_empty() {
+        let ks = Keyspace::new(3);
+        set(&ks, 0, b"a", 0);
+        let r = ks.evict(
+            EvictionPolicy::AllkeysRandom,
+            5,
+            1000,
+            usize::MAX,
+            10,
+            |_, _| {},
+        );
+        assert_eq!((r.keys, r.exhausted), (1, true));
+        // Databases 1 and 2 are now marked empty; a key in 1 must still be found.
+        set(&ks, 1, b"b", 0);
+        let mut dbs = Vec::new();
+        let r = ks.evict(
+            EvictionPolicy::AllkeysLru,
+            5,
+            1001,
+            usize::MAX,
+            10,
+            |d, _| dbs.push(d),
+        );
+        assert_eq!((r.keys, r.exhausted, dbs), (1, true, vec![1]));
     }
 
     #[test]
