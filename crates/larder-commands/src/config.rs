@@ -25,6 +25,9 @@ pub enum Param {
     SlowlogMaxLen,
     Maxmemory,
     MaxmemoryPolicy,
+    MaxmemorySamples,
+    LfuLogFactor,
+    LfuDecayTime,
     Loglevel,
     Logfile,
     LazyfreeLazyUserFlush,
@@ -65,6 +68,41 @@ pub struct ParamDef {
 }
 
 const MB: i64 = 1024 * 1024;
+
+/// `maxmemory-policy` values in Redis's order (its error message lists them so); the index is
+/// the stored number.
+pub const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+/// The eviction policy `maxmemory-policy` selects; `None` for noeviction.
+#[inline]
+pub fn eviction_policy(config: &Config) -> Option<larder_engine::EvictionPolicy> {
+    use larder_engine::EvictionPolicy as P;
+    Some(match config.num(Param::MaxmemoryPolicy) {
+        0 => P::VolatileLru,
+        1 => P::VolatileLfu,
+        2 => P::VolatileRandom,
+        3 => P::VolatileTtl,
+        4 => P::AllkeysLru,
+        5 => P::AllkeysLfu,
+        6 => P::AllkeysRandom,
+        _ => return None,
+    })
+}
+
+/// Whether the selected policy tracks access frequency (OBJECT FREQ) rather than idle time.
+#[inline]
+pub fn lfu_selected(config: &Config) -> bool {
+    eviction_policy(config).is_some_and(larder_engine::EvictionPolicy::is_lfu)
+}
 
 /// Every parameter larder supports, in [`Param`] order.
 pub static PARAMS: &[ParamDef] = &[
@@ -174,7 +212,11 @@ pub static PARAMS: &[ParamDef] = &[
     def(
         Param::Hz,
         "hz",
-        Kind::Int { min: 1, max: 500 },
+        // Redis accepts any non-negative int and clamps it to 1..=500 (see `parse_value`).
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
         "10",
         Mutability::Mutable,
         "background task frequency",
@@ -215,10 +257,43 @@ pub static PARAMS: &[ParamDef] = &[
     def(
         Param::MaxmemoryPolicy,
         "maxmemory-policy",
-        Kind::Enum(&["noeviction"]),
+        Kind::Enum(MAXMEMORY_POLICIES),
         "noeviction",
         Mutability::Mutable,
         "what to do at the memory limit",
+    ),
+    def(
+        Param::MaxmemorySamples,
+        "maxmemory-samples",
+        Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+        "5",
+        Mutability::Mutable,
+        "keys sampled per eviction (more: closer to true LRU/LFU, slower)",
+    ),
+    def(
+        Param::LfuLogFactor,
+        "lfu-log-factor",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        Mutability::Mutable,
+        "LFU counter growth: higher needs more hits per increment",
+    ),
+    def(
+        Param::LfuDecayTime,
+        "lfu-decay-time",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "1",
+        Mutability::Mutable,
+        "minutes per LFU counter decrement (0 = never decay)",
     ),
     def(
         Param::Loglevel,
@@ -280,6 +355,10 @@ pub fn lookup(name: &str) -> Option<&'static ParamDef> {
 /// Parse a memory value like Redis's `memtoll`: digits with an optional unit
 /// (b, k, kb, m, mb, g, gb; case-insensitive).
 pub fn parse_memory(s: &str) -> Option<i64> {
+    // Redis's memory configs are unsigned: "-1" is not a memory value.
+    if s.contains('-') {
+        return None;
+    }
     let lower = s.to_ascii_lowercase();
     let digits_end = lower
         .find(|c: char| !(c.is_ascii_digit() || c == '-'))
@@ -365,6 +444,12 @@ fn parse_value(d: &ParamDef, value: &str) -> Result<(i64, String), String> {
                     "argument must be between {min} and {max} inclusive"
                 ));
             }
+            // Redis stores hz clamped to its supported range (CONFIG GET shows the clamped value).
+            let v = if d.param == Param::Hz {
+                v.clamp(1, 500)
+            } else {
+                v
+            };
             (v, v.to_string())
         }
         Kind::Memory { min, max } => {
@@ -552,6 +637,8 @@ mod tests {
         assert_eq!(parse_memory("1k"), Some(1000));
         assert_eq!(parse_memory("100"), Some(100));
         assert_eq!(parse_memory("1xb"), None);
+        assert_eq!(parse_memory("-1"), None);
+        assert_eq!(parse_memory("-1kb"), None);
     }
 
     #[test]
@@ -574,6 +661,53 @@ mod tests {
             .set_many(&[("nope", "1")])
             .expect_err("must fail")
             .contains("Unknown option"));
+    }
+
+    #[test]
+    fn maxmemory_parameters() {
+        let c = Config::new();
+        assert_eq!(eviction_policy(&c), None);
+        assert_eq!(c.text(Param::MaxmemorySamples), "5");
+        assert_eq!(c.text(Param::LfuLogFactor), "10");
+        assert_eq!(c.text(Param::LfuDecayTime), "1");
+        c.set_many(&[("maxmemory-policy", "ALLKEYS-LFU")])
+            .expect("valid");
+        assert_eq!(c.text(Param::MaxmemoryPolicy), "allkeys-lfu");
+        assert!(lfu_selected(&c));
+        for (i, name) in MAXMEMORY_POLICIES.iter().enumerate() {
+            c.set_many(&[("maxmemory-policy", name)]).expect("valid");
+            assert_eq!(eviction_policy(&c).is_none(), i == 7, "{name}");
+        }
+        let e = c
+            .set_many(&[("maxmemory-policy", "nosuch")])
+            .expect_err("bad");
+        assert!(e.ends_with("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"), "{e}");
+        let e = c.set_many(&[("maxmemory", "-1")]).expect_err("bad");
+        assert!(
+            e.ends_with("'maxmemory') - argument must be a memory value"),
+            "{e}"
+        );
+        let e = c.set_many(&[("maxmemory-samples", "0")]).expect_err("bad");
+        assert!(
+            e.ends_with("argument must be between 1 and 2147483647 inclusive"),
+            "{e}"
+        );
+        for p in ["lfu-log-factor", "lfu-decay-time", "hz"] {
+            let e = c.set_many(&[(p, "-1")]).expect_err("bad");
+            assert!(
+                e.ends_with("argument must be between 0 and 2147483647 inclusive"),
+                "{e}"
+            );
+        }
+        c.set_many(&[("hz", "0")]).expect("valid");
+        assert_eq!((c.num(Param::Hz), c.text(Param::Hz)), (1, "1".to_string()));
+        c.set_many(&[("hz", "1000")]).expect("valid");
+        assert_eq!(
+            (c.num(Param::Hz), c.text(Param::Hz)),
+            (500, "500".to_string())
+        );
+        c.set_many(&[("hz", "20")]).expect("valid");
+        assert_eq!(c.text(Param::Hz), "20");
     }
 
     #[test]

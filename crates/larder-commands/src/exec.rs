@@ -156,13 +156,52 @@ pub fn execute(
             return Outcome::Paused { until_ms: until };
         }
     }
-    if spec.has(flags::DENYOOM) {
-        let max = server.config.num(Param::Maxmemory);
-        if max > 0 && (server.used_memory)() as i64 > max {
-            bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
-            reply_error(server, conn, out, &Error::Static(error::OOM));
-            finish_reply(conn, out, reply_start);
-            return Outcome::Continue;
+    // Keep the engine's access tracking (LRU clock or LFU counter) in step with the config;
+    // a few relaxed loads, stores only when CONFIG SET changed something.
+    server.keyspace.set_access_policy(
+        crate::config::lfu_selected(&server.config),
+        server.config.num(Param::LfuLogFactor) as u32,
+        server.config.num(Param::LfuDecayTime) as u32,
+    );
+    // As Redis's processCommand: over maxmemory, evict by policy before any command; reject
+    // a DENYOOM command with OOM only if nothing could be evicted (noeviction, or no
+    // candidate left, e.g. volatile-* without volatile keys). At most MAX_EVICT_PER_COMMAND
+    // keys per command, so a large overshoot is worked off over several commands instead of
+    // stalling this worker (Redis bounds it by time, `maxmemory-eviction-tenacity`).
+    let max = server.config.num(Param::Maxmemory);
+    if max > 0 {
+        const MAX_EVICT_PER_COMMAND: usize = 64;
+        // The allocator's count when the binary installs one; otherwise (unit tests, embedded
+        // use) the keyspace's own accounting, which is only summed when a limit is set.
+        let measure = || match (server.used_memory)() {
+            0 => server.keyspace.used_bytes(),
+            hooked => hooked,
+        };
+        let used = measure();
+        if used as i64 > max {
+            let need = used - max as usize;
+            let evicted = crate::config::eviction_policy(&server.config).map(|policy| {
+                server.keyspace.evict(
+                    policy,
+                    server.config.num(Param::MaxmemorySamples).max(1) as usize,
+                    now_ms,
+                    need,
+                    MAX_EVICT_PER_COMMAND,
+                    |_, _| {},
+                )
+            });
+            // Freed bytes are an estimate (tables shrink too): when the candidates ran out
+            // before the estimate covered the excess, measure again.
+            let out_of_memory = match evicted {
+                None => true,
+                Some(e) => e.exhausted && e.bytes < need && measure() as i64 > max,
+            };
+            if out_of_memory && spec.has(flags::DENYOOM) {
+                bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
+                reply_error(server, conn, out, &Error::Static(error::OOM));
+                finish_reply(conn, out, reply_start);
+                return Outcome::Continue;
+            }
         }
     }
 

@@ -473,6 +473,8 @@ struct Sampler {
     samples: VecDeque<Sample>,
     /// `expired_keys` at the last CONFIG RESETSTAT (the engine's counter is never reset).
     expired_keys_base: u64,
+    /// `evicted_keys` at the last CONFIG RESETSTAT.
+    evicted_keys_base: u64,
 }
 
 /// Rates are measured from the newest sample at least this old (or the oldest there is).
@@ -502,6 +504,7 @@ fn with_sampler<R>(server: &Server, f: impl FnOnce(&mut Sampler) -> R) -> R {
                 started: server.started,
                 samples: VecDeque::new(),
                 expired_keys_base: 0,
+                evicted_keys_base: 0,
             });
             all.len() - 1
         }
@@ -557,9 +560,11 @@ impl Sampler {
 pub fn reset_stats(server: &Server) {
     server.stats.reset();
     let expired = server.keyspace.expired_keys();
+    let evicted = server.keyspace.evicted_keys();
     with_sampler(server, |s| {
         s.samples.clear();
         s.expired_keys_base = expired;
+        s.evicted_keys_base = evicted;
     });
 }
 
@@ -570,14 +575,15 @@ fn stats_section(cx: &Ctx<'_>, out: &mut String) {
     let net_input_bytes = st.sum(|t| &t.net_input_bytes);
     let net_output_bytes = st.sum(|t| &t.net_output_bytes);
     let expired_total = s.keyspace.expired_keys();
-    let (rates, expired_base) = with_sampler(s, |sampler| {
+    let evicted_total = s.keyspace.evicted_keys();
+    let (rates, expired_base, evicted_base) = with_sampler(s, |sampler| {
         let rates = sampler.rates(Sample {
             at: Instant::now(),
             commands,
             net_input_bytes,
             net_output_bytes,
         });
-        (rates, sampler.expired_keys_base)
+        (rates, sampler.expired_keys_base, sampler.evicted_keys_base)
     });
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     field(
@@ -615,7 +621,11 @@ fn stats_section(cx: &Ctx<'_>, out: &mut String) {
     field(out, "expired_stale_perc", "0.00");
     field(out, "expired_time_cap_reached_count", 0);
     field(out, "expire_cycle_cpu_milliseconds", 0);
-    field(out, "evicted_keys", 0);
+    field(
+        out,
+        "evicted_keys",
+        evicted_total.saturating_sub(evicted_base),
+    );
     field(out, "evicted_clients", 0);
     field(out, "total_eviction_exceeded_time", 0);
     field(out, "current_eviction_exceeded_time", 0);
@@ -768,7 +778,8 @@ fn keyspace_section(cx: &Ctx<'_>, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::Harness;
+    use crate::testing::{bulk, err, int, ok, Harness};
+    use larder_resp::Frame;
 
     fn text(h: &Harness, args: &[&str]) -> String {
         let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
@@ -874,6 +885,143 @@ mod tests {
         assert_eq!(value(&t, "cmdstat_info"), None);
     }
 
+    // --- maxmemory eviction (the executor evicts; INFO counts) ---------------------------
+
+    /// Set maxmemory to `fraction` of what the keyspace holds now (the harness has no
+    /// allocator hook, so the executor measures the keyspace's own accounting).
+    fn limit_to(h: &mut Harness, fraction: f64) -> usize {
+        let max = (h.server.keyspace.used_bytes() as f64 * fraction) as usize;
+        assert_eq!(
+            h.run(&["CONFIG", "SET", "maxmemory", &max.to_string()]),
+            ok()
+        );
+        max
+    }
+
+    fn dbsize(h: &Harness) -> usize {
+        h.server.keyspace.db(0).len()
+    }
+
+    #[test]
+    fn noeviction_rejects_denyoom_commands() {
+        let mut h = Harness::new();
+        h.run(&["SET", "k", "v"]);
+        limit_to(&mut h, 0.5);
+        assert_eq!(
+            h.run(&["SET", "k2", "v"]),
+            err("OOM command not allowed when used memory > 'maxmemory'.")
+        );
+        // Reads and deletions still run.
+        assert_eq!(h.run(&["GET", "k"]), bulk("v"));
+        assert_eq!(h.run(&["DEL", "k"]), int(1));
+        assert_eq!(h.run(&["SET", "k2", "v"]), ok());
+        let t = text(&h, &["stats"]);
+        assert_eq!(value(&t, "evicted_keys"), Some("0"));
+    }
+
+    #[test]
+    fn allkeys_lru_evicts_idle_keys_first() {
+        let mut h = Harness::new();
+        for i in 0..2000 {
+            h.run(&["SET", &format!("k{i}"), "some value of a few bytes"]);
+        }
+        // The first half has been idle for 100 s.
+        let old = larder_engine::now_ms() - 100_000;
+        for i in 0..1000 {
+            let k = format!("k{i}");
+            let (mut shard, hash) = h.server.keyspace.db(0).lock_key(k.as_bytes());
+            let slot = shard.find(k.as_bytes(), hash, 0).expect("present");
+            shard.touch(slot, old);
+        }
+        assert_eq!(
+            h.run(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]),
+            ok()
+        );
+        let max = limit_to(&mut h, 0.85);
+        // At most 64 keys go per command: a few commands bring memory under the limit.
+        for _ in 0..50 {
+            assert_eq!(h.run(&["SET", "new", "v"]), ok());
+            if h.server.keyspace.used_bytes() <= max {
+                break;
+            }
+        }
+        assert!(h.server.keyspace.used_bytes() <= max);
+        let evicted = 2000 + 1 - dbsize(&h);
+        assert!(evicted > 64, "{evicted}");
+        let idle_left = (0..1000)
+            .filter(|i| h.run(&["EXISTS", &format!("k{i}")]) == int(1))
+            .count();
+        let recent_left = (1000..2000)
+            .filter(|i| h.run(&["EXISTS", &format!("k{i}")]) == int(1))
+            .count();
+        // Sampling is approximate, but the idle keys go first by a wide margin.
+        assert!(
+            1000 - recent_left < evicted / 10,
+            "{idle_left} {recent_left}"
+        );
+        let t = text(&h, &["stats"]);
+        assert_eq!(
+            value(&t, "evicted_keys"),
+            Some(evicted.to_string().as_str())
+        );
+        reset_stats(&h.server);
+        let t = text(&h, &["stats"]);
+        assert_eq!(value(&t, "evicted_keys"), Some("0"));
+    }
+
+    #[test]
+    fn volatile_ttl_evicts_nearest_deadline_and_spares_persistent_keys() {
+        let mut h = Harness::new();
+        for i in 0..200 {
+            h.run(&["SET", &format!("p{i}"), "persistent"]);
+        }
+        for i in 0..20 {
+            h.run(&[
+                "SET",
+                &format!("v{i}"),
+                "volatile",
+                "EX",
+                &(1000 + i).to_string(),
+            ]);
+        }
+        h.run(&["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"]);
+        let used = h.server.keyspace.used_bytes();
+        h.run(&["CONFIG", "SET", "maxmemory", &(used - 1).to_string()]);
+        assert_eq!(h.run(&["PING"]), Frame::Simple("PONG".into()));
+        assert_eq!(h.run(&["EXISTS", "v0"]), int(0));
+        assert_eq!(h.run(&["EXISTS", "v1"]), int(1));
+        assert_eq!(dbsize(&h), 219);
+        // Once the volatile keys are gone nothing is evictable: writes get OOM.
+        limit_to(&mut h, 0.1);
+        assert_eq!(
+            h.run(&["SET", "x", "y"]),
+            err("OOM command not allowed when used memory > 'maxmemory'.")
+        );
+        h.run(&["PING"]);
+        assert_eq!(dbsize(&h), 200);
+        assert_eq!(h.run(&["EXISTS", "p0", "p199"]), int(2));
+    }
+
+    #[test]
+    fn volatile_policy_without_volatile_keys_is_oom() {
+        let mut h = Harness::new();
+        h.run(&["SET", "k", "v"]);
+        for policy in ["volatile-lru", "volatile-lfu", "volatile-random"] {
+            h.run(&["CONFIG", "SET", "maxmemory-policy", policy]);
+            limit_to(&mut h, 0.5);
+            assert_eq!(
+                h.run(&["SET", "k2", "v"]),
+                err("OOM command not allowed when used memory > 'maxmemory'."),
+                "{policy}"
+            );
+            h.run(&["CONFIG", "SET", "maxmemory", "0"]);
+        }
+        h.run(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+        limit_to(&mut h, 0.5);
+        assert_eq!(h.run(&["SET", "k2", "v"]), ok());
+        assert_eq!(h.run(&["EXISTS", "k"]), int(0));
+    }
+
     #[test]
     fn reset_clears_counters_and_expired_base() {
         let mut h = Harness::new();
@@ -947,6 +1095,7 @@ mod tests {
             started: t0,
             samples: VecDeque::new(),
             expired_keys_base: 0,
+            evicted_keys_base: 0,
         };
         assert_eq!(s.rates(at(0, 0)), Rates::default());
         let r = s.rates(at(500, 500));

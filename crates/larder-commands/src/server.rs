@@ -1537,6 +1537,8 @@ mod tests {
                 "0",
                 "maxmemory-policy",
                 "noeviction",
+                "maxmemory-samples",
+                "5",
                 "TIMEOUT",
                 "0"
             ])

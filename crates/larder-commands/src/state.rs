@@ -238,8 +238,16 @@ impl Server {
             .collect();
         let databases = config.num(Param::Databases).max(1) as usize;
         let now = larder_engine::now_ms();
+        let keyspace = Keyspace::new(databases);
+        // Track LFU counters from the first access when the server starts with an LFU policy
+        // (the executor keeps this in step with CONFIG SET afterwards).
+        keyspace.set_access_policy(
+            crate::config::lfu_selected(&config),
+            config.num(Param::LfuLogFactor) as u32,
+            config.num(Param::LfuDecayTime) as u32,
+        );
         Server {
-            keyspace: Keyspace::new(databases),
+            keyspace,
             config,
             registry,
             stats: Stats {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::entry::{Entry, ObjectKind};
+use crate::evict::{lfu_decayed, random_u64, AccessPolicy, EvictionPolicy};
 use crate::shard::{hash_key, Shard, SlotId};
 
 /// Shards per database. A power of two; with 5M keys a shard holds ~20k, so the largest
@@ -20,6 +21,11 @@ const SHARD_SHIFT: u32 = 40;
 /// Most keys one shard reclaims per active expiry pass, so a mass expiry never holds a shard
 /// lock for long.
 const EXPIRE_BATCH: usize = 512;
+
+/// Eviction candidates kept between rounds (Redis's `EVPOOL_SIZE`).
+const EVICTION_POOL: usize = 16;
+/// How long eviction trusts that a database it found empty still is.
+const EVICT_EMPTY_RECHECK_MS: u64 = 1000;
 
 struct ShardCell {
     shard: Mutex<Shard>,
@@ -68,6 +74,10 @@ struct Shared {
     expiry_thread: Mutex<Option<std::thread::Thread>>,
     /// Keys removed because their deadline passed (INFO stats `expired_keys`).
     expired_keys: AtomicU64,
+    /// Keys removed by maxmemory eviction (INFO stats `evicted_keys`).
+    evicted_keys: AtomicU64,
+    /// How accesses are recorded; every shard holds a clone.
+    policy: Arc<AccessPolicy>,
 }
 
 impl Shared {
@@ -86,6 +96,9 @@ impl Shared {
 pub struct Db {
     cells: Box<[ShardCell]>,
     shared: Arc<Shared>,
+    /// When eviction last found no candidate here after a full walk (Unix ms, 0 = never):
+    /// eviction skips this database for a while instead of walking its shards per command.
+    evict_empty_at_ms: AtomicU64,
 }
 
 /// Several shards of one or more databases locked at once, in a fixed global order.
@@ -116,11 +129,18 @@ impl Db {
     fn new(first_shard_id: u32, shared: Arc<Shared>) -> Db {
         let cells = (0..SHARDS_PER_DB)
             .map(|i| ShardCell {
-                shard: Mutex::new(Shard::new(first_shard_id + i as u32)),
+                shard: Mutex::new(Shard::with_policy(
+                    first_shard_id + i as u32,
+                    Arc::clone(&shared.policy),
+                )),
                 deadline_hint: AtomicU64::new(u64::MAX),
             })
             .collect();
-        Db { cells, shared }
+        Db {
+            cells,
+            shared,
+            evict_empty_at_ms: AtomicU64::new(0),
+        }
     }
 
     /// Hash a key and pick its shard.
@@ -168,6 +188,73 @@ impl Db {
     /// Approximate bytes held by this database.
     pub fn used_bytes(&self) -> usize {
         self.cells.iter().map(|c| c.shard.lock().used_bytes()).sum()
+    }
+
+    /// Offer eviction candidates for `policy` to `visit` (with their shard). volatile-ttl
+    /// offers the nearest deadline; other policies one random entry from each of up to
+    /// `samples` random non-empty shards, or, when random tries find nothing (a sparse
+    /// database), `samples` entries of the first non-empty shard after a random start.
+    /// Returns false when the database has no candidate.
+    fn eviction_sample(
+        &self,
+        policy: EvictionPolicy,
+        samples: usize,
+        mut visit: impl FnMut(usize, SlotId, &Entry),
+    ) -> bool {
+        let hint = |i: usize| self.cells[i].deadline_hint.load(Ordering::Relaxed);
+        if policy == EvictionPolicy::VolatileTtl {
+            let Some(best) = (0..SHARDS_PER_DB)
+                .min_by_key(|&i| hint(i))
+                .filter(|&i| hint(i) != u64::MAX)
+            else {
+                return false;
+            };
+            let mut found = false;
+            self.lock(best).nearest_deadlines(1, |slot, e| {
+                found = true;
+                visit(best, slot, e);
+            });
+            return found;
+        }
+        let volatile = policy.volatile_only();
+        let has = |shard: &Shard| {
+            if volatile {
+                shard.volatile_len() > 0
+            } else {
+                !shard.is_empty()
+            }
+        };
+        let mut offered = 0;
+        for _ in 0..samples * 2 {
+            if offered == samples {
+                return true;
+            }
+            let i = random_u64() as usize % SHARDS_PER_DB;
+            if volatile && hint(i) == u64::MAX {
+                continue;
+            }
+            let shard = self.lock(i);
+            if has(&shard) {
+                shard.sample(1, volatile, |slot, e| visit(i, slot, e));
+                offered += 1;
+            }
+        }
+        if offered > 0 {
+            return true;
+        }
+        let start = random_u64() as usize;
+        for k in 0..SHARDS_PER_DB {
+            let i = (start + k) % SHARDS_PER_DB;
+            if volatile && hint(i) == u64::MAX {
+                continue;
+            }
+            let shard = self.lock(i);
+            if has(&shard) {
+                shard.sample(samples, volatile, |slot, e| visit(i, slot, e));
+                return true;
+            }
+        }
+        false
     }
 
     /// Remove every key. Returns the removed slabs so the caller may free them elsewhere
@@ -247,6 +334,17 @@ impl Db {
     }
 }
 
+/// What one eviction run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Eviction {
+    /// Keys evicted.
+    pub keys: usize,
+    /// Approximate bytes those keys held.
+    pub bytes: usize,
+    /// True if the run stopped because no database had a candidate left.
+    pub exhausted: bool,
+}
+
 /// What SCAN keeps.
 #[derive(Default)]
 pub struct ScanFilter<'a> {
@@ -279,6 +377,8 @@ impl Keyspace {
             expiry_wake_ms: AtomicU64::new(u64::MAX),
             expiry_thread: Mutex::new(None),
             expired_keys: AtomicU64::new(0),
+            evicted_keys: AtomicU64::new(0),
+            policy: Arc::default(),
         });
         let dbs = (0..databases.max(1))
             .map(|i| Db::new((i * SHARDS_PER_DB) as u32, Arc::clone(&shared)))
@@ -333,6 +433,128 @@ impl Keyspace {
             std::mem::swap(&mut sa, &mut **guards.get(b, s));
             **guards.get(a, s) = sa;
         }
+    }
+
+    /// Record accesses as an LFU counter (`lfu`) or as the LRU clock, with Redis's
+    /// `lfu-log-factor` and `lfu-decay-time`. Cheap when nothing changes (call it freely).
+    pub fn set_access_policy(&self, lfu: bool, log_factor: u32, decay_time: u32) {
+        self.shared.policy.set(lfu, log_factor, decay_time);
+    }
+
+    /// The LFU counter an entry's `access` holds, decayed to `now_ms` (OBJECT FREQ).
+    pub fn lfu_freq(&self, access: u32, now_ms: u64) -> u8 {
+        lfu_decayed(access, now_ms, self.shared.policy.decay_time())
+    }
+
+    /// Keys evicted so far.
+    pub fn evicted_keys(&self) -> u64 {
+        self.shared.evicted_keys.load(Ordering::Relaxed)
+    }
+
+    /// Evict keys chosen by `policy` until about `need_bytes` are freed, at most `max_keys`.
+    ///
+    /// Like Redis: each round samples `samples` candidates from one shard of every database
+    /// (the shard with the nearest deadline for volatile-ttl) and evicts the best one (the
+    /// longest idle for LRU, the lowest decayed counter for LFU, the nearest deadline for
+    /// TTL, any for random). `on_evicted` sees each removed entry with its database. Shards
+    /// are locked one at a time; the caller must hold none.
+    pub fn evict(
+        &self,
+        policy: EvictionPolicy,
+        samples: usize,
+        now_ms: u64,
+        need_bytes: usize,
+        max_keys: usize,
+        mut on_evicted: impl FnMut(usize, &Entry),
+    ) -> Eviction {
+        let mut out = Eviction::default();
+        let mut exhausted_db = vec![false; self.dbs.len()];
+        let lru_now = crate::clock::lru_clock(now_ms);
+        let decay = self.shared.policy.decay_time();
+        let score = |e: &Entry| -> u64 {
+            match policy {
+                EvictionPolicy::VolatileLru | EvictionPolicy::AllkeysLru => {
+                    u64::from(lru_now.wrapping_sub(e.access))
+                }
+                EvictionPolicy::VolatileLfu | EvictionPolicy::AllkeysLfu => {
+                    255 - u64::from(lfu_decayed(e.access, now_ms, decay))
+                }
+                EvictionPolicy::VolatileTtl => u64::MAX - e.expire_at_ms,
+                EvictionPolicy::VolatileRandom | EvictionPolicy::AllkeysRandom => random_u64(),
+            }
+        };
+        let samples = samples.max(1);
+        // Candidates kept across rounds, best last: (score, db, shard, slot, version), as
+        // Redis's eviction pool. A pooled key rewritten or removed since is skipped.
+        let mut pool: Vec<(u64, usize, usize, SlotId, u64)> = Vec::with_capacity(EVICTION_POOL);
+        let mut rounds = 0;
+        let mut full = false;
+        let mut skipped = false;
+        while out.bytes < need_bytes && out.keys < max_keys && rounds < max_keys * 4 {
+            rounds += 1;
+            for (d, db) in self.dbs.iter().enumerate() {
+                if exhausted_db[d] {
+                    continue;
+                }
+                // A database found empty within the last second is skipped, unless no other
+                // database has a candidate (then the OOM decision must look everywhere).
+                let empty_at = db.evict_empty_at_ms.load(Ordering::Relaxed);
+                if !full
+                    && empty_at != 0
+                    && now_ms.saturating_sub(empty_at) < EVICT_EMPTY_RECHECK_MS
+                {
+                    skipped = true;
+                    continue;
+                }
+                let any = db.eviction_sample(policy, samples, |s, slot, e| {
+                    let c = (score(e), d, s, slot, e.version);
+                    if pool
+                        .iter()
+                        .any(|p| (p.1, p.2, p.3, p.4) == (d, s, slot, e.version))
+                    {
+                        return;
+                    }
+                    let at = pool.partition_point(|p| p.0 <= c.0);
+                    pool.insert(at, c);
+                    if pool.len() > EVICTION_POOL {
+                        pool.remove(0);
+                    }
+                });
+                if any {
+                    if empty_at != 0 {
+                        db.evict_empty_at_ms.store(0, Ordering::Relaxed);
+                    }
+                } else {
+                    exhausted_db[d] = true;
+                    db.evict_empty_at_ms.store(now_ms.max(1), Ordering::Relaxed);
+                }
+            }
+            let Some((_, d, s, slot, version)) = pool.pop() else {
+                if skipped && !full {
+                    full = true;
+                    continue;
+                }
+                out.exhausted = true;
+                break;
+            };
+            let mut shard = self.dbs[d].lock(s);
+            if shard.holds(slot, version) {
+                let e = shard.remove(slot);
+                drop(shard);
+                out.bytes += e.memory_bytes();
+                out.keys += 1;
+                on_evicted(d, &e);
+            }
+        }
+        self.shared
+            .evicted_keys
+            .fetch_add(out.keys as u64, Ordering::Relaxed);
+        out
+    }
+
+    /// Approximate bytes held by every database (locks each shard in turn).
+    pub fn used_bytes(&self) -> usize {
+        self.dbs.iter().map(Db::used_bytes).sum()
     }
 
     /// Keys removed by expiry so far (lazy and active).
@@ -513,6 +735,147 @@ mod tests {
         stop.store(true, Ordering::Relaxed);
         t.thread().unpark();
         t.join().expect("expiry thread");
+    }
+
+    fn evict_all(ks: &Keyspace, policy: EvictionPolicy, n: usize) -> (Eviction, Vec<Vec<u8>>) {
+        let mut gone = Vec::new();
+        let r = ks.evict(policy, 5, 1_000_000, usize::MAX, n, |_, e| {
+            gone.push(e.key().to_vec())
+        });
+        (r, gone)
+    }
+
+    #[test]
+    fn evict_lru_prefers_idle_keys() {
+        let ks = Keyspace::new(2);
+        // 500 keys idle for 100 s, 500 just used, split over two databases.
+        for i in 0..1000 {
+            let k = format!("k{i}");
+            let (mut s, h) = ks.db(i % 2).lock_key(k.as_bytes());
+            let slot = s.insert_string(k.as_bytes(), h, b"v", 0, 1_000_000);
+            if i < 500 {
+                s.touch(slot, 900_000);
+            }
+        }
+        let (r, gone) = evict_all(&ks, EvictionPolicy::AllkeysLru, 200);
+        assert_eq!(r.keys, 200);
+        assert!(!r.exhausted);
+        let old = gone
+            .iter()
+            .filter(|k| {
+                std::str::from_utf8(&k[1..])
+                    .ok()
+                    .and_then(|n| n.parse::<u32>().ok())
+                    < Some(500)
+            })
+            .count();
+        // Best of 5 samples per database: nearly all evictions hit idle keys.
+        assert!(old >= 190, "{old}");
+        assert_eq!(ks.db(0).len() + ks.db(1).len(), 800);
+        assert_eq!(ks.evicted_keys(), 200);
+    }
+
+    #[test]
+    fn evict_volatile_ttl_takes_nearest_deadline_and_skips_persistent_keys() {
+        let ks = Keyspace::new(1);
+        for i in 0..100u64 {
+            set(&ks, 0, format!("v{i}").as_bytes(), 2_000_000 + i * 1000);
+            set(&ks, 0, format!("p{i}").as_bytes(), 0);
+        }
+        let (r, gone) = evict_all(&ks, EvictionPolicy::VolatileTtl, 3);
+        assert_eq!(r.keys, 3);
+        assert_eq!(gone, vec![b"v0".to_vec(), b"v1".to_vec(), b"v2".to_vec()]);
+        // volatile-lru removes only volatile keys and then reports exhaustion.
+        let (r, gone) = evict_all(&ks, EvictionPolicy::VolatileLru, 1000);
+        assert_eq!(r.keys, 97);
+        assert!(r.exhausted);
+        assert!(gone.iter().all(|k| k[0] == b'v'));
+        assert_eq!(ks.db(0).len(), 100);
+        let (r, _) = evict_all(&ks, EvictionPolicy::VolatileRandom, 10);
+        assert_eq!((r.keys, r.exhausted), (0, true));
+        let (r, _) = evict_all(&ks, EvictionPolicy::AllkeysRandom, 1000);
+        assert_eq!((r.keys, r.exhausted), (100, true));
+        assert!(ks.db(0).is_empty());
+    }
+
+    #[test]
+    fn evict_rechecks_a_database_skipped_as_empty() {
+        let ks = Keyspace::new(3);
+        set(&ks, 0, b"a", 0);
+        let r = ks.evict(
+            EvictionPolicy::AllkeysRandom,
+            5,
+            1000,
+            usize::MAX,
+            10,
+            |_, _| {},
+        );
+        assert_eq!((r.keys, r.exhausted), (1, true));
+        // Databases 1 and 2 are now marked empty; a key in 1 must still be found.
+        set(&ks, 1, b"b", 0);
+        let mut dbs = Vec::new();
+        let r = ks.evict(
+            EvictionPolicy::AllkeysLru,
+            5,
+            1001,
+            usize::MAX,
+            10,
+            |d, _| dbs.push(d),
+        );
+        assert_eq!((r.keys, r.exhausted, dbs), (1, true, vec![1]));
+    }
+
+    #[test]
+    fn evict_stops_at_needed_bytes() {
+        let ks = Keyspace::new(1);
+        for i in 0..100 {
+            set(&ks, 0, format!("k{i}").as_bytes(), 0);
+        }
+        let r = ks.evict(EvictionPolicy::AllkeysRandom, 5, 0, 1, 64, |_, _| {});
+        assert_eq!((r.keys, r.exhausted), (1, false));
+        assert!(r.bytes > 0);
+    }
+
+    #[test]
+    fn lfu_mode_counts_accesses_and_evicts_cold_keys() {
+        let ks = Keyspace::new(1);
+        ks.set_access_policy(true, 0, 1);
+        let now = 1_000_000;
+        for i in 0..200 {
+            let k = format!("k{i}");
+            let (mut s, h) = ks.db(0).lock_key(k.as_bytes());
+            let slot = s.insert_string(k.as_bytes(), h, b"v", 0, now);
+            assert_eq!(
+                ks.lfu_freq(s.entry(slot).access(), now),
+                crate::evict::LFU_INIT_VAL
+            );
+            if i >= 100 {
+                for _ in 0..10 {
+                    s.find_touch(k.as_bytes(), h, now, crate::Access::Touch);
+                }
+                assert_eq!(ks.lfu_freq(s.entry(slot).access(), now), 15);
+            }
+        }
+        let mut gone = Vec::new();
+        let r = ks.evict(
+            EvictionPolicy::AllkeysLfu,
+            5,
+            now,
+            usize::MAX,
+            50,
+            |_, e| gone.push(e.key().to_vec()),
+        );
+        assert_eq!(r.keys, 50);
+        let cold = gone
+            .iter()
+            .filter(|k| {
+                std::str::from_utf8(&k[1..])
+                    .ok()
+                    .and_then(|n| n.parse::<u32>().ok())
+                    < Some(100)
+            })
+            .count();
+        assert!(cold >= 48, "{cold}");
     }
 
     #[test]

@@ -15,6 +15,7 @@
 mod clock;
 mod entry;
 mod error;
+mod evict;
 pub mod glob;
 mod keyspace;
 mod shard;
@@ -22,5 +23,6 @@ mod shard;
 pub use clock::{lru_clock, now_ms, now_us};
 pub use entry::{Entry, Object, ObjectKind};
 pub use error::EngineError;
-pub use keyspace::{Db, DbGuards, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
+pub use evict::{lfu_decayed, lfu_log_incr, EvictionPolicy, LFU_INIT_VAL};
+pub use keyspace::{Db, DbGuards, Eviction, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
 pub use shard::{Access, Shard, SlotId};

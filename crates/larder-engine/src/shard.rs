@@ -1,10 +1,12 @@
 //! One shard: a hash index over a slab of entries, and an expiry index.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use hashbrown::HashTable;
 
 use crate::entry::{Entry, Object};
+use crate::evict::{random_u64, AccessPolicy};
 
 /// Whether a read records the access time of the key it finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,10 +49,16 @@ pub struct Shard {
     id: u32,
     /// Bytes held by entries (approximate), for INFO memory and eviction.
     used_bytes: usize,
+    /// How accesses are recorded (LRU clock or LFU counter); shared by the keyspace.
+    policy: Arc<AccessPolicy>,
 }
 
 impl Shard {
     pub(crate) fn new(id: u32) -> Shard {
+        Shard::with_policy(id, Arc::default())
+    }
+
+    pub(crate) fn with_policy(id: u32, policy: Arc<AccessPolicy>) -> Shard {
         Shard {
             index: HashTable::new(),
             chunks: Vec::new(),
@@ -59,6 +67,7 @@ impl Shard {
             version_seq: 0,
             id,
             used_bytes: 0,
+            policy,
         }
     }
 
@@ -141,7 +150,7 @@ impl Shard {
     ) -> Option<SlotId> {
         let slot = self.find(key, hash, now_ms)?;
         if access == Access::Touch {
-            self.slot_mut(slot).access = crate::clock::lru_clock(now_ms);
+            self.touch(slot, now_ms);
         }
         Some(slot)
     }
@@ -208,7 +217,7 @@ impl Shard {
         debug_assert!(self.find_raw(entry.key(), hash).is_none());
         entry.version = self.next_version();
         entry.expire_at_ms = expire_at_ms;
-        entry.access = crate::clock::lru_clock(now_ms);
+        entry.access = self.policy.initial(now_ms);
         self.used_bytes += entry.memory_bytes();
         let slot = self.alloc_slot(entry);
         if expire_at_ms != 0 {
@@ -337,9 +346,92 @@ impl Shard {
         self.slot_mut(slot).flags = flags;
     }
 
-    /// Record an access at `now_ms` (TOUCH).
+    /// Record an access at `now_ms` (TOUCH): the LRU clock, or under an LFU policy a
+    /// logarithmic increment of the decayed counter.
+    #[inline]
     pub fn touch(&mut self, slot: SlotId, now_ms: u64) {
-        self.slot_mut(slot).access = crate::clock::lru_clock(now_ms);
+        let policy = &self.policy;
+        let e = &mut self.chunks[(slot >> CHUNK_SHIFT) as usize][slot as usize & (CHUNK_SLOTS - 1)];
+        e.access = policy.touched(e.access, now_ms);
+    }
+
+    /// Set the raw `access` field (tests, DEBUG-style aging).
+    pub fn set_access(&mut self, slot: SlotId, access: u32) {
+        self.slot_mut(slot).access = access;
+    }
+
+    /// Up to `n` live entries picked at random for eviction: random slot positions, vacant
+    /// ones skipped; a sparse slab falls back to a walk from a random position (or, for
+    /// `volatile_only`, from a random point of the expiry index). Entries may repeat.
+    pub fn sample(&self, n: usize, volatile_only: bool, mut visit: impl FnMut(SlotId, &Entry)) {
+        let total = self.slot_count();
+        let live = if volatile_only {
+            self.expires.len()
+        } else {
+            self.len()
+        };
+        if total == 0 || live == 0 || n == 0 {
+            return;
+        }
+        let mut found = 0;
+        for _ in 0..n * 8 {
+            if found == n {
+                return;
+            }
+            let slot = (random_u64() % total as u64) as SlotId;
+            let e = self.slot(slot);
+            if e.is_vacant() || (volatile_only && e.expire_at_ms == 0) {
+                continue;
+            }
+            visit(slot, e);
+            found += 1;
+        }
+        let want = n - found;
+        if want == 0 {
+            return;
+        }
+        if volatile_only {
+            let (Some(&(first, _)), Some(&(last, _))) = (self.expires.first(), self.expires.last())
+            else {
+                return;
+            };
+            let at = first + random_u64() % (last - first + 1);
+            for &(_, slot) in self
+                .expires
+                .range((at, 0)..)
+                .chain(self.expires.range(..(at, 0)))
+                .take(want)
+            {
+                visit(slot, self.slot(slot));
+            }
+        } else {
+            let start = (random_u64() % total as u64) as usize;
+            let mut got = 0;
+            for i in 0..total {
+                let slot = ((start + i) % total) as SlotId;
+                let e = self.slot(slot);
+                if !e.is_vacant() {
+                    visit(slot, e);
+                    got += 1;
+                    if got == want {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The `n` entries with the nearest deadlines (volatile-ttl), nearest first.
+    pub fn nearest_deadlines(&self, n: usize, mut visit: impl FnMut(SlotId, &Entry)) {
+        for &(_, slot) in self.expires.iter().take(n) {
+            visit(slot, self.slot(slot));
+        }
+    }
+
+    /// Whether `slot` still holds the entry with `version` (it was not removed or rewritten
+    /// since it was sampled).
+    pub fn holds(&self, slot: SlotId, version: u64) -> bool {
+        (slot as usize) < self.slot_count() && self.slot(slot).version == version && version != 0
     }
 
     /// Remove up to `max` entries whose deadline is at or before `now_ms`, calling `on_expired`
@@ -562,6 +654,44 @@ mod tests {
         assert!(s.used_bytes >= bytes0 + 100);
         s.remove(slot);
         assert_eq!(s.used_bytes, 0);
+    }
+
+    #[test]
+    fn sample_finds_live_and_volatile_entries() {
+        let mut s = Shard::new(0);
+        let mut seen = 0;
+        s.sample(5, false, |_, _| seen += 1);
+        assert_eq!(seen, 0);
+        for i in 0..1000u32 {
+            put(
+                &mut s,
+                format!("k{i}").as_bytes(),
+                b"",
+                if i == 7 { 50 } else { 0 },
+            );
+        }
+        // Remove most keys so the slab is sparse.
+        for i in 0..1000u32 {
+            if i % 100 != 7 {
+                let k = format!("k{i}");
+                let slot = s
+                    .find(k.as_bytes(), hash_key(k.as_bytes()), 0)
+                    .expect("present");
+                s.remove(slot);
+            }
+        }
+        let mut keys = Vec::new();
+        s.sample(5, false, |slot, e| {
+            assert!(s.holds(slot, e.version()));
+            keys.push(e.key().to_vec());
+        });
+        assert_eq!(keys.len(), 5);
+        let mut vol = Vec::new();
+        s.sample(5, true, |_, e| vol.push(e.key().to_vec()));
+        assert!(!vol.is_empty() && vol.iter().all(|k| k == b"k7"));
+        let mut near = Vec::new();
+        s.nearest_deadlines(3, |_, e| near.push(e.key().to_vec()));
+        assert_eq!(near, vec![b"k7".to_vec()]);
     }
 
     #[test]

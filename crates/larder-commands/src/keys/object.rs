@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::exec::Cmd;
 use crate::table::{flags::*, CommandSpec, Group, KeySpec};
 
+const LFU_SELECTED: &str = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 const LFU_NOT_SELECTED: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 
 /// The key of an OBJECT subcommand: argv[2].
@@ -164,21 +165,36 @@ fn refcount(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
-/// OBJECT IDLETIME key: seconds since the last access.
+/// OBJECT IDLETIME key: seconds since the last access. Under an LFU policy `access` holds a
+/// counter instead, so an existing key is an error (after the lookup, as in Redis).
 fn idletime(c: &mut Cmd<'_>) -> Result<()> {
     let now = larder_engine::lru_clock(c.now_ms);
+    let lfu = crate::config::lfu_selected(&c.server.config);
     match inspect(c, |e| now.wrapping_sub(e.access()))? {
-        Some(idle_s) => c.out.int(i64::from(idle_s)),
-        None => c.out.null(),
+        Some(_) if lfu => Err(Error::Static(LFU_SELECTED)),
+        Some(idle_s) => {
+            c.out.int(i64::from(idle_s));
+            Ok(())
+        }
+        None => {
+            c.out.null();
+            Ok(())
+        }
     }
-    Ok(())
 }
 
-/// OBJECT FREQ key: only LFU policies track frequency, and larder has none, so an existing
-/// key is an error (after the lookup, as in Redis).
+/// OBJECT FREQ key: the decayed logarithmic access counter; only LFU policies track it, so
+/// otherwise an existing key is an error (after the lookup, as in Redis).
 fn freq(c: &mut Cmd<'_>) -> Result<()> {
-    match inspect(c, |_| ())? {
-        Some(()) => Err(Error::Static(LFU_NOT_SELECTED)),
+    let lfu = crate::config::lfu_selected(&c.server.config);
+    let now_ms = c.now_ms;
+    let keyspace = &c.server.keyspace;
+    match inspect(c, |e| keyspace.lfu_freq(e.access(), now_ms))? {
+        Some(_) if !lfu => Err(Error::Static(LFU_NOT_SELECTED)),
+        Some(counter) => {
+            c.out.int(i64::from(counter));
+            Ok(())
+        }
         None => {
             c.out.null();
             Ok(())
@@ -259,6 +275,55 @@ mod tests {
         assert_eq!(h.run_raw(&[b"OBJECT", b"ENCODING", b"nokey"]), b"_\r\n");
         h.out.proto = Protocol::Resp2;
         assert_eq!(h.run_raw(&[b"OBJECT", b"ENCODING", b"nokey"]), b"$-1\r\n");
+    }
+
+    #[test]
+    fn freq_and_idletime_under_lfu() {
+        let mut h = Harness::new();
+        assert_eq!(
+            h.run(&[
+                "CONFIG",
+                "SET",
+                "maxmemory-policy",
+                "allkeys-lfu",
+                "lfu-log-factor",
+                "0"
+            ]),
+            ok()
+        );
+        h.run(&["SET", "k", "v"]);
+        assert_eq!(h.run(&["OBJECT", "FREQ", "k"]), int(5));
+        for _ in 0..10 {
+            h.run(&["GET", "k"]);
+        }
+        // Factor 0: every access counts; OBJECT itself does not.
+        assert_eq!(h.run(&["OBJECT", "FREQ", "k"]), int(15));
+        assert_eq!(h.run(&["OBJECT", "FREQ", "k"]), int(15));
+        assert_eq!(
+            h.run(&["OBJECT", "IDLETIME", "k"]),
+            err(super::LFU_SELECTED)
+        );
+        assert_eq!(h.run(&["OBJECT", "IDLETIME", "nokey"]), Frame::Null);
+        assert_eq!(h.run(&["OBJECT", "FREQ", "nokey"]), Frame::Null);
+        // Decay: one per lfu-decay-time minutes since the last decrement.
+        {
+            let (mut shard, hash) = h.server.keyspace.db(0).lock_key(b"k");
+            let slot = shard.find(b"k", hash, 0).expect("k");
+            let minutes = ((larder_engine::now_ms() / 60_000) as u32).wrapping_sub(3) & 0xffff;
+            shard.set_access(slot, (minutes << 8) | 15);
+        }
+        assert_eq!(h.run(&["OBJECT", "FREQ", "k"]), int(12));
+        h.run(&["CONFIG", "SET", "lfu-decay-time", "0"]);
+        assert_eq!(h.run(&["OBJECT", "FREQ", "k"]), int(15));
+        h.run(&["CONFIG", "SET", "maxmemory-policy", "volatile-lru"]);
+        assert_eq!(
+            h.run(&["OBJECT", "FREQ", "k"]),
+            err(super::LFU_NOT_SELECTED)
+        );
+        assert!(matches!(
+            h.run(&["OBJECT", "IDLETIME", "k"]),
+            Frame::Integer(_)
+        ));
     }
 
     #[test]
