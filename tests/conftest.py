@@ -732,8 +732,8 @@ def parse_info(text: bytes | str) -> dict[str, dict[str, str]]:
 
 def make_non_string(client: Any, key: str | bytes) -> bytes:
     """Create `key` holding a non-string value (a list, else a set or a hash) and return its
-    TYPE name. Skips the test when the server has none of those types yet: WRONGTYPE cannot
-    happen on a server that only stores strings."""
+    TYPE name. Fails when the server has none of those types: WRONGTYPE must be provoked for
+    real, never assumed."""
     attempts = (("RPUSH", "list"), ("SADD", "set"), ("HSET", "hash"))
     for cmd, type_name in attempts:
         args = [cmd, key, "f", "v"] if cmd == "HSET" else [cmd, key, "x"]
@@ -748,4 +748,4 @@ def make_non_string(client: Any, key: str | bytes) -> bytes:
                 failed = "unknown command" in str(e)
         if not failed:
             return type_name.encode()
-    pytest.skip("the server has no non-string type (RPUSH/SADD/HSET) to provoke WRONGTYPE")
+    pytest.fail("the server has no non-string type (RPUSH/SADD/HSET) to provoke WRONGTYPE")
