@@ -1,0 +1,5 @@
+//go:build !race
+
+package larder
+
+const raceEnabled = false
