@@ -137,7 +137,23 @@ struct Ctx<'a> {
     conn_id: u64,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The context of requests read now by worker `worker` for connection `conn_id`. Runs a
+    /// delayed flush that has come due first.
+    fn new(server: &'a Server, mc: &'a McShared, worker: usize, conn_id: u64) -> Ctx<'a> {
+        let now_ms = larder_engine::now_ms();
+        mc.flush.run_due(&server.keyspace, now_ms);
+        Ctx {
+            server,
+            mc,
+            counters: mc.stats.thread(worker),
+            worker,
+            now_ms,
+            item_size_max: limits(server).item_size_max,
+            conn_id,
+        }
+    }
+
     /// The memcached door always uses database 0.
     fn db(&self) -> &larder_engine::Db {
         self.server.keyspace.db(0)
@@ -170,14 +186,9 @@ pub struct McConn {
     pub handle: Arc<ClientHandle>,
     worker: usize,
     mc: Arc<McShared>,
-    /// Set by the first byte received.
-    protocol: Option<Protocol>,
+    session: Session,
     /// Bytes received but not yet parsed (only when a request spans reads).
     rbuf: Vec<u8>,
-    /// Do not parse again until `rbuf` holds this many bytes (a binary body is arriving).
-    min_total: usize,
-    /// Bytes still to drop from the input: the rest of a refused request.
-    discard: usize,
     out: Vec<u8>,
     /// Bytes of `out` already written.
     written: usize,
@@ -210,10 +221,8 @@ impl McConn {
             handle,
             worker,
             mc,
-            protocol: None,
+            session: Session::default(),
             rbuf: Vec::new(),
-            min_total: 0,
-            discard: 0,
             out: Vec::new(),
             written: 0,
             closing: None,
@@ -284,8 +293,12 @@ impl McConn {
                     }
                 }
             } else {
-                let want =
-                    READ_CHUNK.max(self.min_total.saturating_sub(self.rbuf.len()).min(1 << 20));
+                let want = READ_CHUNK.max(
+                    self.session
+                        .min_total
+                        .saturating_sub(self.rbuf.len())
+                        .min(1 << 20),
+                );
                 let start = self.rbuf.len();
                 self.rbuf.resize(start + want, 0);
                 match self.stream.read(&mut self.rbuf[start..]) {
@@ -370,7 +383,7 @@ impl McConn {
 
     /// Parses and runs requests held in `rbuf`.
     fn process_buffered(&mut self, server: &Server) {
-        if self.rbuf.is_empty() || self.rbuf.len() < self.min_total {
+        if self.rbuf.is_empty() || self.rbuf.len() < self.session.min_total {
             return;
         }
         let buf = std::mem::take(&mut self.rbuf);
@@ -382,104 +395,22 @@ impl McConn {
 
     /// Parses and runs complete requests at the front of `buf`; returns the bytes consumed.
     fn process(&mut self, server: &Server, buf: &[u8]) -> usize {
-        let now_ms = larder_engine::now_ms();
-        self.mc.flush.run_due(&server.keyspace, now_ms);
-        let limits = limits(server);
-        let cx = Ctx {
-            server,
-            mc: &self.mc,
-            counters: self.mc.stats.thread(self.worker),
-            worker: self.worker,
-            now_ms,
-            item_size_max: limits.item_size_max,
-            conn_id: self.handle.id,
-        };
-        let mut pos = 0;
-        self.min_total = 0;
-        while pos < buf.len() && self.closing.is_none() {
-            let rest = &buf[pos..];
-            if self.discard > 0 {
-                let n = self.discard.min(rest.len());
-                self.discard -= n;
-                pos += n;
-                continue;
-            }
-            let protocol = *self.protocol.get_or_insert_with(|| {
-                let p = detect(rest[0]);
+        let cx = Ctx::new(server, &self.mc, self.worker, self.handle.id);
+        let first = self.session.protocol.is_none();
+        let stop_at = self.written + OUTPUT_HIGH_WATER;
+        let (used, close) = self.session.run(&cx, buf, &mut self.out, stop_at);
+        if close {
+            self.closing = Some(Close::AfterReply);
+        }
+        if first {
+            if let Some(p) = self.session.protocol {
                 self.handle.names.lock().lib_name = match p {
                     Protocol::Text => "memcached-text".into(),
                     Protocol::Binary => "memcached-binary".into(),
                 };
-                p
-            });
-            let outcome = match protocol {
-                Protocol::Text => match parse_text(rest, &limits) {
-                    Ok(Some((req, used))) => {
-                        Step::Ran(text::execute(&cx, &req, &mut self.out), used)
-                    }
-                    Ok(None) => Step::Incomplete,
-                    Err(e) => {
-                        if e.kind == larder_memcache::TextErrorKind::ObjectTooLarge {
-                            bump(&cx.counters.store_too_large, 1);
-                            bump(&cx.counters.cmd_set, 1);
-                        }
-                        TextWriter::new(&mut self.out).error(&e);
-                        Step::Refused {
-                            skip: e.skip,
-                            close: e.closes_connection(),
-                        }
-                    }
-                },
-                Protocol::Binary => match parse_binary(rest, &limits) {
-                    Ok(Some((req, used))) => {
-                        Step::Ran(binary::execute(&cx, &req, &mut self.out), used)
-                    }
-                    Ok(None) => {
-                        // Read the whole body before parsing again.
-                        if let Some(head) = rest.first_chunk::<HEADER_LEN>() {
-                            let body = larder_memcache::BinaryHeader::parse(head).body_len;
-                            self.min_total = HEADER_LEN + body as usize;
-                        }
-                        Step::Incomplete
-                    }
-                    Err(e) => {
-                        if e.kind == larder_memcache::BinaryErrorKind::TooLarge {
-                            bump(&cx.counters.store_too_large, 1);
-                        }
-                        BinaryWriter::new(&mut self.out).error(&e);
-                        Step::Refused {
-                            skip: e.skip,
-                            close: e.closes_connection(),
-                        }
-                    }
-                },
-            };
-            match outcome {
-                Step::Ran(flow, used) => {
-                    pos += used;
-                    if flow == Flow::Close {
-                        self.closing = Some(Close::AfterReply);
-                    }
-                }
-                Step::Incomplete => break,
-                Step::Refused { skip, close } => {
-                    if close {
-                        self.closing = Some(Close::AfterReply);
-                        return buf.len();
-                    }
-                    // A refused request may be longer than what has arrived (a value over
-                    // the size limit): drop the rest as it comes.
-                    let n = skip.min(rest.len());
-                    self.discard = skip - n;
-                    pos += n;
-                }
-            }
-            if self.pending_output() >= OUTPUT_HIGH_WATER {
-                break;
             }
         }
-        // `min_total` counts from `pos`, the first unparsed byte, which starts `rbuf` next.
-        pos
+        used
     }
 
     /// Writes pending output. Sets `want_write` if the socket is full.
@@ -537,6 +468,109 @@ impl Drop for McConn {
     }
 }
 
+/// The protocol state of a connection without its socket: which protocol it speaks, and
+/// what is left of a refused request. Unit tests drive it directly.
+#[derive(Default)]
+struct Session {
+    /// Set by the first byte received.
+    protocol: Option<Protocol>,
+    /// Do not parse again until the unparsed input holds this many bytes (a binary body is
+    /// arriving).
+    min_total: usize,
+    /// Bytes still to drop from the input: the rest of a refused request.
+    discard: usize,
+}
+
+impl Session {
+    /// Parses and runs the complete requests at the front of `buf`, appending answers to
+    /// `out` and stopping early once `out` reaches `stop_at` bytes. Returns the bytes
+    /// consumed and whether the connection must close once `out` is written.
+    fn run(
+        &mut self,
+        cx: &Ctx<'_>,
+        buf: &[u8],
+        out: &mut Vec<u8>,
+        stop_at: usize,
+    ) -> (usize, bool) {
+        let limits = limits(cx.server);
+        let mut pos = 0;
+        self.min_total = 0;
+        while pos < buf.len() {
+            let rest = &buf[pos..];
+            if self.discard > 0 {
+                let n = self.discard.min(rest.len());
+                self.discard -= n;
+                pos += n;
+                continue;
+            }
+            let protocol = *self.protocol.get_or_insert_with(|| detect(rest[0]));
+            let step = match protocol {
+                Protocol::Text => match parse_text(rest, &limits) {
+                    Ok(Some((req, used))) => Step::Ran(text::execute(cx, &req, out), used),
+                    Ok(None) => Step::Incomplete,
+                    Err(e) => {
+                        if e.kind == larder_memcache::TextErrorKind::ObjectTooLarge {
+                            bump(&cx.counters.store_too_large, 1);
+                            bump(&cx.counters.cmd_set, 1);
+                        }
+                        TextWriter::new(out).error(&e);
+                        Step::Refused {
+                            skip: e.skip,
+                            close: e.closes_connection(),
+                        }
+                    }
+                },
+                Protocol::Binary => match parse_binary(rest, &limits) {
+                    Ok(Some((req, used))) => Step::Ran(binary::execute(cx, &req, out), used),
+                    Ok(None) => {
+                        // Read the whole body before parsing again.
+                        if let Some(head) = rest.first_chunk::<HEADER_LEN>() {
+                            let body = larder_memcache::BinaryHeader::parse(head).body_len;
+                            self.min_total = HEADER_LEN + body as usize;
+                        }
+                        Step::Incomplete
+                    }
+                    Err(e) => {
+                        if e.kind == larder_memcache::BinaryErrorKind::TooLarge {
+                            bump(&cx.counters.store_too_large, 1);
+                            bump(&cx.counters.cmd_set, 1);
+                        }
+                        BinaryWriter::new(out).error(&e);
+                        Step::Refused {
+                            skip: e.skip,
+                            close: e.closes_connection(),
+                        }
+                    }
+                },
+            };
+            match step {
+                Step::Ran(flow, used) => {
+                    pos += used;
+                    if flow == Flow::Close {
+                        return (pos, true);
+                    }
+                }
+                Step::Incomplete => break,
+                Step::Refused { skip, close } => {
+                    if close {
+                        return (buf.len(), true);
+                    }
+                    // A refused request may be longer than what has arrived (a value over
+                    // the size limit): drop the rest as it comes.
+                    let n = skip.min(rest.len());
+                    self.discard = skip - n;
+                    pos += n;
+                }
+            }
+            if out.len() >= stop_at {
+                break;
+            }
+        }
+        // `min_total` counts from `pos`, the first unparsed byte, which starts `rbuf` next.
+        (pos, false)
+    }
+}
+
 /// The result of one parse-and-run step.
 enum Step {
     /// A request ran; it took this many bytes.
@@ -557,5 +591,279 @@ fn limits(server: &Server) -> Limits {
         item_size_max,
         binary_body_max: item_size_max + 1024,
         ..Limits::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use larder_commands::config::Config;
+
+    /// The door without sockets: a server, the door's state and one session.
+    struct Door {
+        server: Server,
+        mc: McShared,
+        session: Session,
+    }
+
+    impl Door {
+        fn new() -> Door {
+            Door {
+                server: Server::new(Config::new(), 1),
+                mc: McShared::new(1, Vec::new()),
+                session: Session::default(),
+            }
+        }
+
+        /// Runs `input`; returns the answers, the bytes consumed and whether to close.
+        fn feed(&mut self, input: &[u8]) -> (Vec<u8>, usize, bool) {
+            let cx = Ctx::new(&self.server, &self.mc, 0, 1);
+            let mut out = Vec::new();
+            let (used, close) = self.session.run(&cx, input, &mut out, usize::MAX);
+            (out, used, close)
+        }
+
+        /// Runs complete text requests and returns the answers.
+        fn text(&mut self, input: &str) -> String {
+            let (out, used, _) = self.feed(input.as_bytes());
+            assert_eq!(used, input.len(), "{input:?} not fully consumed");
+            String::from_utf8_lossy(&out).into_owned()
+        }
+    }
+
+    fn packet(opcode: u8, extras: &[u8], key: &[u8], value: &[u8], cas: u64) -> Vec<u8> {
+        let h = larder_memcache::BinaryHeader {
+            magic: 0x80,
+            opcode,
+            key_len: key.len() as u16,
+            extras_len: extras.len() as u8,
+            data_type: 0,
+            vbucket_or_status: 0,
+            body_len: (extras.len() + key.len() + value.len()) as u32,
+            opaque: 0xABCD,
+            cas,
+        };
+        let mut v = h.to_bytes().to_vec();
+        v.extend_from_slice(extras);
+        v.extend_from_slice(key);
+        v.extend_from_slice(value);
+        v
+    }
+
+    /// (status, opaque, cas, value) of each response packet.
+    fn responses(mut buf: &[u8]) -> Vec<(u16, u32, u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        while let Some(head) = buf.first_chunk::<HEADER_LEN>() {
+            let h = larder_memcache::BinaryHeader::parse(head);
+            assert_eq!(h.magic, 0x81);
+            let end = HEADER_LEN + h.body_len as usize;
+            let skip = HEADER_LEN + usize::from(h.extras_len) + usize::from(h.key_len);
+            out.push((
+                h.vbucket_or_status,
+                h.opaque,
+                h.cas,
+                buf[skip..end].to_vec(),
+            ));
+            buf = &buf[end..];
+        }
+        out
+    }
+
+    #[test]
+    fn text_commands_table() {
+        let mut d = Door::new();
+        let cases: &[(&str, &str)] = &[
+            ("set a 5 0 1\r\n1\r\n", "STORED\r\n"),
+            (
+                "get a b a\r\n",
+                "VALUE a 5 1\r\n1\r\nVALUE a 5 1\r\n1\r\nEND\r\n",
+            ),
+            ("add a 0 0 1\r\nx\r\n", "NOT_STORED\r\n"),
+            ("replace b 0 0 1\r\nx\r\n", "NOT_STORED\r\n"),
+            ("incr a 41\r\n", "42\r\n"),
+            ("decr a 50\r\n", "0\r\n"),
+            ("incr b 1\r\n", "NOT_FOUND\r\n"),
+            ("append a 0 0 2\r\n!!\r\n", "STORED\r\n"),
+            ("prepend a 0 0 1\r\n<\r\n", "STORED\r\n"),
+            ("get a\r\n", "VALUE a 5 4\r\n<0!!\r\nEND\r\n"),
+            (
+                "incr a 1\r\n",
+                "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+            ),
+            ("touch a 100\r\n", "TOUCHED\r\n"),
+            ("touch b 100\r\n", "NOT_FOUND\r\n"),
+            ("delete a\r\n", "DELETED\r\n"),
+            ("delete a\r\n", "NOT_FOUND\r\n"),
+            ("cas a 0 0 1 1\r\nx\r\n", "NOT_FOUND\r\n"),
+            ("version\r\n", "VERSION 1.6.18\r\n"),
+            ("verbosity 1\r\n", "OK\r\n"),
+            ("flush_all\r\n", "OK\r\n"),
+            (
+                "set n 0 0 1 noreply\r\n1\r\nincr n 1 noreply\r\nmn\r\n",
+                "MN\r\n",
+            ),
+            ("get n\r\n", "VALUE n 0 1\r\n2\r\nEND\r\n"),
+            ("gat 0\r\n", "END\r\n"),
+            ("bogus\r\n", "ERROR\r\n"),
+            ("stats items\r\n", "END\r\n"),
+            ("stats reset\r\n", "RESET\r\n"),
+            ("stats nope\r\n", "ERROR\r\n"),
+        ];
+        for (req, want) in cases {
+            assert_eq!(d.text(req), *want, "{req:?}");
+        }
+        assert_eq!(d.mc.verbosity(), 1);
+    }
+
+    #[test]
+    fn cas_round_trip() {
+        let mut d = Door::new();
+        d.text("set k 0 0 1\r\na\r\n");
+        let gets = d.text("gets k\r\n");
+        let cas: u64 = gets
+            .lines()
+            .next()
+            .and_then(|l| l.split(' ').nth(4))
+            .and_then(|c| c.parse().ok())
+            .expect("cas");
+        assert_eq!(
+            d.text(&format!("cas k 0 0 1 {}\r\nb\r\n", cas + 1)),
+            "EXISTS\r\n"
+        );
+        assert_eq!(d.text(&format!("cas k 0 0 1 {cas}\r\nb\r\n")), "STORED\r\n");
+        assert_eq!(d.text(&format!("cas k 0 0 1 {cas}\r\nc\r\n")), "EXISTS\r\n");
+    }
+
+    #[test]
+    fn meta_commands() {
+        let mut d = Door::new();
+        assert_eq!(d.text("ms k 2 F9 T0\r\nhi\r\n"), "HD\r\n");
+        assert_eq!(d.text("mg k v f s t\r\n"), "VA 2 f9 s2 t-1\r\nhi\r\n");
+        assert_eq!(d.text("mg nope v\r\n"), "EN\r\n");
+        assert_eq!(d.text("mg nope v q\r\nmn\r\n"), "MN\r\n");
+        assert_eq!(d.text("ma c N0 J5 v\r\n"), "VA 1\r\n5\r\n");
+        assert_eq!(d.text("ma c v D2\r\n"), "VA 1\r\n7\r\n");
+        assert_eq!(d.text("md k q\r\nmd k\r\n"), "NF\r\n");
+        assert_eq!(d.text("me k\r\n"), "EN\r\n");
+        assert_eq!(d.text("mn\r\n"), "MN\r\n");
+    }
+
+    #[test]
+    fn quit_closes_after_earlier_answers() {
+        let mut d = Door::new();
+        let input = b"version\r\nquit\r\nversion\r\n";
+        let (out, used, close) = d.feed(input);
+        assert_eq!(out, b"VERSION 1.6.18\r\n");
+        assert_eq!(used, b"version\r\nquit\r\n".len());
+        assert!(close);
+    }
+
+    #[test]
+    fn oversized_value_is_dropped_as_it_arrives() {
+        let mut d = Door::new();
+        let line = b"set big 0 0 2000000\r\n";
+        let mut first = line.to_vec();
+        first.extend_from_slice(&[b'x'; 1000]);
+        let (out, used, close) = d.feed(&first);
+        assert_eq!(out, b"SERVER_ERROR object too large for cache\r\n");
+        assert_eq!((used, close), (first.len(), false));
+        // The rest of the value (and its \r\n) is discarded; the next request runs.
+        let mut rest = vec![b'x'; 2_000_000 - 1000];
+        rest.extend_from_slice(b"\r\nversion\r\n");
+        let (out, used, _) = d.feed(&rest);
+        assert_eq!(out, b"VERSION 1.6.18\r\n");
+        assert_eq!(used, rest.len());
+    }
+
+    #[test]
+    fn partial_requests_wait() {
+        let mut d = Door::new();
+        let (out, used, _) = d.feed(b"set k 0 0 5\r\nhel");
+        assert_eq!((out.as_slice(), used), (&b""[..], 0));
+        assert_eq!(
+            d.text("set k 0 0 5\r\nhello\r\nget k\r\n"),
+            "STORED\r\nVALUE k 0 5\r\nhello\r\nEND\r\n"
+        );
+    }
+
+    #[test]
+    fn line_too_long_closes() {
+        let mut d = Door::new();
+        let long = format!("set {} 0 0 1\r\n", "k".repeat(3000));
+        let (out, _, close) = d.feed(long.as_bytes());
+        assert_eq!(out, b"CLIENT_ERROR line too long\r\n");
+        assert!(close);
+    }
+
+    #[test]
+    fn binary_commands() {
+        let mut d = Door::new();
+        let set = packet(0x01, &[0, 0, 0, 7, 0, 0, 0, 0], b"k", b"v", 0);
+        let (out, used, _) = d.feed(&set);
+        assert_eq!(used, set.len());
+        let r = responses(&out);
+        assert_eq!((r[0].0, r[0].1), (0, 0xABCD));
+        let cas = r[0].2;
+        assert_ne!(cas, 0);
+        let (out, _, _) = d.feed(&packet(0x00, &[], b"k", b"", 0));
+        assert_eq!(responses(&out), vec![(0, 0xABCD, cas, b"v".to_vec())]);
+        // A stale CAS, a quiet miss, then NOOP.
+        let mut input = packet(0x01, &[0; 8], b"k", b"w", cas + 1);
+        input.extend(packet(0x09, &[], b"missing", b"", 0));
+        input.extend(packet(0x0a, &[], b"", b"", 0));
+        let (out, _, _) = d.feed(&input);
+        let r = responses(&out);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (r[0].0, r[0].3.as_slice()),
+            (2, &b"Data exists for key."[..])
+        );
+        assert_eq!(r[1].0, 0);
+        // Counter created from its initial value, then incremented.
+        let mut extras = Vec::new();
+        extras.extend_from_slice(&3u64.to_be_bytes());
+        extras.extend_from_slice(&10u64.to_be_bytes());
+        extras.extend_from_slice(&0u32.to_be_bytes());
+        let (out, _, _) = d.feed(&packet(0x05, &extras, b"n", b"", 0));
+        assert_eq!(responses(&out)[0].3, 10u64.to_be_bytes());
+        let (out, _, _) = d.feed(&packet(0x05, &extras, b"n", b"", 0));
+        assert_eq!(responses(&out)[0].3, 13u64.to_be_bytes());
+        // VERSION, then QUIT closes.
+        let (out, _, _) = d.feed(&packet(0x0b, &[], b"", b"", 0));
+        assert_eq!(responses(&out)[0].3, b"1.6.18");
+        let (out, _, close) = d.feed(&packet(0x07, &[], b"", b"", 0));
+        assert_eq!(responses(&out).len(), 1);
+        assert!(close);
+    }
+
+    #[test]
+    fn binary_partial_body_sets_min_total() {
+        let mut d = Door::new();
+        let set = packet(0x01, &[0; 8], b"k", &[b'v'; 100], 0);
+        let (out, used, _) = d.feed(&set[..50]);
+        assert_eq!((out.len(), used), (0, 0));
+        assert_eq!(d.session.min_total, set.len());
+        let (out, used, _) = d.feed(&set);
+        assert_eq!((responses(&out)[0].0, used), (0, set.len()));
+    }
+
+    #[test]
+    fn binary_bad_magic_closes_without_answer() {
+        let mut d = Door::new();
+        let (out, _, _) = d.feed(&packet(0x0a, &[], b"", b"", 0));
+        assert_eq!(out.len(), HEADER_LEN);
+        let mut bad = packet(0x0a, &[], b"", b"", 0);
+        bad[0] = 0x81;
+        let (out, used, close) = d.feed(&bad);
+        assert_eq!((out.len(), used, close), (0, bad.len(), true));
+    }
+
+    #[test]
+    fn one_protocol_per_connection() {
+        let mut d = Door::new();
+        assert_eq!(d.text("version\r\n"), "VERSION 1.6.18\r\n");
+        // After text, a binary magic byte is just an unknown text command.
+        let (out, _, _) = d.feed(&[0x80, b'\r', b'\n']);
+        assert_eq!(out, b"ERROR\r\n");
     }
 }
