@@ -662,3 +662,16 @@ def test_memccapable(mc_server, flag):
     text = out.stdout + out.stderr
     # Its exit code is 0 even when it cannot connect: the verdict is this line.
     assert "All tests passed" in text, text
+
+
+def test_stores_refused_over_maxmemory(start_server):
+    """noeviction at maxmemory: memcached's out-of-memory answers; reads still work."""
+    srv = start_with_door(start_server, "--maxmemory", "1000")
+    c, b = McText(srv.mc_port), McBin(srv.mc_port)
+    assert c.store("set", "k", "v") == b"SERVER_ERROR out of memory storing object"
+    assert c.meta("ms k 1", "v")[0] == b"SERVER_ERROR out of memory storing object"
+    r = b.set("k", "v")
+    assert (r.status, r.value) == (0x82, b"Out of memory")
+    assert c.get("k") == {}
+    assert c.call("delete k") == b"NOT_FOUND"
+    assert int(c.stats()["store_no_memory"]) == 3
