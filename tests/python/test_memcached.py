@@ -675,3 +675,39 @@ def test_stores_refused_over_maxmemory(start_server):
     assert c.get("k") == {}
     assert c.call("delete k") == b"NOT_FOUND"
     assert int(c.stats()["store_no_memory"]) == 3
+
+
+def test_list_key_is_invisible_to_memcached(mc, resp):
+    """A key of another RESP type is a miss for memcached; commands that would create or
+    change an item leave it alone; set replaces it as RESP SET does (docs/memcached.md)."""
+    resp.rpush("l", "a", "b")
+    assert mc.get("l") == {}
+    assert mc.meta("mg l v")[0] == b"EN"
+    assert mc.meta("mg l v N30")[0] == b"EN"
+    assert mc.store("add", "l", "x") == b"NOT_STORED"
+    assert mc.store("replace", "l", "x") == b"NOT_STORED"
+    assert mc.store("append", "l", "x") == b"NOT_STORED"
+    assert mc.store("cas", "l", "x", cas=1) == b"NOT_FOUND"
+    assert mc.call("incr l 1") == b"NOT_FOUND"
+    assert mc.call("delete l") == b"NOT_FOUND"
+    assert mc.call("touch l 10") == b"NOT_FOUND"
+    assert mc.meta("ma l N0")[0] == b"NS"
+    assert resp.lrange("l", 0, -1) == [b"a", b"b"]
+    assert mc.store("set", "l", "now a string") == b"STORED"
+    assert resp.type("l") == b"string"
+
+
+def test_eviction_policy_makes_room_for_stores(start_server):
+    srv = start_with_door(start_server, "--maxmemory", "4mb", "--maxmemory-policy",
+                          "allkeys-lru")
+    c = McText(srv.mc_port)
+    value = b"x" * 1000
+    n = 20_000  # 20 MB of values against a 4 MB limit
+    c.send(b"".join(c.request(f"set k{i} 0 0 {len(value)} noreply", value) for i in range(n)))
+    assert c.call("version") == b"VERSION 1.6.18"
+    s = c.stats()
+    assert int(s["store_no_memory"]) == 0
+    assert int(s["evictions"]) > 0
+    assert int(s["curr_items"]) < n
+    assert c.get_one(f"k{n - 1}") == value
+    assert c.stats("settings")["evictions"] == "on"

@@ -1178,6 +1178,69 @@ mod tests {
     }
 
     #[test]
+    fn other_types_are_invisible_and_kept() {
+        let ks = Keyspace::new(1);
+        let db = ks.db(0);
+        {
+            let (mut shard, hash) = db.lock_key(b"l");
+            let list = larder_engine::Object::List(std::iter::once(Box::from(&b"x"[..])).collect());
+            shard.insert_object(b"l", hash, list, 0, NOW);
+        }
+        let kind = || {
+            let (mut shard, hash) = db.lock_key(b"l");
+            let slot = shard.find(b"l", hash, NOW).expect("present");
+            shard.entry(slot).kind()
+        };
+        assert_eq!(read(db, b"l", NOW, Access::Fetch, |_| {}), Read::Miss);
+        assert_eq!(touch(db, b"l", NOW, Deadline::Never), None);
+        for mode in [
+            StoreMode::Add,
+            StoreMode::Replace,
+            StoreMode::Append,
+            StoreMode::Prepend,
+        ] {
+            assert_eq!(
+                store(db, b"l", NOW, &with(mode, b"x")),
+                StoreOutcome::NotStored,
+                "{mode:?}"
+            );
+        }
+        let cas = Store {
+            compare_cas: Some(1),
+            ..with(StoreMode::Cas, b"x")
+        };
+        assert_eq!(store(db, b"l", NOW, &cas), StoreOutcome::NotFound);
+        assert_eq!(
+            delete(db, b"l", NOW, &Delete::default()),
+            DeleteOutcome::NotFound
+        );
+        let incr = Arith {
+            op: CounterOp::Incr,
+            delta: 1,
+            compare_cas: None,
+            create: None,
+            ttl: None,
+            new_cas: None,
+        };
+        assert_eq!(arith(db, b"l", NOW, &incr), Counted::NotFound);
+        let create = Arith {
+            create: Some((1, Deadline::Never)),
+            ..incr
+        };
+        assert_eq!(arith(db, b"l", NOW, &create), Counted::NotStored);
+        let vivify = MetaGetOpts {
+            vivify: Some(Deadline::Never),
+            ..MetaGetOpts::default()
+        };
+        assert_eq!(meta_get(db, b"l", NOW, vivify, |_, _| {}), Read::Miss);
+        assert_eq!(kind(), larder_engine::ObjectKind::List);
+        // set replaces it, as RESP SET does.
+        stored_cas(store(db, b"l", NOW, &set_req(b"s")));
+        assert_eq!(kind(), larder_engine::ObjectKind::String);
+        assert_eq!(peek(db, b"l", NOW).map(|p| p.0), Some(b"s".to_vec()));
+    }
+
+    #[test]
     fn flush_empties_the_database() {
         let ks = Keyspace::new(1);
         let db = ks.db(0);

@@ -201,7 +201,7 @@ pub fn general(server: &Server, mc: &McShared, now_ms: u64, emit: &mut dyn FnMut
     e.num("total_items", s.sum("total_items"));
     e.num("expired_unfetched", 0);
     e.num("evicted_unfetched", 0);
-    e.num("evictions", 0);
+    e.num("evictions", server.keyspace.evicted_keys());
     e.num("reclaimed", 0);
 }
 
@@ -216,7 +216,8 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.num("udpport", 0);
     e.num("verbosity", mc.verbosity());
     e.num("oldest", 0);
-    e.text("evictions", "off");
+    let evicting = larder_commands::config::eviction_policy(c).is_some();
+    e.text("evictions", if evicting { "on" } else { "off" });
     e.text("domain_socket", "NULL");
     e.text("umask", "700");
     e.num("num_threads", info.threads);

@@ -78,7 +78,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
             bump(&cx.counters.cmd_meta, 1);
             let bytes = meta_key(&key);
             let found = ops::read(cx.db(), bytes.as_ref(), cx.now_ms, Access::Peek, |item| {
-                w.meta_debug(&key, &item.meta(cx.now_ms));
+                w.meta_debug(&key, &meta_item(cx, item));
             });
             if !found.hit() {
                 w.meta_debug_miss();
@@ -86,6 +86,15 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
         }
     }
     Flow::Continue
+}
+
+/// What the meta return flags show of an item.
+fn meta_item(cx: &Ctx<'_>, item: &ops::Item<'_>) -> larder_memcache::MetaItem {
+    let mut m = item.meta(cx.now_ms);
+    if cx.lfu {
+        m.last_access_s = 0;
+    }
+    m
 }
 
 /// Bumps the hit or the miss counter that `pick` selects.
@@ -272,7 +281,7 @@ fn meta_get(cx: &Ctx<'_>, mg: &MetaGet<'_>, w: &mut TextWriter<'_>) {
     };
     let key = meta_key(&mg.key);
     let found = ops::meta_get(cx.db(), key.as_ref(), cx.now_ms, opts, |item, recache| {
-        w.meta_get_hit(mg, &item.meta(cx.now_ms), item.value, recache);
+        w.meta_get_hit(mg, &meta_item(cx, item), item.value, recache);
     });
     cx.count_get(found.hit());
     if found == Read::Expired {
