@@ -12,6 +12,7 @@ pub enum Param {
     Bind,
     Port,
     MemcachedPort,
+    MemcachedItemSizeMax,
     Threads,
     Databases,
     Requirepass,
@@ -129,6 +130,17 @@ pub static PARAMS: &[ParamDef] = &[
         "11211",
         Mutability::Immutable,
         "memcached port (0 disables)",
+    ),
+    def(
+        Param::MemcachedItemSizeMax,
+        "memcached-item-size-max",
+        Kind::Memory {
+            min: 1024,
+            max: 1024 * MB,
+        },
+        "1048576",
+        Mutability::Mutable,
+        "largest value a memcached client may store (memcached's -I)",
     ),
     def(
         Param::Threads,

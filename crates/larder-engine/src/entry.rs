@@ -81,6 +81,9 @@ pub struct Entry {
     pub(crate) flags: u32,
     /// LRU clock (seconds) of the last access.
     pub(crate) access: u32,
+    /// memcached item state bits (low 8 bits) tagged with bits 20..44 of the version they
+    /// were set at (high 24 bits). See [`Entry::mc_state`].
+    pub(crate) mc_state: u32,
 }
 
 impl Entry {
@@ -93,6 +96,7 @@ impl Entry {
             key_len: 0,
             flags: 0,
             access: 0,
+            mc_state: 0,
         }
     }
 
@@ -108,6 +112,7 @@ impl Entry {
             key_len: key.len() as u32,
             flags: 0,
             access: 0,
+            mc_state: 0,
         }
     }
 
@@ -120,6 +125,7 @@ impl Entry {
             key_len: key.len() as u32,
             flags: 0,
             access: 0,
+            mc_state: 0,
         }
     }
 
@@ -243,6 +249,23 @@ impl Entry {
         self.access
     }
 
+    /// The memcached item state bits (fetched, stale, win sent, binary key; their meaning
+    /// belongs to the memcached door) set by [`crate::Shard::set_mc_state`] since the last
+    /// write. Any write clears them, whichever door made it: the bits are tagged with the
+    /// version they were set at, and a write changes the version.
+    #[inline]
+    pub fn mc_state(&self) -> u8 {
+        if self.mc_state >> 8 == mc_tag(self.version) {
+            (self.mc_state & 0xff) as u8
+        } else {
+            0
+        }
+    }
+
+    pub(crate) fn set_mc_state(&mut self, bits: u8) {
+        self.mc_state = (mc_tag(self.version) << 8) | u32::from(bits);
+    }
+
     /// Whether the entry is past its deadline at `now_ms`.
     #[inline]
     pub fn is_expired(&self, now_ms: u64) -> bool {
@@ -259,6 +282,13 @@ impl Entry {
             .map_or(0, |o| std::mem::size_of::<Object>() + o.heap_bytes());
         slot + kv + obj
     }
+}
+
+/// The 24 bits of a version that tag memcached state: the low bits of the shard's write
+/// sequence (the version's low 20 bits are the shard id, the same for every write).
+#[inline]
+fn mc_tag(version: u64) -> u32 {
+    ((version >> 20) & 0x00ff_ffff) as u32
 }
 
 #[cfg(test)]

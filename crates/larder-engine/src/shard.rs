@@ -374,6 +374,43 @@ impl Shard {
         self.slot_mut(slot).flags = flags;
     }
 
+    /// Set (`Some`) or clear (`None`) the deadline without counting as a write: the version
+    /// stays. memcached's touch, gat and `mg T` change an item's TTL but not its CAS.
+    pub fn set_expire_keep_version(&mut self, slot: SlotId, expire_at_ms: Option<u64>) {
+        let new_at = expire_at_ms.unwrap_or(0);
+        let old_at = self.slot(slot).expire_at_ms;
+        if old_at == new_at {
+            return;
+        }
+        if old_at != 0 {
+            self.expires.remove(&(old_at, slot));
+        }
+        if new_at != 0 {
+            self.expires.insert((new_at, slot));
+        }
+        self.slot_mut(slot).expire_at_ms = new_at;
+    }
+
+    /// Give the entry a version chosen by the client (memcached's meta `E<cas>` flag) instead
+    /// of the fresh one its last write got. Versions stop being unique if clients choose
+    /// duplicates, as memcached's CAS values do then. 0 is refused (it marks a vacant slot):
+    /// the entry keeps its version and `false` is returned.
+    pub fn set_version(&mut self, slot: SlotId, version: u64) -> bool {
+        if version == 0 {
+            return false;
+        }
+        let e = self.slot_mut(slot);
+        let bits = e.mc_state();
+        e.version = version;
+        e.set_mc_state(bits);
+        true
+    }
+
+    /// Set the memcached item state bits (see [`Entry::mc_state`]); not a write.
+    pub fn set_mc_state(&mut self, slot: SlotId, bits: u8) {
+        self.slot_mut(slot).set_mc_state(bits);
+    }
+
     /// Record an access at `now_ms` (TOUCH): the LRU clock, or under an LFU policy a
     /// logarithmic increment of the decayed counter.
     #[inline]
@@ -720,6 +757,45 @@ mod tests {
         let mut near = Vec::new();
         s.nearest_deadlines(3, |_, e| near.push(e.key().to_vec()));
         assert_eq!(near, vec![b"k7".to_vec()]);
+    }
+
+    #[test]
+    fn expire_keep_version_and_explicit_version() {
+        let mut s = Shard::new(3);
+        let slot = put(&mut s, b"a", b"1", 0);
+        let v = s.entry(slot).version();
+        s.set_expire_keep_version(slot, Some(100));
+        assert_eq!(s.entry(slot).version(), v);
+        assert_eq!(s.next_deadline_ms(), Some(100));
+        s.set_expire_keep_version(slot, None);
+        assert_eq!(s.next_deadline_ms(), None);
+        assert_eq!(s.entry(slot).expire_at_ms(), None);
+        assert!(!s.set_version(slot, 0));
+        assert_eq!(s.entry(slot).version(), v);
+        assert!(s.set_version(slot, 12345));
+        assert_eq!(s.entry(slot).version(), 12345);
+    }
+
+    #[test]
+    fn mc_state_survives_reads_and_clears_on_write() {
+        let mut s = Shard::new(3);
+        let slot = put(&mut s, b"a", b"1", 0);
+        assert_eq!(s.entry(slot).mc_state(), 0);
+        s.set_mc_state(slot, 0b101);
+        assert_eq!(s.entry(slot).mc_state(), 0b101);
+        s.touch(slot, 5);
+        s.set_expire_keep_version(slot, Some(50));
+        assert_eq!(s.entry(slot).mc_state(), 0b101);
+        assert!(s.set_version(slot, 777 << 20));
+        assert_eq!(s.entry(slot).mc_state(), 0b101);
+        s.set_string(slot, b"2");
+        assert_eq!(s.entry(slot).mc_state(), 0);
+        s.set_mc_state(slot, 1);
+        s.set_expire(slot, None);
+        assert_eq!(s.entry(slot).mc_state(), 0);
+        s.set_mc_state(slot, 1);
+        s.update_string(slot, |v| v.push(b'x'));
+        assert_eq!(s.entry(slot).mc_state(), 0);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod alloc;
 mod cache_cli;
 mod conn;
+mod memcache;
 mod net;
 
 use std::net::ToSocketAddrs;
@@ -30,6 +31,8 @@ fn cli() -> Command {
                 .about("Build, read, verify and benchmark immutable cache files")
                 .subcommand_required(true),
         ))
+        // A repeated flag takes its last value, as redis-server's options do.
+        .args_override_self(true)
         .arg(
             Arg::new("config")
                 .long("config")
@@ -123,12 +126,28 @@ fn run() -> anyhow::Result<()> {
     if listeners.is_empty() {
         bail!("nothing to listen on: bind is empty");
     }
+    // The memcached door listens on the same addresses; port 0 disables it.
+    let mut mc_listeners = Vec::new();
+    let mut mc_port = config.num(Param::MemcachedPort) as u16;
+    if mc_port != 0 {
+        for host in bind.split_whitespace() {
+            let host = host.trim_start_matches('-');
+            let addr = (host, mc_port)
+                .to_socket_addrs()
+                .with_context(|| format!("resolving bind address {host}"))?
+                .next()
+                .with_context(|| format!("no address for {host}"))?;
+            let l = listen(addr).with_context(|| format!("listening on {addr} (memcached)"))?;
+            mc_port = l.local_addr()?.port();
+            mc_listeners.push(l);
+        }
+    }
 
     let mut server = Server::new(config, threads);
     server.used_memory = alloc::used_bytes;
     *server.info.lock() = ServerInfo {
         tcp_port: bound_port,
-        memcached_port: 0,
+        memcached_port: mc_port,
         threads,
         executable: std::env::current_exe()
             .map(|p| p.display().to_string())
@@ -151,7 +170,13 @@ fn run() -> anyhow::Result<()> {
         databases = server.keyspace.db_count(),
         "larder ready to accept connections"
     );
-    net::serve(Arc::clone(&server), listeners, threads)?;
+    if !mc_listeners.is_empty() {
+        tracing::info!(
+            port = mc_port,
+            "memcached door ready (text, meta and binary protocols)"
+        );
+    }
+    net::serve(Arc::clone(&server), listeners, mc_listeners, threads)?;
     tracing::info!("larder is now ready to exit, bye bye");
     Ok(())
 }

@@ -23,24 +23,127 @@ use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
 
 use crate::conn::{Close, Conn};
+use crate::memcache::{McConn, McShared};
 
 const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = 1 << 30;
+const MC_LISTENER_BASE: usize = 1 << 29;
 const SIGNAL: Token = Token(usize::MAX - 1);
 
 /// How long shutdown waits for replies in flight to drain.
 const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
 
+/// Which protocol family a listener serves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Door {
+    Resp,
+    Memcache,
+}
+
 /// A worker thread's mailbox.
 struct WorkerLink {
-    tx: Sender<(TcpStream, SocketAddr)>,
+    tx: Sender<(TcpStream, SocketAddr, Door)>,
     waker: Arc<mio::Waker>,
+}
+
+/// A connection of either door, as a worker holds it.
+enum Client {
+    Resp(Conn),
+    Memcache(McConn),
+}
+
+impl Client {
+    fn on_ready(&mut self, server: &Server, scratch: &mut Vec<u8>, now_ms: u64) {
+        match self {
+            Client::Resp(c) => c.on_ready(server, scratch, now_ms),
+            Client::Memcache(c) => c.on_ready(server, scratch, now_ms),
+        }
+    }
+
+    fn flush(&mut self, server: &Server) {
+        match self {
+            Client::Resp(c) => c.flush(server),
+            Client::Memcache(c) => c.flush(server),
+        }
+    }
+
+    fn should_drop(&self) -> bool {
+        match self {
+            Client::Resp(c) => c.should_drop(),
+            Client::Memcache(c) => c.should_drop(),
+        }
+    }
+
+    fn pending_output(&self) -> usize {
+        match self {
+            Client::Resp(c) => c.pending_output(),
+            Client::Memcache(c) => c.pending_output(),
+        }
+    }
+
+    fn more(&self) -> bool {
+        match self {
+            Client::Resp(c) => c.more,
+            Client::Memcache(c) => c.more,
+        }
+    }
+
+    fn want_write(&self) -> bool {
+        match self {
+            Client::Resp(c) => c.want_write,
+            Client::Memcache(c) => c.want_write,
+        }
+    }
+
+    fn write_registered(&mut self) -> &mut bool {
+        match self {
+            Client::Resp(c) => &mut c.write_registered,
+            Client::Memcache(c) => &mut c.write_registered,
+        }
+    }
+
+    fn read_closed(&mut self) -> &mut bool {
+        match self {
+            Client::Resp(c) => &mut c.read_closed,
+            Client::Memcache(c) => &mut c.read_closed,
+        }
+    }
+
+    fn closing(&mut self) -> &mut Option<Close> {
+        match self {
+            Client::Resp(c) => &mut c.closing,
+            Client::Memcache(c) => &mut c.closing,
+        }
+    }
+
+    /// CLIENT PAUSE holds back RESP connections only.
+    fn paused_until_ms(&self) -> Option<u64> {
+        match self {
+            Client::Resp(c) => c.paused_until_ms,
+            Client::Memcache(_) => None,
+        }
+    }
+
+    fn stream(&mut self) -> &mut TcpStream {
+        match self {
+            Client::Resp(c) => &mut c.stream,
+            Client::Memcache(c) => &mut c.stream,
+        }
+    }
+
+    fn handle(&self) -> &ClientHandle {
+        match self {
+            Client::Resp(c) => &c.state.handle,
+            Client::Memcache(c) => &c.handle,
+        }
+    }
 }
 
 /// Start listening and serve until shutdown. Returns when every worker has stopped.
 pub fn serve(
     server: Arc<Server>,
     listeners: Vec<std::net::TcpListener>,
+    mc_listeners: Vec<std::net::TcpListener>,
     threads: usize,
 ) -> anyhow::Result<()> {
     let stopping = Arc::new(AtomicBool::new(false));
@@ -70,6 +173,35 @@ pub fn serve(
             .register(&mut ml, Token(LISTENER_BASE + i), Interest::READABLE)?;
         mio_listeners.push(ml);
     }
+    // The memcached door: its listeners, its shared state and its delayed-flush timer.
+    let mut mc_mio_listeners = Vec::new();
+    let mut mc_addrs = Vec::new();
+    for (i, l) in mc_listeners.into_iter().enumerate() {
+        l.set_nonblocking(true)?;
+        mc_addrs.push((
+            std::os::fd::AsRawFd::as_raw_fd(&l) as i64,
+            l.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        ));
+        let mut ml = TcpListener::from_std(l);
+        poll.registry()
+            .register(&mut ml, Token(MC_LISTENER_BASE + i), Interest::READABLE)?;
+        mc_mio_listeners.push(ml);
+    }
+    let mc = (!mc_mio_listeners.is_empty()).then(|| Arc::new(McShared::new(threads, mc_addrs)));
+    let mc_timer = match &mc {
+        Some(mc) => {
+            let (server, stopping, mc) =
+                (Arc::clone(&server), Arc::clone(&stopping), Arc::clone(mc));
+            Some(
+                std::thread::Builder::new()
+                    .name("larder-mc-flush".into())
+                    .spawn(move || {
+                        mc.run_flush_timer(&server.keyspace, || stopping.load(Ordering::Relaxed));
+                    })?,
+            )
+        }
+        None => None,
+    };
 
     // Expiry thread.
     let expiry = {
@@ -93,12 +225,12 @@ pub fn serve(
             tx,
             waker: Arc::clone(&waker),
         });
-        let (server, stopping) = (Arc::clone(&server), Arc::clone(&stopping));
+        let (server, stopping, mc) = (Arc::clone(&server), Arc::clone(&stopping), mc.clone());
         handles.push(
             std::thread::Builder::new()
                 .name(format!("larder-io-{w}"))
                 .spawn(move || {
-                    let mut worker = Worker::new(w, server, wpoll, waker, rx, stopping);
+                    let mut worker = Worker::new(w, server, wpoll, waker, rx, stopping, mc);
                     if let Err(e) = worker.run() {
                         tracing::error!(worker = w, error = %e, "worker failed");
                     }
@@ -124,8 +256,12 @@ pub fn serve(
                     tracing::info!("SHUTDOWN requested, stopping");
                     break 'main;
                 }
-                Token(t) if t >= LISTENER_BASE => {
-                    let l = &mio_listeners[t - LISTENER_BASE];
+                Token(t) if t >= MC_LISTENER_BASE => {
+                    let (l, door) = if t >= LISTENER_BASE {
+                        (&mio_listeners[t - LISTENER_BASE], Door::Resp)
+                    } else {
+                        (&mc_mio_listeners[t - MC_LISTENER_BASE], Door::Memcache)
+                    };
                     loop {
                         match l.accept() {
                             Ok((stream, addr)) => {
@@ -134,12 +270,12 @@ pub fn serve(
                                     .connections_received
                                     .fetch_add(1, Ordering::Relaxed);
                                 if !admit(&server, stream.peer_addr().is_ok()) {
-                                    reject(stream, &server);
+                                    reject(stream, &server, door, mc.as_deref());
                                     continue;
                                 }
                                 let link = &links[next % links.len()];
                                 next = next.wrapping_add(1);
-                                if link.tx.send((stream, addr)).is_ok() {
+                                if link.tx.send((stream, addr, door)).is_ok() {
                                     let _ = link.waker.wake();
                                 }
                             }
@@ -160,12 +296,17 @@ pub fn serve(
 
     // Stop accepting, let workers finish replies in flight, then exit.
     drop(mio_listeners);
+    drop(mc_mio_listeners);
     stopping.store(true, Ordering::Release);
     for link in &links {
         let _ = link.waker.wake();
     }
     for h in handles {
         let _ = h.join();
+    }
+    if let (Some(t), Some(mc)) = (mc_timer, &mc) {
+        mc.flush.wake();
+        let _ = t.join();
     }
     expiry.thread().unpark();
     let _ = expiry.join();
@@ -183,14 +324,22 @@ fn admit(server: &Server, _ok: bool) -> bool {
     true
 }
 
-/// Redis accepts, writes the error, and closes.
-fn reject(stream: TcpStream, server: &Server) {
+/// Redis (and memcached) accept, write the error, and close.
+fn reject(stream: TcpStream, server: &Server, door: Door, mc: Option<&McShared>) {
     server
         .stats
         .rejected_connections
         .fetch_add(1, Ordering::Relaxed);
     let mut s = stream;
-    let _ = s.write(b"-ERR max number of clients reached\r\n");
+    let _ = match door {
+        Door::Resp => s.write(b"-ERR max number of clients reached\r\n"),
+        Door::Memcache => {
+            if let Some(mc) = mc {
+                mc.note_rejected();
+            }
+            s.write(crate::memcache::TOO_MANY_CONNECTIONS)
+        }
+    };
 }
 
 struct Worker {
@@ -198,9 +347,10 @@ struct Worker {
     server: Arc<Server>,
     poll: Poll,
     waker: Arc<mio::Waker>,
-    rx: Receiver<(TcpStream, SocketAddr)>,
+    rx: Receiver<(TcpStream, SocketAddr, Door)>,
     stopping: Arc<AtomicBool>,
-    conns: slab::Slab<Conn>,
+    mc: Option<Arc<McShared>>,
+    conns: slab::Slab<Client>,
     scratch: Vec<u8>,
     /// Connections to run again without waiting for an event.
     retry: Vec<usize>,
@@ -212,8 +362,9 @@ impl Worker {
         server: Arc<Server>,
         poll: Poll,
         waker: Arc<mio::Waker>,
-        rx: Receiver<(TcpStream, SocketAddr)>,
+        rx: Receiver<(TcpStream, SocketAddr, Door)>,
         stopping: Arc<AtomicBool>,
+        mc: Option<Arc<McShared>>,
     ) -> Worker {
         Worker {
             id,
@@ -222,6 +373,7 @@ impl Worker {
             waker,
             rx,
             stopping,
+            mc,
             conns: slab::Slab::new(),
             scratch: Vec::new(),
             retry: Vec::new(),
@@ -253,7 +405,7 @@ impl Worker {
                 }
                 let t = ev.token().0;
                 if let Some(conn) = self.conns.get_mut(t) {
-                    conn.read_closed |= ev.is_read_closed();
+                    *conn.read_closed() |= ev.is_read_closed();
                     conn.on_ready(&self.server, &mut self.scratch, now_ms);
                     touched.push(t);
                 }
@@ -285,10 +437,11 @@ impl Worker {
 
     /// How long to block: forever unless a retry, pause or idle-timeout check needs a wake-up.
     fn poll_timeout(&self) -> Option<Duration> {
-        let retry_now = self
-            .retry
-            .iter()
-            .any(|&t| self.conns.get(t).is_some_and(|c| c.more && !c.want_write));
+        let retry_now = self.retry.iter().any(|&t| {
+            self.conns
+                .get(t)
+                .is_some_and(|c| c.more() && !c.want_write())
+        });
         if retry_now {
             return Some(Duration::ZERO);
         }
@@ -303,7 +456,7 @@ impl Worker {
     }
 
     fn accept_new(&mut self, now_ms: u64) {
-        while let Ok((mut stream, addr)) = self.rx.try_recv() {
+        while let Ok((mut stream, addr, door)) = self.rx.try_recv() {
             let _ = stream.set_nodelay(true);
             let keepalive = self.server.config.num(Param::TcpKeepalive);
             if keepalive > 0 {
@@ -348,15 +501,27 @@ impl Worker {
                 })),
             });
             self.server.clients.register(Arc::clone(&handle));
-            let state = ConnState::new(&self.server, handle, self.id);
-            entry.insert(Conn::new(stream, state));
+            match (door, &self.mc) {
+                (Door::Memcache, Some(mc)) => {
+                    entry.insert(Client::Memcache(McConn::new(
+                        stream,
+                        handle,
+                        self.id,
+                        Arc::clone(mc),
+                    )));
+                }
+                _ => {
+                    let state = ConnState::new(&self.server, handle, self.id);
+                    entry.insert(Client::Resp(Conn::new(stream, state)));
+                }
+            }
         }
     }
 
     fn check_killed(&mut self, touched: &mut Vec<usize>) {
         for (t, c) in self.conns.iter_mut() {
-            if c.state.handle.killed.load(Ordering::Acquire) && c.closing.is_none() {
-                c.closing = Some(Close::Now);
+            if c.handle().killed.load(Ordering::Acquire) && c.closing().is_none() {
+                *c.closing() = Some(Close::Now);
                 touched.push(t);
             }
         }
@@ -371,11 +536,12 @@ impl Worker {
             self.close(t);
             return;
         }
-        if c.more || c.paused_until_ms.is_some() {
+        if c.more() || c.paused_until_ms().is_some() {
             self.retry.push(t);
         }
-        if c.want_write != c.write_registered {
-            let interest = if c.want_write {
+        let want_write = c.want_write();
+        if want_write != *c.write_registered() {
+            let interest = if want_write {
                 Interest::READABLE | Interest::WRITABLE
             } else {
                 Interest::READABLE
@@ -383,10 +549,10 @@ impl Worker {
             if self
                 .poll
                 .registry()
-                .reregister(&mut c.stream, Token(t), interest)
+                .reregister(c.stream(), Token(t), interest)
                 .is_ok()
             {
-                c.write_registered = c.want_write;
+                *c.write_registered() = want_write;
             }
         }
     }
@@ -394,8 +560,8 @@ impl Worker {
     fn close(&mut self, t: usize) {
         if self.conns.contains(t) {
             let mut c = self.conns.remove(t);
-            let _ = self.poll.registry().deregister(&mut c.stream);
-            self.server.clients.unregister(c.state.id);
+            let _ = self.poll.registry().deregister(c.stream());
+            self.server.clients.unregister(c.handle().id);
             self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -405,14 +571,14 @@ impl Worker {
         let timeout_s = self.server.config.num(Param::Timeout);
         let mut doomed = Vec::new();
         for (t, c) in self.conns.iter() {
-            if c.state.handle.killed.load(Ordering::Acquire) {
+            if c.handle().killed.load(Ordering::Acquire) {
                 doomed.push(t);
                 continue;
             }
-            if timeout_s > 0 && c.pending_output() == 0 && c.paused_until_ms.is_none() {
-                let last = c.state.handle.last_interaction_ms.load(Ordering::Relaxed);
+            if timeout_s > 0 && c.pending_output() == 0 && c.paused_until_ms().is_none() {
+                let last = c.handle().last_interaction_ms.load(Ordering::Relaxed);
                 if now_ms.saturating_sub(last) > timeout_s as u64 * 1000 {
-                    tracing::debug!(client = %c.state.handle.addr, "closing idle client");
+                    tracing::debug!(client = %c.handle().addr, "closing idle client");
                     doomed.push(t);
                 }
             }
@@ -430,7 +596,7 @@ impl Worker {
             for (_, c) in self.conns.iter_mut() {
                 if c.pending_output() > 0 {
                     c.flush(&self.server);
-                    pending |= c.pending_output() > 0 && c.closing != Some(Close::Peer);
+                    pending |= c.pending_output() > 0 && *c.closing() != Some(Close::Peer);
                 }
             }
             if !pending || Instant::now() >= deadline {

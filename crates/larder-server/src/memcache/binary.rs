@@ -1,0 +1,198 @@
+//! Binary-protocol requests: each parsed [`BinaryRequest`] runs its engine operations and
+//! writes memcached's response packets with [`BinaryWriter`], which applies the quiet rules
+//! (quiet opcodes answer errors only, and get hits).
+
+use larder_commands::state::bump;
+use larder_memcache::{BinaryCommand, BinaryRequest, BinaryWriter, Status, StoreMode};
+
+use super::ops::{
+    self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, Read, StoreOutcome,
+};
+use super::stats::{self, VERSION};
+use super::{Ctx, Flow};
+
+/// Runs one request and appends its response packets to `out`.
+pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) -> Flow {
+    let mut w = BinaryWriter::new(out);
+    let c = cx.counters;
+    let db = cx.db();
+    match req.command {
+        BinaryCommand::Get { key } => {
+            bump(&c.cmd_get, 1);
+            let found = ops::read(db, key, cx.now_ms, Access::Fetch, |item| {
+                w.get_hit(req, item.flags, item.cas, item.value);
+            });
+            count_get(cx, found);
+            if !found.hit() {
+                w.get_miss(req);
+            }
+        }
+        BinaryCommand::GetAndTouch { key, exptime } | BinaryCommand::Touch { key, exptime } => {
+            bump(&c.cmd_touch, 1);
+            let gat = matches!(req.command, BinaryCommand::GetAndTouch { .. });
+            if gat {
+                bump(&c.cmd_get, 1);
+            }
+            let access = Access::FetchAndTouch(Deadline::from_exptime(exptime, cx.now_ms));
+            // The writer leaves the value out of TOUCH responses.
+            let found = ops::read(db, key, cx.now_ms, access, |item| {
+                w.get_hit(req, item.flags, item.cas, item.value);
+            });
+            bump(
+                if found.hit() {
+                    &c.touch_hits
+                } else {
+                    &c.touch_misses
+                },
+                1,
+            );
+            if gat {
+                count_get(cx, found);
+            }
+            if !found.hit() {
+                w.get_miss(req);
+            }
+        }
+        BinaryCommand::Store {
+            mode,
+            key,
+            flags,
+            exptime,
+            value,
+            compare_cas,
+        } => {
+            bump(&c.cmd_set, 1);
+            if cx.out_of_memory() {
+                bump(&c.store_no_memory, 1);
+                w.status(req, Status::OUT_OF_MEMORY);
+                return Flow::Continue;
+            }
+            let store = ops::Store {
+                mode,
+                data: value,
+                flags,
+                deadline: Deadline::from_exptime(exptime, cx.now_ms),
+                compare_cas,
+                new_cas: None,
+                invalidate: false,
+                binary_key: false,
+                item_size_max: cx.item_size_max,
+            };
+            let outcome = ops::store(db, key, cx.now_ms, &store);
+            if let StoreOutcome::Stored { .. } = outcome {
+                bump(&c.total_items, 1);
+            }
+            if mode == StoreMode::Cas {
+                bump(
+                    match outcome {
+                        StoreOutcome::Stored { .. } => &c.cas_hits,
+                        StoreOutcome::Exists => &c.cas_badval,
+                        _ => &c.cas_misses,
+                    },
+                    1,
+                );
+            }
+            match outcome {
+                StoreOutcome::Stored { cas } => w.success(req, cas),
+                StoreOutcome::NotStored => w.status(
+                    req,
+                    match mode {
+                        StoreMode::Add => Status::KEY_EXISTS,
+                        StoreMode::Replace => Status::KEY_NOT_FOUND,
+                        _ => Status::NOT_STORED,
+                    },
+                ),
+                StoreOutcome::Exists => w.status(req, Status::KEY_EXISTS),
+                StoreOutcome::NotFound => w.status(req, Status::KEY_NOT_FOUND),
+            }
+        }
+        BinaryCommand::Delete { key, compare_cas } => {
+            let del = Delete {
+                compare_cas,
+                ..Delete::default()
+            };
+            let outcome = ops::delete(db, key, cx.now_ms, &del);
+            bump(
+                if outcome == DeleteOutcome::NotFound {
+                    &c.delete_misses
+                } else {
+                    &c.delete_hits
+                },
+                1,
+            );
+            match outcome {
+                DeleteOutcome::Deleted => w.success(req, 0),
+                DeleteOutcome::NotFound => w.status(req, Status::KEY_NOT_FOUND),
+                DeleteOutcome::Exists => w.status(req, Status::KEY_EXISTS),
+            }
+        }
+        BinaryCommand::Counter {
+            op,
+            key,
+            delta,
+            initial,
+            exptime,
+            compare_cas,
+        } => {
+            let arith = Arith {
+                op,
+                delta,
+                compare_cas,
+                create: exptime.map(|e| (initial, Deadline::from_exptime(e, cx.now_ms))),
+                ttl: None,
+                new_cas: None,
+            };
+            let outcome = ops::arith(db, key, cx.now_ms, &arith);
+            let hit = matches!(
+                outcome,
+                Counted::Value { created: false, .. } | Counted::NonNumeric
+            );
+            let (hits, misses) = match op {
+                larder_memcache::CounterOp::Incr => (&c.incr_hits, &c.incr_misses),
+                larder_memcache::CounterOp::Decr => (&c.decr_hits, &c.decr_misses),
+            };
+            bump(if hit { hits } else { misses }, 1);
+            match outcome {
+                Counted::Value { value, cas, .. } => w.counter(req, value, cas),
+                Counted::NotFound => w.status(req, Status::KEY_NOT_FOUND),
+                Counted::Exists => w.status(req, Status::KEY_EXISTS),
+                Counted::NonNumeric => w.status(req, Status::NON_NUMERIC),
+                Counted::NotStored => w.status(req, Status::NOT_STORED),
+            }
+        }
+        BinaryCommand::Quit => {
+            w.success(req, 0);
+            return Flow::Close;
+        }
+        BinaryCommand::Flush { delay } => {
+            bump(&c.cmd_flush, 1);
+            cx.mc.flush.flush_all(&cx.server.keyspace, delay, cx.now_ms);
+            w.success(req, 0);
+        }
+        BinaryCommand::Noop => w.success(req, 0),
+        BinaryCommand::Version => w.version(req, VERSION),
+        BinaryCommand::Stat { group } => {
+            let mut emit = |name: &str, value: &[u8]| w.stat(req, name, value);
+            match group {
+                b"" => stats::general(cx.server, cx.mc, cx.now_ms, &mut emit),
+                b"settings" => stats::settings(cx.server, cx.mc, &mut emit),
+                b"conns" => stats::conns(cx.mc, cx.conn_id, cx.now_ms, &mut emit),
+                b"items" | b"slabs" | b"sizes" => {}
+                b"reset" => cx.mc.stats.reset(),
+                _ => {
+                    w.status(req, Status::KEY_NOT_FOUND);
+                    return Flow::Continue;
+                }
+            }
+            w.stat_end(req);
+        }
+    }
+    Flow::Continue
+}
+
+fn count_get(cx: &Ctx<'_>, found: Read) {
+    cx.count_get(found.hit());
+    if found == Read::Expired {
+        bump(&cx.counters.get_expired, 1);
+    }
+}

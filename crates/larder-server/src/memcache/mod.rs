@@ -1,0 +1,223 @@
+//! The memcached door: connections on the memcached port, speaking the text, meta and binary
+//! protocols against database 0 of the same keyspace the RESP door serves.
+//!
+//! - [`McConn`] is one connection: it reads, tells binary from text by the first byte (as
+//!   memcached does, once per connection), parses with `larder-memcache`, runs each request
+//!   and writes the replies. Its I/O rules are the RESP connection's (`conn.rs`): a bounded
+//!   number of reads per readiness turn, output back pressure, pipelining, requests split
+//!   across reads.
+//! - `text` and `binary` map parsed requests onto the engine operations of `ops` and encode
+//!   the answers; `stats` renders `stats`; `flush` is `flush_all` with a delay.
+//! - [`McShared`] is the door's server-wide state: counters, the pending flush, verbosity and
+//!   the list of memcached connections.
+//!
+//! It is not a RESP translator: memcached commands never become RESP argv; they call shard
+//! operations directly.
+
+mod binary;
+mod conn;
+mod flush;
+mod ops;
+mod session;
+mod stats;
+mod text;
+
+pub use conn::McConn;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use larder_commands::config::Param;
+use larder_commands::state::{bump, ClientHandle};
+use larder_commands::Server;
+use larder_engine::Keyspace;
+use larder_memcache::Limits;
+use parking_lot::Mutex;
+
+/// Reads per readiness turn before yielding to the worker's other connections.
+pub const READS_PER_TURN: usize = 4;
+
+/// What memcached answers a connection over the limit before closing it.
+pub const TOO_MANY_CONNECTIONS: &[u8] = b"ERROR Too many open connections\r\n";
+
+/// The memcached door's server-wide state.
+pub struct McShared {
+    /// Per-worker counters.
+    pub stats: stats::Stats,
+    /// The pending delayed `flush_all`.
+    pub flush: flush::FlushTimer,
+    verbosity: AtomicU32,
+    conns: Mutex<HashMap<u64, Arc<ClientHandle>>>,
+    total_connections: AtomicU64,
+    rejected_connections: AtomicU64,
+    /// The listening sockets: file descriptor and address (`stats conns`).
+    pub listeners: Vec<(i64, String)>,
+}
+
+impl McShared {
+    /// State for a door served by `threads` workers on `listeners`.
+    pub fn new(threads: usize, listeners: Vec<(i64, String)>) -> McShared {
+        McShared {
+            stats: stats::Stats::new(threads),
+            flush: flush::FlushTimer::default(),
+            verbosity: AtomicU32::new(0),
+            conns: Mutex::new(HashMap::new()),
+            total_connections: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
+            listeners,
+        }
+    }
+
+    /// Open memcached connections.
+    pub fn curr_connections(&self) -> usize {
+        self.conns.lock().len()
+    }
+
+    /// Connections accepted since start.
+    pub fn total_connections(&self) -> u64 {
+        self.total_connections.load(Ordering::Relaxed)
+    }
+
+    /// Connections refused because of maxclients.
+    pub fn rejected_connections(&self) -> u64 {
+        self.rejected_connections.load(Ordering::Relaxed)
+    }
+
+    /// Counts a connection refused because of maxclients.
+    pub fn note_rejected(&self) {
+        self.rejected_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The open memcached connections, oldest first.
+    pub fn conn_handles(&self) -> Vec<Arc<ClientHandle>> {
+        let mut v: Vec<_> = self.conns.lock().values().cloned().collect();
+        v.sort_by_key(|h| h.id);
+        v
+    }
+
+    /// The level last set by `verbosity` (memcached logs nothing with it over the network
+    /// either; it is only shown by `stats settings`).
+    pub fn verbosity(&self) -> u32 {
+        self.verbosity.load(Ordering::Relaxed)
+    }
+
+    fn set_verbosity(&self, level: u32) {
+        self.verbosity.store(level, Ordering::Relaxed);
+    }
+
+    /// Runs the delayed-flush timer until `stop` returns true (on its own thread).
+    pub fn run_flush_timer(&self, keyspace: &Keyspace, stop: impl Fn() -> bool) {
+        self.flush.run(keyspace, stop);
+    }
+}
+
+/// What the connection does after a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    /// Close once the replies so far are written (quit, binary QUIT).
+    Close,
+}
+
+/// What a request handler needs: the server, the door's state and the request's clock.
+struct Ctx<'a> {
+    server: &'a Server,
+    mc: &'a McShared,
+    counters: &'a stats::Counters,
+    worker: usize,
+    now_ms: u64,
+    item_size_max: usize,
+    conn_id: u64,
+    /// Whether `maxmemory-policy` is an LFU one: entries then hold an access counter, not
+    /// an access time, so meta `l` and `me la=` have no answer (they report 0).
+    lfu: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of requests read now by worker `worker` for connection `conn_id`. Runs a
+    /// delayed flush that has come due first.
+    fn new(server: &'a Server, mc: &'a McShared, worker: usize, conn_id: u64) -> Ctx<'a> {
+        let now_ms = larder_engine::now_ms();
+        mc.flush.run_due(&server.keyspace, now_ms);
+        Ctx {
+            server,
+            mc,
+            counters: mc.stats.thread(worker),
+            worker,
+            now_ms,
+            item_size_max: limits(server).item_size_max,
+            conn_id,
+            lfu: larder_commands::config::lfu_selected(&server.config),
+        }
+    }
+
+    /// The memcached door always uses database 0.
+    fn db(&self) -> &larder_engine::Db {
+        self.server.keyspace.db(0)
+    }
+
+    /// Before a store, as the RESP door does before a command (`exec.rs`): over maxmemory,
+    /// evict by `maxmemory-policy` (at most 64 keys per request, so a large overshoot is worked
+    /// off over several requests). Returns true when memory is still over the limit and
+    /// nothing could be evicted (noeviction, or no candidate left): the store is refused with
+    /// memcached's out-of-memory answer.
+    fn out_of_memory(&self) -> bool {
+        const MAX_EVICT_PER_REQUEST: usize = 64;
+        let max = self.server.config.num(Param::Maxmemory);
+        if max <= 0 {
+            return false;
+        }
+        let measure = || match (self.server.used_memory)() {
+            0 => self.server.keyspace.used_bytes(),
+            hooked => hooked,
+        };
+        let used = measure();
+        if used as i64 <= max {
+            return false;
+        }
+        let need = used - max as usize;
+        let Some(policy) = larder_commands::config::eviction_policy(&self.server.config) else {
+            return true;
+        };
+        let samples = self.server.config.num(Param::MaxmemorySamples).max(1) as usize;
+        let e = self.server.keyspace.evict(
+            policy,
+            samples,
+            self.now_ms,
+            need,
+            MAX_EVICT_PER_REQUEST,
+            |_, _| {},
+        );
+        // Freed bytes are an estimate: when the candidates ran out first, measure again.
+        e.exhausted && e.bytes < need && measure() as i64 > max
+    }
+
+    /// Counts a keyspace hit or miss for INFO as well as the door's own counters.
+    fn count_get(&self, hit: bool) {
+        let t = &self.server.stats.threads[self.worker];
+        let (server, door) = if hit {
+            (&t.keyspace_hits, &self.counters.get_hits)
+        } else {
+            (&t.keyspace_misses, &self.counters.get_misses)
+        };
+        bump(server, 1);
+        bump(door, 1);
+    }
+}
+
+/// The codec limits, with the configured item size.
+fn limits(server: &Server) -> Limits {
+    let item_size_max = server
+        .config
+        .num(Param::MemcachedItemSizeMax)
+        .clamp(1024, i64::from(u32::MAX)) as usize;
+    Limits {
+        item_size_max,
+        binary_body_max: item_size_max + 1024,
+        ..Limits::default()
+    }
+}
+
+#[cfg(test)]
+mod tests;

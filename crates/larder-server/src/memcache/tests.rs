@@ -1,0 +1,276 @@
+//! The door without sockets: text, meta and binary requests through a [`Session`], as a
+//! connection would run them.
+
+use larder_commands::config::Config;
+use larder_memcache::HEADER_LEN;
+
+use super::session::Session;
+use super::*;
+
+/// The door without sockets: a server, the door's state and one session.
+struct Door {
+    server: Server,
+    mc: McShared,
+    session: Session,
+}
+
+impl Door {
+    fn new() -> Door {
+        Door {
+            server: Server::new(Config::new(), 1),
+            mc: McShared::new(1, Vec::new()),
+            session: Session::default(),
+        }
+    }
+
+    /// Runs `input`; returns the answers, the bytes consumed and whether to close.
+    fn feed(&mut self, input: &[u8]) -> (Vec<u8>, usize, bool) {
+        let cx = Ctx::new(&self.server, &self.mc, 0, 1);
+        let mut out = Vec::new();
+        let (used, close) = self.session.run(&cx, input, &mut out, usize::MAX);
+        (out, used, close)
+    }
+
+    /// Runs complete text requests and returns the answers.
+    fn text(&mut self, input: &str) -> String {
+        let (out, used, _) = self.feed(input.as_bytes());
+        assert_eq!(used, input.len(), "{input:?} not fully consumed");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+fn packet(opcode: u8, extras: &[u8], key: &[u8], value: &[u8], cas: u64) -> Vec<u8> {
+    let h = larder_memcache::BinaryHeader {
+        magic: 0x80,
+        opcode,
+        key_len: key.len() as u16,
+        extras_len: extras.len() as u8,
+        data_type: 0,
+        vbucket_or_status: 0,
+        body_len: (extras.len() + key.len() + value.len()) as u32,
+        opaque: 0xABCD,
+        cas,
+    };
+    let mut v = h.to_bytes().to_vec();
+    v.extend_from_slice(extras);
+    v.extend_from_slice(key);
+    v.extend_from_slice(value);
+    v
+}
+
+/// (status, opaque, cas, value) of each response packet.
+fn responses(mut buf: &[u8]) -> Vec<(u16, u32, u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Some(head) = buf.first_chunk::<HEADER_LEN>() {
+        let h = larder_memcache::BinaryHeader::parse(head);
+        assert_eq!(h.magic, 0x81);
+        let end = HEADER_LEN + h.body_len as usize;
+        let skip = HEADER_LEN + usize::from(h.extras_len) + usize::from(h.key_len);
+        out.push((
+            h.vbucket_or_status,
+            h.opaque,
+            h.cas,
+            buf[skip..end].to_vec(),
+        ));
+        buf = &buf[end..];
+    }
+    out
+}
+
+#[test]
+fn text_commands_table() {
+    let mut d = Door::new();
+    let cases: &[(&str, &str)] = &[
+        ("set a 5 0 1\r\n1\r\n", "STORED\r\n"),
+        (
+            "get a b a\r\n",
+            "VALUE a 5 1\r\n1\r\nVALUE a 5 1\r\n1\r\nEND\r\n",
+        ),
+        ("add a 0 0 1\r\nx\r\n", "NOT_STORED\r\n"),
+        ("replace b 0 0 1\r\nx\r\n", "NOT_STORED\r\n"),
+        ("incr a 41\r\n", "42\r\n"),
+        ("decr a 50\r\n", "0\r\n"),
+        ("incr b 1\r\n", "NOT_FOUND\r\n"),
+        ("append a 0 0 2\r\n!!\r\n", "STORED\r\n"),
+        ("prepend a 0 0 1\r\n<\r\n", "STORED\r\n"),
+        ("get a\r\n", "VALUE a 5 4\r\n<0!!\r\nEND\r\n"),
+        (
+            "incr a 1\r\n",
+            "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+        ),
+        ("touch a 100\r\n", "TOUCHED\r\n"),
+        ("touch b 100\r\n", "NOT_FOUND\r\n"),
+        ("delete a\r\n", "DELETED\r\n"),
+        ("delete a\r\n", "NOT_FOUND\r\n"),
+        ("cas a 0 0 1 1\r\nx\r\n", "NOT_FOUND\r\n"),
+        ("version\r\n", "VERSION 1.6.18\r\n"),
+        ("verbosity 1\r\n", "OK\r\n"),
+        ("flush_all\r\n", "OK\r\n"),
+        (
+            "set n 0 0 1 noreply\r\n1\r\nincr n 1 noreply\r\nmn\r\n",
+            "MN\r\n",
+        ),
+        ("get n\r\n", "VALUE n 0 1\r\n2\r\nEND\r\n"),
+        ("gat 0\r\n", "END\r\n"),
+        ("bogus\r\n", "ERROR\r\n"),
+        ("stats items\r\n", "END\r\n"),
+        ("stats reset\r\n", "RESET\r\n"),
+        ("stats nope\r\n", "ERROR\r\n"),
+    ];
+    for (req, want) in cases {
+        assert_eq!(d.text(req), *want, "{req:?}");
+    }
+    assert_eq!(d.mc.verbosity(), 1);
+}
+
+#[test]
+fn cas_round_trip() {
+    let mut d = Door::new();
+    d.text("set k 0 0 1\r\na\r\n");
+    let gets = d.text("gets k\r\n");
+    let cas: u64 = gets
+        .lines()
+        .next()
+        .and_then(|l| l.split(' ').nth(4))
+        .and_then(|c| c.parse().ok())
+        .expect("cas");
+    assert_eq!(
+        d.text(&format!("cas k 0 0 1 {}\r\nb\r\n", cas + 1)),
+        "EXISTS\r\n"
+    );
+    assert_eq!(d.text(&format!("cas k 0 0 1 {cas}\r\nb\r\n")), "STORED\r\n");
+    assert_eq!(d.text(&format!("cas k 0 0 1 {cas}\r\nc\r\n")), "EXISTS\r\n");
+}
+
+#[test]
+fn meta_commands() {
+    let mut d = Door::new();
+    assert_eq!(d.text("ms k 2 F9 T0\r\nhi\r\n"), "HD\r\n");
+    assert_eq!(d.text("mg k v f s t\r\n"), "VA 2 f9 s2 t-1\r\nhi\r\n");
+    assert_eq!(d.text("mg nope v\r\n"), "EN\r\n");
+    assert_eq!(d.text("mg nope v q\r\nmn\r\n"), "MN\r\n");
+    assert_eq!(d.text("ma c N0 J5 v\r\n"), "VA 1\r\n5\r\n");
+    assert_eq!(d.text("ma c v D2\r\n"), "VA 1\r\n7\r\n");
+    assert_eq!(d.text("md k q\r\nmd k\r\n"), "NF\r\n");
+    assert_eq!(d.text("me k\r\n"), "EN\r\n");
+    assert_eq!(d.text("mn\r\n"), "MN\r\n");
+}
+
+#[test]
+fn quit_closes_after_earlier_answers() {
+    let mut d = Door::new();
+    let input = b"version\r\nquit\r\nversion\r\n";
+    let (out, used, close) = d.feed(input);
+    assert_eq!(out, b"VERSION 1.6.18\r\n");
+    assert_eq!(used, b"version\r\nquit\r\n".len());
+    assert!(close);
+}
+
+#[test]
+fn oversized_value_is_dropped_as_it_arrives() {
+    let mut d = Door::new();
+    let line = b"set big 0 0 2000000\r\n";
+    let mut first = line.to_vec();
+    first.extend_from_slice(&[b'x'; 1000]);
+    let (out, used, close) = d.feed(&first);
+    assert_eq!(out, b"SERVER_ERROR object too large for cache\r\n");
+    assert_eq!((used, close), (first.len(), false));
+    // The rest of the value (and its \r\n) is discarded; the next request runs.
+    let mut rest = vec![b'x'; 2_000_000 - 1000];
+    rest.extend_from_slice(b"\r\nversion\r\n");
+    let (out, used, _) = d.feed(&rest);
+    assert_eq!(out, b"VERSION 1.6.18\r\n");
+    assert_eq!(used, rest.len());
+}
+
+#[test]
+fn partial_requests_wait() {
+    let mut d = Door::new();
+    let (out, used, _) = d.feed(b"set k 0 0 5\r\nhel");
+    assert_eq!((out.as_slice(), used), (&b""[..], 0));
+    assert_eq!(
+        d.text("set k 0 0 5\r\nhello\r\nget k\r\n"),
+        "STORED\r\nVALUE k 0 5\r\nhello\r\nEND\r\n"
+    );
+}
+
+#[test]
+fn line_too_long_closes() {
+    let mut d = Door::new();
+    let long = format!("set {} 0 0 1\r\n", "k".repeat(3000));
+    let (out, _, close) = d.feed(long.as_bytes());
+    assert_eq!(out, b"CLIENT_ERROR line too long\r\n");
+    assert!(close);
+}
+
+#[test]
+fn binary_commands() {
+    let mut d = Door::new();
+    let set = packet(0x01, &[0, 0, 0, 7, 0, 0, 0, 0], b"k", b"v", 0);
+    let (out, used, _) = d.feed(&set);
+    assert_eq!(used, set.len());
+    let r = responses(&out);
+    assert_eq!((r[0].0, r[0].1), (0, 0xABCD));
+    let cas = r[0].2;
+    assert_ne!(cas, 0);
+    let (out, _, _) = d.feed(&packet(0x00, &[], b"k", b"", 0));
+    assert_eq!(responses(&out), vec![(0, 0xABCD, cas, b"v".to_vec())]);
+    // A stale CAS, a quiet miss, then NOOP.
+    let mut input = packet(0x01, &[0; 8], b"k", b"w", cas + 1);
+    input.extend(packet(0x09, &[], b"missing", b"", 0));
+    input.extend(packet(0x0a, &[], b"", b"", 0));
+    let (out, _, _) = d.feed(&input);
+    let r = responses(&out);
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].0, r[0].3.as_slice()),
+        (2, &b"Data exists for key."[..])
+    );
+    assert_eq!(r[1].0, 0);
+    // Counter created from its initial value, then incremented.
+    let mut extras = Vec::new();
+    extras.extend_from_slice(&3u64.to_be_bytes());
+    extras.extend_from_slice(&10u64.to_be_bytes());
+    extras.extend_from_slice(&0u32.to_be_bytes());
+    let (out, _, _) = d.feed(&packet(0x05, &extras, b"n", b"", 0));
+    assert_eq!(responses(&out)[0].3, 10u64.to_be_bytes());
+    let (out, _, _) = d.feed(&packet(0x05, &extras, b"n", b"", 0));
+    assert_eq!(responses(&out)[0].3, 13u64.to_be_bytes());
+    // VERSION, then QUIT closes.
+    let (out, _, _) = d.feed(&packet(0x0b, &[], b"", b"", 0));
+    assert_eq!(responses(&out)[0].3, b"1.6.18");
+    let (out, _, close) = d.feed(&packet(0x07, &[], b"", b"", 0));
+    assert_eq!(responses(&out).len(), 1);
+    assert!(close);
+}
+
+#[test]
+fn binary_partial_body_sets_min_total() {
+    let mut d = Door::new();
+    let set = packet(0x01, &[0; 8], b"k", &[b'v'; 100], 0);
+    let (out, used, _) = d.feed(&set[..50]);
+    assert_eq!((out.len(), used), (0, 0));
+    assert_eq!(d.session.min_total, set.len());
+    let (out, used, _) = d.feed(&set);
+    assert_eq!((responses(&out)[0].0, used), (0, set.len()));
+}
+
+#[test]
+fn binary_bad_magic_closes_without_answer() {
+    let mut d = Door::new();
+    let (out, _, _) = d.feed(&packet(0x0a, &[], b"", b"", 0));
+    assert_eq!(out.len(), HEADER_LEN);
+    let mut bad = packet(0x0a, &[], b"", b"", 0);
+    bad[0] = 0x81;
+    let (out, used, close) = d.feed(&bad);
+    assert_eq!((out.len(), used, close), (0, bad.len(), true));
+}
+
+#[test]
+fn one_protocol_per_connection() {
+    let mut d = Door::new();
+    assert_eq!(d.text("version\r\n"), "VERSION 1.6.18\r\n");
+    // After text, a binary magic byte is just an unknown text command.
+    let (out, _, _) = d.feed(&[0x80, b'\r', b'\n']);
+    assert_eq!(out, b"ERROR\r\n");
+}
