@@ -656,7 +656,7 @@ def test_disabled_door(start_server):
 def test_memccapable(mc_server, flag):
     tool = shutil.which("memccapable") or shutil.which("memcapable")
     if tool is None:
-        pytest.skip("memccapable not installed (apt-get install libmemcached-tools)")
+        pytest.fail("memccapable not installed (scripts/test installs libmemcached-tools)")
     out = subprocess.run([tool, "-h", "127.0.0.1", "-p", str(mc_server.mc_port), flag],
                          capture_output=True, text=True, timeout=120)
     text = out.stdout + out.stderr
