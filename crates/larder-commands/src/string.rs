@@ -253,6 +253,8 @@ fn store(
     match found {
         Some(slot) => {
             shard.set_string(slot, value);
+            // A RESP write replaces the value and its memcached flags with it (a new object).
+            shard.set_flags(slot, 0);
             shard.touch(slot, now_ms);
             match expiry {
                 Expiry::Keep => {}
