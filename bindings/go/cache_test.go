@@ -458,9 +458,9 @@ func checkBatch(c *Cache, b *Batch, n, keys int) error {
 // Lookups allocate only what they return: nothing for numbers, Contains and the Unsafe views,
 // also when a []byte key is converted with string(b).
 func TestLookupsDoNotAllocate(t *testing.T) {
-	if testing.CoverMode() != "" || raceEnabled {
-		t.Skip("instrumented builds allocate")
-	}
+	// Race and coverage instrumentation allocate on their own: there the lookups still run,
+	// but only the plain build's allocation counts are asserted.
+	instrumented := testing.CoverMode() != "" || raceEnabled
 	c := openGolden(t, "v1-all-types.lcache")
 	keyBytes := []byte("f64_list")
 	var batch Batch
@@ -490,7 +490,7 @@ func TestLookupsDoNotAllocate(t *testing.T) {
 		"reused Batch":      {batchOf, 0},
 	}
 	for name, tc := range cases {
-		if got := testing.AllocsPerRun(200, tc.f); got != tc.want {
+		if got := testing.AllocsPerRun(200, tc.f); !instrumented && got != tc.want {
 			t.Errorf("%s: %v allocations per lookup, want %v", name, got, tc.want)
 		}
 	}
