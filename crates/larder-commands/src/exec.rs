@@ -156,13 +156,6 @@ pub fn execute(
             return Outcome::Paused { until_ms: until };
         }
     }
-    // Keep the engine's access tracking (LRU clock or LFU counter) in step with the config;
-    // a few relaxed loads, stores only when CONFIG SET changed something.
-    server.keyspace.set_access_policy(
-        crate::config::lfu_selected(&server.config),
-        server.config.num(Param::LfuLogFactor) as u32,
-        server.config.num(Param::LfuDecayTime) as u32,
-    );
     // As Redis's processCommand: over maxmemory, evict by policy before any command; reject
     // a DENYOOM command with OOM only if nothing could be evicted (noeviction, or no
     // candidate left, e.g. volatile-* without volatile keys). At most MAX_EVICT_PER_COMMAND

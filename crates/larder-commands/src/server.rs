@@ -793,6 +793,7 @@ fn config_set(c: &mut Cmd<'_>) -> Result<()> {
         .collect();
     let pairs: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (&**n, &**v)).collect();
     c.server.config.set_many(&pairs).map_err(Error::Owned)?;
+    c.server.sync_access_policy();
     c.out.simple("OK");
     Ok(())
 }

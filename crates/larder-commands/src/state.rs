@@ -238,16 +238,8 @@ impl Server {
             .collect();
         let databases = config.num(Param::Databases).max(1) as usize;
         let now = larder_engine::now_ms();
-        let keyspace = Keyspace::new(databases);
-        // Track LFU counters from the first access when the server starts with an LFU policy
-        // (the executor keeps this in step with CONFIG SET afterwards).
-        keyspace.set_access_policy(
-            crate::config::lfu_selected(&config),
-            config.num(Param::LfuLogFactor) as u32,
-            config.num(Param::LfuDecayTime) as u32,
-        );
-        Server {
-            keyspace,
+        let server = Server {
+            keyspace: Keyspace::new(databases),
             config,
             registry,
             stats: Stats {
@@ -267,7 +259,20 @@ impl Server {
             shutdown_waker: Mutex::new(None),
             used_memory: no_memory_info,
             connected_clients: AtomicUsize::new(0),
-        }
+        };
+        // Track LFU counters from the first access when the server starts with an LFU policy.
+        server.sync_access_policy();
+        server
+    }
+
+    /// Tell the engine how to record accesses (LRU clock or LFU counter) after the policy or
+    /// the LFU parameters changed: at startup and after CONFIG SET.
+    pub fn sync_access_policy(&self) {
+        self.keyspace.set_access_policy(
+            crate::config::lfu_selected(&self.config),
+            self.config.num(Param::LfuLogFactor) as u32,
+            self.config.num(Param::LfuDecayTime) as u32,
+        );
     }
 
     /// Ask the network layer to shut down.
