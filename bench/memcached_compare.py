@@ -636,9 +636,10 @@ def render(meta, runs, memory):
     out.append("- load: %d connections, one request in flight each, %ds per run, %d-byte values, "
                "16-byte keys, %d round(s), server order alternating every round" % (
                    meta["clients"], meta["duration"], meta["value_bytes"], meta["rounds"]))
-    out.append("- mcgen: %d processes; keyspace %d keys, prefilled; latency exact (1 µs "
-               "histogram, nearest rank)" % (meta["gen_procs"], meta["keyspace"]))
-    if meta.get("memaslap"):
+    if any(r["tool"] == "mcgen" for r in runs):
+        out.append("- mcgen: %d processes; keyspace %d keys, prefilled; latency exact (1 µs "
+                   "histogram, nearest rank)" % (meta["gen_procs"], meta["keyspace"]))
+    if any(r["tool"] == "memaslap" for r in runs):
         out.append("- memaslap (binary only): `%s`, %d threads, window %s; latency = upper bound "
                    "of its log2 bucket (≤2^k µs)" % (meta["memaslap"], meta["bench_threads"],
                                                        meta["window"]))

@@ -588,6 +588,15 @@ def test_resp_set_visible_to_memcached(mc, resp):
     assert head in (b"HD t70", b"HD t69")
     resp.persist("r")
     assert mc.meta("mg r t")[0] == b"HD t-1"
+    # A RESP SET over a flagged memcached item stores a new value: flags 0, no TTL.
+    mc.store("set", "f", "mc", flags=42, exptime=100)
+    resp.set("f", "resp")
+    assert mc.get("f") == {b"f": (0, b"resp", None)}
+    assert resp.ttl("f") == -1
+    # APPEND keeps them (the item is modified, not replaced), as memcached's append does.
+    mc.store("set", "a", "mc", flags=42)
+    resp.append("a", "+")
+    assert mc.get("a") == {b"a": (42, b"mc+", None)}
 
 
 def test_resp_write_breaks_memcached_cas(mc, resp):

@@ -1,6 +1,6 @@
 """The memcached door, binary protocol: every opcode and its quiet variant over raw
 struct-packed sockets (opaque and CAS echo, status codes, quiet rules, malformed packets),
-and the python-binary-memcached client from PyPI where it is installed."""
+and the python-binary-memcached client from PyPI (tests/requirements.txt)."""
 
 from __future__ import annotations
 
@@ -333,7 +333,7 @@ def test_binary_sees_resp_and_text(mcb, mc_server):
 
 
 def test_python_binary_memcached_client(mc_server):
-    bmemcached = pytest.importorskip("bmemcached")
+    import bmemcached  # tests/requirements.txt
     c = bmemcached.Client((f"127.0.0.1:{mc_server.mc_port}",))
     try:
         assert c.set("k", "v1") is True
