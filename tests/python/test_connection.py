@@ -408,6 +408,9 @@ def test_client_kill_by_id(server):
 
 def test_client_kill_by_addr(server):
     admin, victim = server.raw(), server.raw()
+    # A round trip first: connect() returns once the kernel has accepted, which can be before
+    # the server has registered the connection, so a KILL could otherwise find nobody.
+    assert victim.call("PING") == "PONG"
     host, port = victim.sock.getsockname()
     assert admin.call("CLIENT", "KILL", "ADDR", f"{host}:{port}") == 1
     assert victim.is_closed()
@@ -416,6 +419,9 @@ def test_client_kill_by_addr(server):
 
 def test_client_kill_old_form(server):
     admin, victim = server.raw(), server.raw()
+    # A round trip first: connect() returns once the kernel has accepted, which can be before
+    # the server has registered the connection, so a KILL could otherwise find nobody.
+    assert victim.call("PING") == "PONG"
     host, port = victim.sock.getsockname()
     assert admin.call("CLIENT", "KILL", f"{host}:{port}") == "OK"
     assert victim.is_closed()
