@@ -13,12 +13,16 @@ import pytest
 from pymemcache.client.base import Client as PyMemcache
 
 from test_memcached_support import (  # noqa: F401  (fixtures)
+    OP,
+    SUCCESS,
     McBin,
     McText,
     mc,
     mc_server,
     mcd,
+    packet,
     start_with_door,
+    store_extras,
     wait_for,
 )
 
@@ -720,3 +724,57 @@ def test_eviction_policy_makes_room_for_stores(start_server):
     assert int(s["curr_items"]) < n
     assert c.get_one(f"k{n - 1}") == value
     assert c.stats("settings")["evictions"] == "on"
+
+
+# --- CLIENT PAUSE (from the RESP door) --------------------------------------------------------
+
+
+def test_client_pause_write_holds_memcached_writes_not_reads(mc_server, resp):
+    text, binary, reader = McText(mc_server.mc_port), McBin(mc_server.mc_port), \
+        McText(mc_server.mc_port)
+    try:
+        assert text.store("set", "paused-k", "v0") == b"STORED"
+        assert resp.execute_command("CLIENT", "PAUSE", "5000", "WRITE") == b"OK"
+        try:
+            text.send("set paused-k 0 0 2\r\nv1\r\nget paused-k\r\n")
+            binary.send(packet("set", "paused-k", "v2", store_extras()) + packet("noop"))
+            assert text.idle(0.3) == b"", "a text write ran during CLIENT PAUSE WRITE"
+            # Reads from other connections go on, and see the value from before the pause.
+            assert reader.get_one("paused-k") == b"v0"
+            assert reader.meta("mg paused-k v")[1] == b"v0"
+            assert reader.stats()["pid"]
+            # A meta get that touches is a write: held.
+            reader.send("mg paused-k v T30\r\n")
+            assert reader.idle(0.2) == b""
+        finally:
+            assert resp.execute_command("CLIENT", "UNPAUSE") == b"OK"
+        # Each connection's held requests then run in order.
+        assert text.line() == b"STORED"
+        assert text.values()[0][2] in (b"v1", b"v2")
+        r = binary.read()
+        assert (r.opcode, r.status) == (OP["set"], SUCCESS)
+        assert binary.read().opcode == OP["noop"]
+        assert reader.line().startswith(b"VA 2")
+        assert reader.line() in (b"v1", b"v2")
+        assert text.get_one("paused-k") in (b"v1", b"v2")
+    finally:
+        text.close()
+        binary.close()
+        reader.close()
+
+
+def test_client_pause_all_holds_memcached_reads_until_the_deadline(mc_server, resp):
+    c, b = McText(mc_server.mc_port), McBin(mc_server.mc_port)
+    try:
+        assert c.store("set", "paused-all", "v") == b"STORED"
+        start = time.monotonic()
+        assert resp.execute_command("CLIENT", "PAUSE", "400", "ALL") == b"OK"
+        c.send("get paused-all\r\n")
+        b.send(packet("version"))
+        assert c.idle(0.2) == b"", "a read ran during CLIENT PAUSE ALL"
+        assert c.values()[0][2] == b"v"
+        assert b.read().value == b"1.6.18"
+        assert time.monotonic() - start >= 0.35
+    finally:
+        c.close()
+        b.close()

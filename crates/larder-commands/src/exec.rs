@@ -9,7 +9,7 @@ use larder_resp::{Protocol, ReplyBuf};
 use crate::args::Args;
 use crate::config::Param;
 use crate::error::{self, Error};
-use crate::state::{bump, ClientHandle, Pause, Server, SlowEntry};
+use crate::state::{bump, ClientHandle, Server, SlowEntry};
 use crate::table::{flags, Resolved};
 
 /// CLIENT REPLY mode.
@@ -146,15 +146,9 @@ pub fn execute(
         return Outcome::Continue;
     }
     let now_ms = larder_engine::now_ms();
-    let until = server.pause.until_ms.load(Ordering::Acquire);
-    // As in Redis, ALL holds every command (CLIENT UNPAUSE included: only the timeout ends
-    // it); WRITE holds writes.
-    if until > now_ms {
-        let mode = server.pause.mode.load(Ordering::Acquire);
-        let writes = spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
-        if mode == Pause::ALL || writes {
-            return Outcome::Paused { until_ms: until };
-        }
+    let writes = spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
+    if let Some(until_ms) = server.pause.holds(writes, now_ms) {
+        return Outcome::Paused { until_ms };
     }
     // As Redis's processCommand: over maxmemory, evict by policy before any command; reject
     // a DENYOOM command with OOM only if nothing could be evicted (noeviction, or no

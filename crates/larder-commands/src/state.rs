@@ -186,6 +186,17 @@ pub struct Pause {
 impl Pause {
     pub const WRITE: u8 = 1;
     pub const ALL: u8 = 2;
+
+    /// The deadline to hold a command until, if a pause holds it at `now_ms`: ALL holds
+    /// every command (CLIENT UNPAUSE included, as in Redis: only the timeout ends it), WRITE
+    /// holds writes.
+    pub fn holds(&self, write: bool, now_ms: u64) -> Option<u64> {
+        let until = self.until_ms.load(Ordering::Acquire);
+        if until <= now_ms {
+            return None;
+        }
+        (write || self.mode.load(Ordering::Acquire) == Pause::ALL).then_some(until)
+    }
 }
 
 /// Information the network layer provides for INFO.

@@ -341,6 +341,26 @@ pub enum BinaryCommand<'a> {
     },
 }
 
+impl BinaryCommand<'_> {
+    /// Whether the request may change the keyspace (a TTL included), as Redis's `write`
+    /// flag: what `CLIENT PAUSE WRITE` holds back.
+    pub fn writes(&self) -> bool {
+        match self {
+            BinaryCommand::Get { .. }
+            | BinaryCommand::Quit
+            | BinaryCommand::Noop
+            | BinaryCommand::Version
+            | BinaryCommand::Stat { .. } => false,
+            BinaryCommand::Touch { .. }
+            | BinaryCommand::GetAndTouch { .. }
+            | BinaryCommand::Store { .. }
+            | BinaryCommand::Delete { .. }
+            | BinaryCommand::Counter { .. }
+            | BinaryCommand::Flush { .. } => true,
+        }
+    }
+}
+
 /// One parsed binary request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BinaryRequest<'a> {

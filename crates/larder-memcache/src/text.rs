@@ -222,6 +222,34 @@ pub enum TextRequest<'a> {
 }
 
 impl TextRequest<'_> {
+    /// Whether the request may change the keyspace (a TTL included), as Redis's `write`
+    /// flag: what `CLIENT PAUSE WRITE` holds back. `mg` counts when it touches (`T`) or
+    /// vivifies (`N`); plain reads, `stats`, `version` and the like do not.
+    pub fn writes(&self) -> bool {
+        match self {
+            TextRequest::Get { .. }
+            | TextRequest::Gets { .. }
+            | TextRequest::Verbosity { .. }
+            | TextRequest::Version
+            | TextRequest::Quit
+            | TextRequest::Stats { .. }
+            | TextRequest::MetaNoop
+            | TextRequest::MetaDebug { .. } => false,
+            TextRequest::MetaGet(g) => g.flags.ttl.is_some() || g.flags.vivify_ttl.is_some(),
+            TextRequest::Gat { .. }
+            | TextRequest::Gats { .. }
+            | TextRequest::Store(_)
+            | TextRequest::Delete { .. }
+            | TextRequest::Incr { .. }
+            | TextRequest::Decr { .. }
+            | TextRequest::Touch { .. }
+            | TextRequest::FlushAll { .. }
+            | TextRequest::MetaSet(_)
+            | TextRequest::MetaDelete(_)
+            | TextRequest::MetaArithmetic(_) => true,
+        }
+    }
+
     /// Whether a classic command asked for `noreply`. Meta commands have their own `q`
     /// rules, applied by [`crate::TextWriter`]; this is false for them.
     pub fn noreply(&self) -> bool {

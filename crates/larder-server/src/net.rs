@@ -116,11 +116,11 @@ impl Client {
         }
     }
 
-    /// CLIENT PAUSE holds back RESP connections only.
+    /// Set while CLIENT PAUSE holds the connection's next request.
     fn paused_until_ms(&self) -> Option<u64> {
         match self {
             Client::Resp(c) => c.paused_until_ms,
-            Client::Memcache(_) => None,
+            Client::Memcache(c) => c.paused_until_ms,
         }
     }
 

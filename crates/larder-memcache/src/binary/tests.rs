@@ -437,3 +437,40 @@ fn status_constants() {
     assert_eq!(Status::KEY_NOT_FOUND.message(), "Not found");
     assert_eq!(Status::SUCCESS.message(), "");
 }
+
+#[test]
+fn writes_are_what_client_pause_write_holds() {
+    let e = set_extras(0, 0);
+    let c = counter_extras(1, 0, 0);
+    let t = 10u32.to_be_bytes();
+    let reads: [(u8, &[u8], &[u8]); 6] = [
+        (0x00, &[], b"k"),
+        (0x0d, &[], b"k"),
+        (0x0a, &[], b""),
+        (0x0b, &[], b""),
+        (0x10, &[], b""),
+        (0x07, &[], b""),
+    ];
+    for (op, extras, key) in reads {
+        assert!(!one(&packet(op, extras, key, b"", 0)).writes(), "{op:#x}");
+    }
+    let writes: [(u8, &[u8], &[u8]); 9] = [
+        (0x01, &e, b"k"),
+        (0x12, &e, b"k"),
+        (0x0e, &[], b"k"),
+        (0x04, &[], b"k"),
+        (0x05, &c, b"k"),
+        (0x16, &c, b"k"),
+        (0x08, &[], b""),
+        (0x1c, &t, b"k"),
+        (0x1d, &t, b"k"),
+    ];
+    for (op, extras, key) in writes {
+        let value: &[u8] = if matches!(op, 0x01 | 0x12 | 0x0e) {
+            b"v"
+        } else {
+            b""
+        };
+        assert!(one(&packet(op, extras, key, value, 0)).writes(), "{op:#x}");
+    }
+}

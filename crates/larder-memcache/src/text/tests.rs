@@ -780,3 +780,43 @@ fn bad_chunk_leaves_the_rest_to_be_read() {
     assert_eq!(steps[1], Step::Error(TextErrorKind::UnknownCommand, false));
     assert!(matches!(&steps[2], Step::Request(r) if r.starts_with("Get")));
 }
+
+#[test]
+fn writes_are_what_client_pause_write_holds() {
+    let limits = Limits::default();
+    let writes = |line: &[u8]| match parse_text(line, &limits) {
+        Ok(Some((req, _))) => req.writes(),
+        other => panic!("{other:?}"),
+    };
+    for line in [
+        &b"get a b\r\n"[..],
+        b"gets a\r\n",
+        b"version\r\n",
+        b"stats\r\n",
+        b"verbosity 1\r\n",
+        b"mg a v f c\r\n",
+        b"mn\r\n",
+        b"me a\r\n",
+    ] {
+        assert!(!writes(line), "{}", String::from_utf8_lossy(line));
+    }
+    for line in [
+        &b"set a 0 0 1\r\nx\r\n"[..],
+        b"cas a 0 0 1 5\r\nx\r\n",
+        b"append a 0 0 1\r\nx\r\n",
+        b"delete a\r\n",
+        b"incr a 1\r\n",
+        b"decr a 1\r\n",
+        b"touch a 10\r\n",
+        b"gat 10 a\r\n",
+        b"gats 10 a\r\n",
+        b"flush_all\r\n",
+        b"mg a v T30\r\n",
+        b"mg a v N30\r\n",
+        b"ms a 1\r\nx\r\n",
+        b"md a\r\n",
+        b"ma a\r\n",
+    ] {
+        assert!(writes(line), "{}", String::from_utf8_lossy(line));
+    }
+}

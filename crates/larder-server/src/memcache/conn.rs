@@ -44,6 +44,9 @@ pub struct McConn {
     pub read_closed: bool,
     /// Reading stopped before the socket was drained; the worker must call `on_ready` again.
     pub more: bool,
+    /// CLIENT PAUSE holds the next buffered request until this Unix ms (re-checked sooner:
+    /// CLIENT UNPAUSE may end it early).
+    pub paused_until_ms: Option<u64>,
 }
 
 impl McConn {
@@ -71,6 +74,7 @@ impl McConn {
             eof: false,
             read_closed: false,
             more: false,
+            paused_until_ms: None,
         }
     }
 
@@ -93,9 +97,14 @@ impl McConn {
                 return;
             }
         }
-        // Requests held back by output back pressure: no readiness event will announce them.
+        // Requests held back by a pause or by output back pressure: no readiness event will
+        // announce them.
         if !self.rbuf.is_empty() {
             self.process_buffered(server);
+            if self.paused_until_ms.is_some() {
+                self.flush(server);
+                return;
+            }
             if self.pending_output() >= OUTPUT_HIGH_WATER {
                 self.flush(server);
                 self.more = true;
@@ -178,7 +187,7 @@ impl McConn {
             self.handle
                 .query_buf_bytes
                 .store(self.rbuf.len(), Ordering::Relaxed);
-            if self.closing.is_some() {
+            if self.closing.is_some() || self.paused_until_ms.is_some() {
                 break;
             }
             if self.pending_output() >= OUTPUT_HIGH_WATER {
@@ -195,7 +204,7 @@ impl McConn {
             }
         }
         self.flush(server);
-        if self.eof && self.closing.is_none() {
+        if self.eof && self.closing.is_none() && self.paused_until_ms.is_none() {
             self.closing = Some(if self.pending_output() > 0 {
                 Close::AfterReply
             } else {
@@ -226,6 +235,7 @@ impl McConn {
     /// Parses and runs requests held in `rbuf`.
     fn process_buffered(&mut self, server: &Server) {
         if self.rbuf.is_empty() || self.rbuf.len() < self.session.min_total {
+            self.paused_until_ms = None;
             return;
         }
         let buf = std::mem::take(&mut self.rbuf);
@@ -241,6 +251,7 @@ impl McConn {
         let first = self.session.protocol.is_none();
         let stop_at = self.written + OUTPUT_HIGH_WATER;
         let (used, close) = self.session.run(&cx, buf, &mut self.out, stop_at);
+        self.paused_until_ms = self.session.paused_until_ms;
         if close {
             self.closing = Some(Close::AfterReply);
         }

@@ -19,6 +19,9 @@ pub(super) struct Session {
     pub(super) min_total: usize,
     /// Bytes still to drop from the input: the rest of a refused request.
     discard: usize,
+    /// Set when CLIENT PAUSE held the next request back: the pause's deadline. The request
+    /// stays unconsumed and runs on a later call.
+    pub(super) paused_until_ms: Option<u64>,
 }
 
 impl Session {
@@ -35,6 +38,8 @@ impl Session {
         let limits = limits(cx.server);
         let mut pos = 0;
         self.min_total = 0;
+        self.paused_until_ms = None;
+        let now_ms = larder_engine::now_ms();
         while pos < buf.len() {
             let rest = &buf[pos..];
             if self.discard > 0 {
@@ -46,6 +51,7 @@ impl Session {
             let protocol = *self.protocol.get_or_insert_with(|| detect(rest[0]));
             let step = match protocol {
                 Protocol::Text => match parse_text(rest, &limits) {
+                    Ok(Some((req, _))) if self.held(cx, req.writes(), now_ms) => break,
                     Ok(Some((req, used))) => Step::Ran(text::execute(cx, &req, out), used),
                     Ok(None) => Step::Incomplete,
                     Err(e) => {
@@ -61,6 +67,7 @@ impl Session {
                     }
                 },
                 Protocol::Binary => match parse_binary(rest, &limits) {
+                    Ok(Some((req, _))) if self.held(cx, req.command.writes(), now_ms) => break,
                     Ok(Some((req, used))) => Step::Ran(binary::execute(cx, &req, out), used),
                     Ok(None) => {
                         // Read the whole body before parsing again.
@@ -108,6 +115,13 @@ impl Session {
         }
         // `min_total` counts from `pos`, the first unparsed byte, which starts `rbuf` next.
         (pos, false)
+    }
+
+    /// Whether CLIENT PAUSE holds a request back now (as it holds RESP commands: ALL holds
+    /// everything, WRITE holds writes); records the deadline if so.
+    fn held(&mut self, cx: &Ctx<'_>, writes: bool, now_ms: u64) -> bool {
+        self.paused_until_ms = cx.server.pause.holds(writes, now_ms);
+        self.paused_until_ms.is_some()
     }
 }
 
