@@ -1,23 +1,23 @@
-//! One RESP connection: read, parse every complete request, execute, write all replies.
+//! One client connection's I/O, whatever its protocol: reads under a fairness budget, output
+//! back pressure, writes, and the rules for closing. What the bytes mean is the [`Handler`]'s
+//! business (RESP in `resp.rs`, memcached in `memcache/conn.rs`), so both doors share one set
+//! of I/O rules.
 
-use std::borrow::Cow;
 use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
 
-use larder_commands::config::Param;
-use larder_commands::state::bump;
-use larder_commands::{execute, ConnState, Outcome, Server};
-use larder_resp::{parse_request_resume, Limits, Parsed, Progress, Protocol, ReplyBuf};
+use larder_commands::state::{bump, ClientHandle};
+use larder_commands::Server;
 use mio::net::TcpStream;
 
 /// Size of one read. Matches Redis's PROTO_IOBUF_LEN.
 pub const READ_CHUNK: usize = 16 * 1024;
-/// Stop executing pipelined requests and write once this much output is pending, so a
-/// client that pipelines faster than it reads cannot grow our memory without bound.
-const OUTPUT_HIGH_WATER: usize = 4 * 1024 * 1024;
+/// Stop running pipelined requests and write once this much output is pending, so a client
+/// that pipelines faster than it reads cannot grow our memory without bound.
+pub const OUTPUT_HIGH_WATER: usize = 4 * 1024 * 1024;
 /// Reads per readiness turn before yielding to other connections, so a client streaming a
 /// huge pipeline cannot starve the others on its worker.
-const READS_PER_TURN: usize = 4;
+pub const READS_PER_TURN: usize = 4;
 /// Give back read/write buffer memory above this once a connection goes quiet.
 const BUFFER_KEEP: usize = 64 * 1024;
 
@@ -32,22 +32,59 @@ pub enum Close {
     Now,
 }
 
-/// A client connection and its buffers.
-pub struct Conn {
+/// What one [`Handler::process`] call did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Processed {
+    /// Input bytes consumed.
+    pub used: usize,
+    /// Close the connection (once the answers are written, for [`Close::AfterReply`]).
+    pub close: Option<Close>,
+    /// CLIENT PAUSE held the next request back until this Unix ms; it stays unconsumed.
+    pub paused_until_ms: Option<u64>,
+}
+
+/// The protocol half of a connection: turns the bytes read into answers.
+pub trait Handler {
+    /// Parses and runs the complete requests at the front of `buf`, appending answers to
+    /// `out`, and stops early once `out` holds `stop_at` bytes.
+    fn process(
+        &mut self,
+        server: &Server,
+        buf: &[u8],
+        out: &mut Vec<u8>,
+        stop_at: usize,
+    ) -> Processed;
+
+    /// Do not parse again until the unparsed input holds this many bytes (a large value or
+    /// bulk argument is arriving).
+    fn min_total(&self) -> usize;
+
+    /// The client as CLIENT LIST shows it and CLIENT KILL marks it.
+    fn handle(&self) -> &ClientHandle;
+
+    /// The most unparsed input the connection may hold; more closes it.
+    fn input_limit(&self, server: &Server) -> usize;
+
+    /// Protocol-specific accounting of bytes read and written (the server-wide counters are
+    /// kept by the connection).
+    fn count_io(&self, _read: usize, _written: usize) {}
+
+    /// The connection gave up its turn with input possibly left unread.
+    fn yielded(&self) {}
+}
+
+/// A client connection: its socket, buffers and protocol handler.
+pub struct Conn<H> {
     pub stream: TcpStream,
-    pub state: ConnState,
+    pub handler: H,
+    /// The worker serving the connection (indexes the per-thread counters).
+    worker: usize,
     /// Bytes received but not yet parsed (only when a request spans reads).
     rbuf: Vec<u8>,
-    /// Do not parse again until `rbuf` holds this many bytes (a big bulk is streaming in).
-    min_total: usize,
-    /// How far the incomplete request at the front of `rbuf` has been parsed, so a huge
-    /// request of many small arguments (a 1M-argument MSET) is not re-scanned from its start
-    /// on every read.
-    progress: Progress,
-    pub out: ReplyBuf,
-    /// Bytes of `out.buf` already written.
+    out: Vec<u8>,
+    /// Bytes of `out` already written.
     written: usize,
-    /// Set while CLIENT PAUSE holds back our next command.
+    /// Set while CLIENT PAUSE holds back the next request.
     pub paused_until_ms: Option<u64>,
     pub closing: Option<Close>,
     /// Output is pending and the socket is full: WRITABLE interest is wanted.
@@ -60,20 +97,20 @@ pub struct Conn {
     /// "drained" (with edge-triggered polling no further event would come).
     pub read_closed: bool,
     /// Reading stopped before the socket was drained (fairness budget or output back
-    /// pressure): with edge-triggered polling no new event will come for those bytes, so the
-    /// worker must call `on_ready` again.
+    /// pressure), or requests wait in `rbuf`: with edge-triggered polling no new event will
+    /// come for them, so the worker must call `on_ready` again.
     pub more: bool,
 }
 
-impl Conn {
-    pub fn new(stream: TcpStream, state: ConnState) -> Conn {
+impl<H: Handler> Conn<H> {
+    /// A new connection served by worker `worker`.
+    pub fn new(stream: TcpStream, worker: usize, handler: H) -> Conn<H> {
         Conn {
             stream,
-            state,
+            handler,
+            worker,
             rbuf: Vec::new(),
-            min_total: 0,
-            progress: Progress::default(),
-            out: ReplyBuf::new(Protocol::Resp2),
+            out: Vec::new(),
             written: 0,
             paused_until_ms: None,
             closing: None,
@@ -87,10 +124,10 @@ impl Conn {
 
     /// Pending output bytes.
     pub fn pending_output(&self) -> usize {
-        self.out.buf.len() - self.written
+        self.out.len() - self.written
     }
 
-    /// Handle readiness: read what is available, run complete requests, write replies.
+    /// Handles readiness: reads what is available, runs complete requests, writes answers.
     /// `scratch` is the worker's shared read buffer, used when no partial request is pending.
     pub fn on_ready(&mut self, server: &Server, scratch: &mut Vec<u8>, now_ms: u64) {
         self.more = false;
@@ -120,11 +157,11 @@ impl Conn {
                 return;
             }
         }
-        self.state
-            .handle
+        self.handler
+            .handle()
             .last_interaction_ms
             .store(now_ms, Ordering::Relaxed);
-        let limit = server.config.num(Param::ClientQueryBufferLimit).max(0) as usize;
+        let limit = self.handler.input_limit(server);
         let mut reads = 0;
         loop {
             reads += 1;
@@ -133,16 +170,13 @@ impl Conn {
                 if scratch.len() < READ_CHUNK {
                     scratch.resize(READ_CHUNK, 0);
                 }
-                match self.stream.read(scratch) {
+                match self.stream.read(&mut scratch[..READ_CHUNK]) {
                     Ok(0) => {
                         self.eof = true;
                         break;
                     }
                     Ok(n) => {
-                        bump(
-                            &server.stats.threads[self.state.worker].net_input_bytes,
-                            n as u64,
-                        );
+                        self.count_input(server, n);
                         // Fast path: parse straight from the scratch buffer; keep only a
                         // trailing partial request.
                         let used = self.process(server, &scratch[..n]);
@@ -159,8 +193,8 @@ impl Conn {
                     }
                 }
             } else {
-                let want =
-                    READ_CHUNK.max(self.min_total.saturating_sub(self.rbuf.len()).min(1 << 20));
+                let pending = self.handler.min_total().saturating_sub(self.rbuf.len());
+                let want = READ_CHUNK.max(pending.min(1 << 20));
                 let start = self.rbuf.len();
                 self.rbuf.resize(start + want, 0);
                 match self.stream.read(&mut self.rbuf[start..]) {
@@ -171,10 +205,7 @@ impl Conn {
                     }
                     Ok(n) => {
                         self.rbuf.truncate(start + n);
-                        bump(
-                            &server.stats.threads[self.state.worker].net_input_bytes,
-                            n as u64,
-                        );
+                        self.count_input(server, n);
                         self.process_buffered(server);
                         n < want
                     }
@@ -195,14 +226,14 @@ impl Conn {
             if self.rbuf.len() > limit {
                 // Redis closes such a client without a reply.
                 tracing::warn!(
-                    client = %self.state.handle.addr,
+                    client = %self.handler.handle().addr,
                     "closing client that reached max query buffer length"
                 );
                 self.closing = Some(Close::Now);
                 return;
             }
-            self.state
-                .handle
+            self.handler
+                .handle()
                 .query_buf_bytes
                 .store(self.rbuf.len(), Ordering::Relaxed);
             if self.closing.is_some() || self.paused_until_ms.is_some() {
@@ -218,6 +249,7 @@ impl Conn {
                 break;
             }
             if reads >= READS_PER_TURN {
+                self.handler.yielded();
                 self.more = true;
                 break;
             }
@@ -235,9 +267,15 @@ impl Conn {
         }
     }
 
-    /// Parse and run requests held in `rbuf`.
-    pub fn process_buffered(&mut self, server: &Server) {
-        if self.rbuf.is_empty() || self.rbuf.len() < self.min_total {
+    fn count_input(&self, server: &Server, n: usize) {
+        bump(&server.stats.threads[self.worker].net_input_bytes, n as u64);
+        self.handler.count_io(n, 0);
+    }
+
+    /// Parses and runs requests held in `rbuf`.
+    fn process_buffered(&mut self, server: &Server) {
+        if self.rbuf.is_empty() || self.rbuf.len() < self.handler.min_total() {
+            self.paused_until_ms = None;
             return;
         }
         let buf = std::mem::take(&mut self.rbuf);
@@ -247,77 +285,21 @@ impl Conn {
         self.rbuf = buf;
     }
 
-    /// Parse and execute complete requests at the front of `buf`; returns the bytes consumed.
+    /// Parses and runs complete requests at the front of `buf`; returns the bytes consumed.
     fn process(&mut self, server: &Server, buf: &[u8]) -> usize {
-        let mut limits = Limits {
-            proto_max_bulk_len: server.config.num(Param::ProtoMaxBulkLen).max(0) as u64,
-            ..Limits::default()
-        };
-        let mut argv: Vec<Cow<'_, [u8]>> = Vec::new();
-        let mut args: Vec<&[u8]> = Vec::new();
-        let mut pos = 0;
-        self.min_total = 0;
-        self.paused_until_ms = None;
-        while pos < buf.len() && self.closing.is_none() {
-            // Re-read per request: an AUTH earlier in the same pipeline lifts the limits.
-            limits.unauthenticated = !self.state.authenticated;
-            match parse_request_resume(&buf[pos..], &limits, &mut argv, &mut self.progress) {
-                Ok(Parsed::Complete { consumed }) => {
-                    if !argv.is_empty() {
-                        // Multibulk arguments borrow from `buf`; reuse one Vec for them. Inline
-                        // commands with quoted (owned) arguments take the slow path.
-                        args.clear();
-                        let borrowed = argv.iter().all(|a| matches!(a, Cow::Borrowed(_)));
-                        let outcome = if borrowed {
-                            args.extend(argv.iter().filter_map(|a| match a {
-                                Cow::Borrowed(b) => Some(*b),
-                                Cow::Owned(_) => None,
-                            }));
-                            execute(server, &mut self.state, &args, &mut self.out)
-                        } else {
-                            let owned: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
-                            execute(server, &mut self.state, &owned, &mut self.out)
-                        };
-                        match outcome {
-                            Outcome::Continue => {}
-                            Outcome::Paused { until_ms } => {
-                                self.paused_until_ms = Some(until_ms);
-                                break;
-                            }
-                        }
-                        if self.state.close_after_reply {
-                            self.closing = Some(Close::AfterReply);
-                        }
-                    }
-                    pos += consumed;
-                    if self.pending_output() >= OUTPUT_HIGH_WATER {
-                        break;
-                    }
-                }
-                Ok(Parsed::Incomplete { min_total }) => {
-                    self.min_total = min_total;
-                    break;
-                }
-                Err(e) => {
-                    // Redis replies with the protocol error and closes the connection.
-                    larder_commands::exec::reply_error(
-                        server,
-                        &self.state,
-                        &mut self.out,
-                        &larder_commands::error::Error::Owned(e.message()),
-                    );
-                    self.closing = Some(Close::AfterReply);
-                    pos = buf.len();
-                }
-            }
+        let stop_at = self.written + OUTPUT_HIGH_WATER;
+        let done = self.handler.process(server, buf, &mut self.out, stop_at);
+        self.paused_until_ms = done.paused_until_ms;
+        if done.close.is_some() {
+            self.closing = done.close;
         }
-        pos
+        done.used
     }
 
-    /// Write pending output. Sets `want_write` if the socket is full.
+    /// Writes pending output. Sets `want_write` if the socket is full.
     pub fn flush(&mut self, server: &Server) {
-        while self.written < self.out.buf.len() {
-            match self.stream.write(&self.out.buf[self.written..]) {
+        while self.written < self.out.len() {
+            match self.stream.write(&self.out[self.written..]) {
                 Ok(0) => {
                     self.closing = Some(Close::Peer);
                     break;
@@ -325,9 +307,10 @@ impl Conn {
                 Ok(n) => {
                     self.written += n;
                     bump(
-                        &server.stats.threads[self.state.worker].net_output_bytes,
+                        &server.stats.threads[self.worker].net_output_bytes,
                         n as u64,
                     );
+                    self.handler.count_io(0, n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -337,18 +320,18 @@ impl Conn {
                 }
             }
         }
-        if self.written == self.out.buf.len() {
-            self.out.buf.clear();
+        if self.written == self.out.len() {
+            self.out.clear();
             self.written = 0;
-            if self.out.buf.capacity() > BUFFER_KEEP {
-                self.out.buf = Vec::new();
+            if self.out.capacity() > BUFFER_KEEP {
+                self.out = Vec::new();
             }
             self.want_write = false;
         } else {
             self.want_write = true;
         }
-        self.state
-            .handle
+        self.handler
+            .handle()
             .output_buf_bytes
             .store(self.pending_output(), Ordering::Relaxed);
     }

@@ -8,6 +8,7 @@ mod cache_cli;
 mod conn;
 mod memcache;
 mod net;
+mod resp;
 
 use std::net::ToSocketAddrs;
 use std::sync::Arc;

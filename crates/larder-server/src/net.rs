@@ -22,8 +22,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
 
-use crate::conn::{Close, Conn};
-use crate::memcache::{McConn, McShared};
+use crate::conn::{Close, Conn, Handler, Processed};
+use crate::memcache::{McHandler, McShared};
+use crate::resp::RespHandler;
 
 const WAKER: Token = Token(usize::MAX);
 const LISTENER_BASE: usize = 1 << 30;
@@ -46,98 +47,65 @@ struct WorkerLink {
     waker: Arc<mio::Waker>,
 }
 
-/// A connection of either door, as a worker holds it.
-enum Client {
-    Resp(Conn),
-    Memcache(McConn),
+/// The protocol half of a connection of either door.
+enum DoorHandler {
+    Resp(RespHandler),
+    Memcache(McHandler),
 }
 
-impl Client {
-    fn on_ready(&mut self, server: &Server, scratch: &mut Vec<u8>, now_ms: u64) {
+impl Handler for DoorHandler {
+    #[inline]
+    fn process(
+        &mut self,
+        server: &Server,
+        buf: &[u8],
+        out: &mut Vec<u8>,
+        stop_at: usize,
+    ) -> Processed {
         match self {
-            Client::Resp(c) => c.on_ready(server, scratch, now_ms),
-            Client::Memcache(c) => c.on_ready(server, scratch, now_ms),
+            DoorHandler::Resp(h) => h.process(server, buf, out, stop_at),
+            DoorHandler::Memcache(h) => h.process(server, buf, out, stop_at),
         }
     }
 
-    fn flush(&mut self, server: &Server) {
+    fn min_total(&self) -> usize {
         match self {
-            Client::Resp(c) => c.flush(server),
-            Client::Memcache(c) => c.flush(server),
-        }
-    }
-
-    fn should_drop(&self) -> bool {
-        match self {
-            Client::Resp(c) => c.should_drop(),
-            Client::Memcache(c) => c.should_drop(),
-        }
-    }
-
-    fn pending_output(&self) -> usize {
-        match self {
-            Client::Resp(c) => c.pending_output(),
-            Client::Memcache(c) => c.pending_output(),
-        }
-    }
-
-    fn more(&self) -> bool {
-        match self {
-            Client::Resp(c) => c.more,
-            Client::Memcache(c) => c.more,
-        }
-    }
-
-    fn want_write(&self) -> bool {
-        match self {
-            Client::Resp(c) => c.want_write,
-            Client::Memcache(c) => c.want_write,
-        }
-    }
-
-    fn write_registered(&mut self) -> &mut bool {
-        match self {
-            Client::Resp(c) => &mut c.write_registered,
-            Client::Memcache(c) => &mut c.write_registered,
-        }
-    }
-
-    fn read_closed(&mut self) -> &mut bool {
-        match self {
-            Client::Resp(c) => &mut c.read_closed,
-            Client::Memcache(c) => &mut c.read_closed,
-        }
-    }
-
-    fn closing(&mut self) -> &mut Option<Close> {
-        match self {
-            Client::Resp(c) => &mut c.closing,
-            Client::Memcache(c) => &mut c.closing,
-        }
-    }
-
-    /// Set while CLIENT PAUSE holds the connection's next request.
-    fn paused_until_ms(&self) -> Option<u64> {
-        match self {
-            Client::Resp(c) => c.paused_until_ms,
-            Client::Memcache(c) => c.paused_until_ms,
-        }
-    }
-
-    fn stream(&mut self) -> &mut TcpStream {
-        match self {
-            Client::Resp(c) => &mut c.stream,
-            Client::Memcache(c) => &mut c.stream,
+            DoorHandler::Resp(h) => h.min_total(),
+            DoorHandler::Memcache(h) => h.min_total(),
         }
     }
 
     fn handle(&self) -> &ClientHandle {
         match self {
-            Client::Resp(c) => &c.state.handle,
-            Client::Memcache(c) => &c.handle,
+            DoorHandler::Resp(h) => h.handle(),
+            DoorHandler::Memcache(h) => h.handle(),
+        }
+    }
+
+    fn input_limit(&self, server: &Server) -> usize {
+        match self {
+            DoorHandler::Resp(h) => h.input_limit(server),
+            DoorHandler::Memcache(h) => h.input_limit(server),
+        }
+    }
+
+    fn count_io(&self, read: usize, written: usize) {
+        match self {
+            DoorHandler::Resp(h) => h.count_io(read, written),
+            DoorHandler::Memcache(h) => h.count_io(read, written),
+        }
+    }
+
+    fn yielded(&self) {
+        match self {
+            DoorHandler::Resp(h) => h.yielded(),
+            DoorHandler::Memcache(h) => h.yielded(),
         }
     }
 }
+
+/// A connection of either door, as a worker holds it.
+type Client = Conn<DoorHandler>;
 
 /// Start listening and serve until shutdown. Returns when every worker has stopped.
 pub fn serve(
@@ -405,7 +373,7 @@ impl Worker {
                 }
                 let t = ev.token().0;
                 if let Some(conn) = self.conns.get_mut(t) {
-                    *conn.read_closed() |= ev.is_read_closed();
+                    conn.read_closed |= ev.is_read_closed();
                     conn.on_ready(&self.server, &mut self.scratch, now_ms);
                     touched.push(t);
                 }
@@ -437,11 +405,10 @@ impl Worker {
 
     /// How long to block: forever unless a retry, pause or idle-timeout check needs a wake-up.
     fn poll_timeout(&self) -> Option<Duration> {
-        let retry_now = self.retry.iter().any(|&t| {
-            self.conns
-                .get(t)
-                .is_some_and(|c| c.more() && !c.want_write())
-        });
+        let retry_now = self
+            .retry
+            .iter()
+            .any(|&t| self.conns.get(t).is_some_and(|c| c.more && !c.want_write));
         if retry_now {
             return Some(Duration::ZERO);
         }
@@ -501,27 +468,24 @@ impl Worker {
                 })),
             });
             self.server.clients.register(Arc::clone(&handle));
-            match (door, &self.mc) {
+            let handler = match (door, &self.mc) {
                 (Door::Memcache, Some(mc)) => {
-                    entry.insert(Client::Memcache(McConn::new(
-                        stream,
-                        handle,
-                        self.id,
-                        Arc::clone(mc),
-                    )));
+                    DoorHandler::Memcache(McHandler::new(handle, self.id, Arc::clone(mc)))
                 }
-                _ => {
-                    let state = ConnState::new(&self.server, handle, self.id);
-                    entry.insert(Client::Resp(Conn::new(stream, state)));
-                }
-            }
+                _ => DoorHandler::Resp(RespHandler::new(ConnState::new(
+                    &self.server,
+                    handle,
+                    self.id,
+                ))),
+            };
+            entry.insert(Conn::new(stream, self.id, handler));
         }
     }
 
     fn check_killed(&mut self, touched: &mut Vec<usize>) {
         for (t, c) in self.conns.iter_mut() {
-            if c.handle().killed.load(Ordering::Acquire) && c.closing().is_none() {
-                *c.closing() = Some(Close::Now);
+            if c.handler.handle().killed.load(Ordering::Acquire) && c.closing.is_none() {
+                c.closing = Some(Close::Now);
                 touched.push(t);
             }
         }
@@ -536,11 +500,11 @@ impl Worker {
             self.close(t);
             return;
         }
-        if c.more() || c.paused_until_ms().is_some() {
+        if c.more || c.paused_until_ms.is_some() {
             self.retry.push(t);
         }
-        let want_write = c.want_write();
-        if want_write != *c.write_registered() {
+        let want_write = c.want_write;
+        if want_write != c.write_registered {
             let interest = if want_write {
                 Interest::READABLE | Interest::WRITABLE
             } else {
@@ -549,10 +513,10 @@ impl Worker {
             if self
                 .poll
                 .registry()
-                .reregister(c.stream(), Token(t), interest)
+                .reregister(&mut c.stream, Token(t), interest)
                 .is_ok()
             {
-                *c.write_registered() = want_write;
+                c.write_registered = want_write;
             }
         }
     }
@@ -560,8 +524,8 @@ impl Worker {
     fn close(&mut self, t: usize) {
         if self.conns.contains(t) {
             let mut c = self.conns.remove(t);
-            let _ = self.poll.registry().deregister(c.stream());
-            self.server.clients.unregister(c.handle().id);
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            self.server.clients.unregister(c.handler.handle().id);
             self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -571,14 +535,18 @@ impl Worker {
         let timeout_s = self.server.config.num(Param::Timeout);
         let mut doomed = Vec::new();
         for (t, c) in self.conns.iter() {
-            if c.handle().killed.load(Ordering::Acquire) {
+            if c.handler.handle().killed.load(Ordering::Acquire) {
                 doomed.push(t);
                 continue;
             }
-            if timeout_s > 0 && c.pending_output() == 0 && c.paused_until_ms().is_none() {
-                let last = c.handle().last_interaction_ms.load(Ordering::Relaxed);
+            if timeout_s > 0 && c.pending_output() == 0 && c.paused_until_ms.is_none() {
+                let last = c
+                    .handler
+                    .handle()
+                    .last_interaction_ms
+                    .load(Ordering::Relaxed);
                 if now_ms.saturating_sub(last) > timeout_s as u64 * 1000 {
-                    tracing::debug!(client = %c.handle().addr, "closing idle client");
+                    tracing::debug!(client = %c.handler.handle().addr, "closing idle client");
                     doomed.push(t);
                 }
             }
@@ -596,7 +564,7 @@ impl Worker {
             for (_, c) in self.conns.iter_mut() {
                 if c.pending_output() > 0 {
                     c.flush(&self.server);
-                    pending |= c.pending_output() > 0 && *c.closing() != Some(Close::Peer);
+                    pending |= c.pending_output() > 0 && c.closing != Some(Close::Peer);
                 }
             }
             if !pending || Instant::now() >= deadline {

@@ -1,11 +1,11 @@
 //! The memcached door: connections on the memcached port, speaking the text, meta and binary
 //! protocols against database 0 of the same keyspace the RESP door serves.
 //!
-//! - [`McConn`] is one connection: it reads, tells binary from text by the first byte (as
-//!   memcached does, once per connection), parses with `larder-memcache`, runs each request
-//!   and writes the replies. Its I/O rules are the RESP connection's (`conn.rs`): a bounded
-//!   number of reads per readiness turn, output back pressure, pipelining, requests split
-//!   across reads.
+//! - [`McHandler`] is one connection's protocol half (its I/O is the shared
+//!   [`crate::conn::Conn`]: a bounded number of reads per readiness turn, output back
+//!   pressure, pipelining, requests split across reads); its `Session` tells binary from text
+//!   by the first byte (as memcached does, once per connection), parses with
+//!   `larder-memcache` and runs each request.
 //! - `text` and `binary` map parsed requests onto the engine operations of `ops` and encode
 //!   the answers; `stats` renders `stats`; `flush` is `flush_all` with a delay.
 //! - [`McShared`] is the door's server-wide state: counters, the pending flush, verbosity and
@@ -22,7 +22,7 @@ mod session;
 mod stats;
 mod text;
 
-pub use conn::McConn;
+pub use conn::McHandler;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -34,9 +34,6 @@ use larder_commands::Server;
 use larder_engine::Keyspace;
 use larder_memcache::Limits;
 use parking_lot::Mutex;
-
-/// Reads per readiness turn before yielding to the worker's other connections.
-pub const READS_PER_TURN: usize = 4;
 
 /// What memcached answers a connection over the limit before closing it.
 pub const TOO_MANY_CONNECTIONS: &[u8] = b"ERROR Too many open connections\r\n";

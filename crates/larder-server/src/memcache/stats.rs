@@ -224,7 +224,7 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.num("num_threads_per_udp", info.threads);
     e.text("stat_key_prefix", ":");
     e.text("detail_enabled", "no");
-    e.num("reqs_per_event", super::READS_PER_TURN);
+    e.num("reqs_per_event", crate::conn::READS_PER_TURN);
     e.text("cas_enabled", "yes");
     e.num("tcp_backlog", 511);
     e.text("binding_protocol", "auto-negotiate");
