@@ -25,6 +25,7 @@ import json
 import os
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -225,6 +226,8 @@ def render(res):
            " file PSS MiB | read s |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for sc in res["scenarios"]:
+        if sc["round"] != 0 and sc["name"] != "dict":
+            continue
         name = "%s × %d" % (sc["name"], sc["processes"])
         size = file_bytes if sc["name"] == "file" else res["baseline_file_bytes"]
         for r in sc["rows"] + [dict(sc["total"], pid="sum", seconds=None)]:
@@ -238,21 +241,32 @@ def render(res):
                 % mib(r["Pss"]), mib(r["Pss_File"]), mib(r["Pss_Anon"]),
                 mib(r["Shared_Clean"]), mib(r["Private_Clean"] + r["Private_Dirty"]), mapped,
                 fpss, "–" if r["seconds"] is None else "%.1f" % r["seconds"]))
-    out += ["", "| processes | PSS sum MiB | baseline PSS sum MiB | PSS added MiB |"
-            " copies of the file added | file-mapping PSS sum / file size |"
-            " target: %d readers add ≤ 1.0 copy |" % a["readers"],
-            "|---|---:|---:|---:|---:|---:|---|"]
+    out += ["", "Per round (the table above is round 0; dict: last round):", "",
+            "| round | processes | PSS sum MiB | baseline PSS sum MiB | PSS added MiB |"
+            " of which cache mapping MiB | of which other MiB | copies of the file added |",
+            "|---|---|---:|---:|---:|---:|---:|---:|"]
     for c in res["copies"]:
-        if c["name"] != "file":
+        out.append("| %d | %s × %d | %s | %s | %s | %s | %s | %.4f |" % (
+            c["round"], c["name"], c["processes"], mib(c["pss"]), mib(c["baseline_pss"]),
+            mib(c["added_bytes"]), mib(c["added_bytes"] - c["other_added_bytes"]),
+            mib(c["other_added_bytes"]), c["copies"]))
+    out += ["", "| processes | rounds | copies of the file added, median [min–max] |"
+            " cache-mapping PSS sum / file size | target: %d readers add ≤ 1.0 copy |"
+            % a["readers"], "|---|---:|---:|---:|---|"]
+    for key in dict.fromkeys((c["name"], c["processes"]) for c in res["copies"]):
+        cs = [c for c in res["copies"] if (c["name"], c["processes"]) == key]
+        med = statistics.median(c["copies"] for c in cs)
+        fc = [c["file_pss_copies"] for c in cs if c["file_pss_copies"] is not None]
+        if key[0] != "file":
             verdict = "comparison"
-        elif c["processes"] != a["readers"]:
+        elif key[1] != a["readers"]:
             verdict = "reference"
         else:
-            verdict = "met" if c["copies"] <= 1.0 else "not met"
-        out.append("| %s × %d | %s | %s | %s | **%.4f** | %s | %s |" % (
-            c["name"], c["processes"], mib(c["pss"]), mib(c["baseline_pss"]),
-            mib(c["added_bytes"]), c["copies"],
-            "–" if c["file_pss_copies"] is None else "%.4f" % c["file_pss_copies"], verdict))
+            verdict = "met" if med <= 1.0 else "not met"
+        out.append("| %s × %d | %d | **%.4f** [%.4f–%.4f] | %s | %s |" % (
+            key[0], key[1], len(cs), med, min(c["copies"] for c in cs),
+            max(c["copies"] for c in cs),
+            "%.4f–%.4f" % (min(fc), max(fc)) if fc else "–", verdict))
     for note in res["notes"]:
         out.append("\n" + note)
     return "\n".join(out)
@@ -267,6 +281,8 @@ def main():
     ap.add_argument("--size-gb", type=float, default=1.0, help="file size in GiB, roughly")
     ap.add_argument("--value-bytes", type=int, default=200, help="length of the str values")
     ap.add_argument("--readers", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="baseline/reader pairs per process count; medians are reported")
     ap.add_argument("--no-dict", action="store_true",
                     help="skip the comparison of processes that each load a dict")
     ap.add_argument("--dict-mem-max-gb", type=float, default=8.0,
@@ -320,9 +336,15 @@ def main():
               file=sys.stderr)
 
         notes = []
-        plan = [("baseline", "file", 1, small, small_n), ("file", "file", 1, path, n),
-                ("baseline", "file", a.readers, small, small_n),
-                ("file", "file", a.readers, path, n)]
+        # Each round runs the baseline and the readers back to back, in alternating order:
+        # shared-library pages are shared with whatever else runs on the machine, so their
+        # PSS drifts, and a baseline taken next to the readers pairs up best.
+        plan = []
+        for rnd in range(a.rounds):
+            for count in (1, a.readers):
+                pair = [("baseline", "file", count, small, small_n),
+                        ("file", "file", count, path, n)]
+                plan += [(rnd,) + p for p in (pair if rnd % 2 == 0 else pair[::-1])]
         if not a.no_dict:
             # A Python dict of these records is ~1.5-2x the file; ask for 2x per process.
             need = 2 * file_bytes * a.readers
@@ -332,11 +354,12 @@ def main():
                              " MemAvailable %.1f GiB)" % (need / GIB, a.dict_mem_max_gb,
                                                           avail / GIB))
             else:
-                plan.append(("dict", "dict", a.readers, path, n))
+                plan.append((a.rounds - 1, "dict", "dict", a.readers, path, n))
         scenarios = []
-        for name, mode, count, file, records in plan:
-            print("%s × %d ..." % (name, count), file=sys.stderr, end="", flush=True)
-            sc = scenario(a.python, name, mode, count, file, a.timeout)
+        for rnd, name, mode, count, file, records in plan:
+            print("round %d: %s × %d ..." % (rnd, name, count), file=sys.stderr, end="",
+                  flush=True)
+            sc = dict(round=rnd, **scenario(a.python, name, mode, count, file, a.timeout))
             scenarios.append(sc)
             print(" %.1f s, PSS sum %s MiB" % (sc["wall_s"], mib(sc["total"]["Pss"])),
                   file=sys.stderr)
@@ -350,19 +373,21 @@ def main():
         else:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def baseline_pss(count):
-        sc = next(s for s in scenarios if s["name"] == "baseline" and s["processes"] == count)
+    def baseline_pss(rnd, count):
+        sc = next(s for s in scenarios if s["name"] == "baseline" and s["round"] == rnd
+                  and s["processes"] == count)
         return sc["total"]["Pss"] - sc["total"]["file_pss"]
 
     copies = []
     for sc in scenarios:
         if sc["name"] == "baseline":
             continue
-        base_pss = baseline_pss(sc["processes"])
+        base_pss = baseline_pss(sc["round"], sc["processes"])
         added = sc["total"]["Pss"] - base_pss
-        copies.append({"name": sc["name"], "processes": sc["processes"],
+        copies.append({"round": sc["round"], "name": sc["name"], "processes": sc["processes"],
                        "pss": sc["total"]["Pss"], "baseline_pss": base_pss,
                        "added_bytes": added, "copies": added / file_bytes,
+                       "other_added_bytes": added - sc["total"]["file_pss"],
                        "file_pss_copies": sc["total"]["file_pss"] / file_bytes
                        if sc["mode"] == "file" else None})
     res = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine_line(),
