@@ -73,12 +73,14 @@ impl Object {
 /// together, reached through one thin pointer. The pointer's low bit says which kind of block
 /// it is:
 ///
-/// - an *inline block*, `[value_len: u32][key][value]` (4-aligned), for a string value set
-///   as a whole (SET and friends): one allocation per key;
-/// - an *object block*, `[Object][key]` (8-aligned, tag bit set), for a string grown in place
-///   (APPEND, SETRANGE) or a collection.
+/// - an *inline block*, `[key_len: u32][value_len: u32][key][value]` (4-aligned), for a string
+///   value set as a whole (SET and friends): one allocation per key;
+/// - an *object block*, `[Object][key_len: u32][key]` (8-aligned, tag bit set), for a string
+///   grown in place (APPEND, SETRANGE) or a collection.
 ///
-/// The key length lives in the entry, so finding the key needs no header read. An empty key
+/// The lengths live in the block, beside the key they describe (a lookup reads that cache
+/// line anyway), which leaves room in the entry for 32 bits of the key's hash: the shard index
+/// holds only slot ids and rebuilds its hashes from the slab when it resizes. An empty key
 /// with an empty string value owns no block, and neither does a vacant slab slot. The
 /// metadata a later issue needs (per-key version for compare-and-set, memcached client flags,
 /// access time for LRU/LFU) lives in fixed fields.
@@ -86,10 +88,11 @@ impl Object {
 /// Invariants:
 /// - `version == 0` marks a vacant slab slot; live entries have `version >= 1`.
 /// - `block` is `None` (empty key, empty inline string), or the untagged start of an inline
-///   block allocated with `inline_layout(key_len, value_len)` whose header holds `value_len`
-///   and whose bytes are all initialised, or the start plus [`OBJECT_TAG`] of an object block
-///   allocated with `object_layout(key_len)` that holds an initialised `Object` followed by
-///   the key. The entry owns its block alone, as a `Box` owns its value.
+///   block allocated with `inline_layout(key_len, value_len)` whose header holds those two
+///   lengths and whose bytes are all initialised, or the start plus [`OBJECT_TAG`] of an object
+///   block allocated with `object_layout(key_len)` that holds an initialised `Object`, then
+///   `key_len`, then the key. The entry owns its block alone, as a `Box` owns its value.
+/// - The lengths in a block never change; a value of another length gets a new block.
 pub struct Entry {
     /// The key and value block; see the invariants above.
     block: Option<NonNull<u8>>,
@@ -97,7 +100,9 @@ pub struct Entry {
     pub(crate) version: u64,
     /// Absolute deadline in Unix milliseconds; 0 = no expiry.
     pub(crate) expire_at_ms: u64,
-    key_len: u32,
+    /// 32 bits of the key's hash, for the shard index (see `shard::IndexEntry`); set when
+    /// the entry is inserted.
+    pub(crate) hash_tag: u32,
     /// memcached client flags.
     pub(crate) flags: u32,
     /// LRU clock (seconds) of the last access.
@@ -124,11 +129,13 @@ const _: () = {
 /// Low pointer bit that marks an object block. Blocks are at least 4-aligned, so the bit is
 /// free in an untagged pointer.
 const OBJECT_TAG: usize = 1;
-/// Bytes before the key in an inline block: the value length.
-const INLINE_HEADER: usize = std::mem::size_of::<u32>();
-/// Offset of the key in an object block (right after the `Object`, whose size is a multiple
-/// of its alignment).
-const OBJECT_KEY_OFFSET: usize = std::mem::size_of::<Object>();
+/// Bytes before the key in an inline block: the key length and the value length.
+const INLINE_HEADER: usize = 2 * std::mem::size_of::<u32>();
+/// Offset of the key length in an object block: right after the `Object`, whose size is a
+/// multiple of its alignment (so the `u32` is aligned).
+const OBJECT_KEY_LEN_OFFSET: usize = std::mem::size_of::<Object>();
+/// Offset of the key in an object block.
+const OBJECT_KEY_OFFSET: usize = OBJECT_KEY_LEN_OFFSET + std::mem::size_of::<u32>();
 
 /// The entry's block, decoded from the tagged pointer.
 #[derive(Clone, Copy)]
@@ -154,11 +161,12 @@ fn inline_layout(key_len: usize, value_len: usize) -> Layout {
 
 /// The layout of an object block for `key_len` key bytes.
 fn object_layout(key_len: usize) -> Layout {
-    match Layout::new::<Object>().extend(Layout::array::<u8>(key_len).unwrap_or_else(|_| {
+    let tail = Layout::array::<u8>(OBJECT_KEY_OFFSET - OBJECT_KEY_LEN_OFFSET + key_len);
+    match Layout::new::<Object>().extend(tail.unwrap_or_else(|_| {
         panic!("entry block size overflows");
     })) {
         Ok((layout, offset)) => {
-            debug_assert_eq!(offset, OBJECT_KEY_OFFSET);
+            debug_assert_eq!(offset, OBJECT_KEY_LEN_OFFSET);
             layout.pad_to_align()
         }
         Err(_) => panic!("entry block size overflows"),
@@ -173,7 +181,7 @@ fn allocate(layout: Layout) -> NonNull<u8> {
     NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
 }
 
-/// A key length as stored in the entry. Keys are bulk strings bounded by `proto-max-bulk-len`
+/// A key length as stored in a block header. Keys are bulk strings bounded by `proto-max-bulk-len`
 /// (512 MiB by default); one of 4 GiB or more breaks the engine's size invariant.
 fn key_len_u32(key: &[u8]) -> u32 {
     match u32::try_from(key.len()) {
@@ -188,13 +196,15 @@ fn new_inline_block(key: &[u8], value: &[u8]) -> Option<NonNull<u8>> {
     if key.is_empty() && value.is_empty() {
         return None;
     }
+    let key_len = key_len_u32(key);
     let value_len = u32::try_from(value.len()).ok()?;
     let p = allocate(inline_layout(key.len(), value.len()));
     // SAFETY: `p` is a fresh allocation of `INLINE_HEADER + key.len() + value.len()` bytes,
-    // aligned for `u32`; the header and the two ranges written are inside it and do not
-    // overlap each other or the source slices, which are borrowed from elsewhere.
+    // aligned for `u32`; the two header words and the two ranges written are inside it and do
+    // not overlap each other or the source slices, which are borrowed from elsewhere.
     unsafe {
-        p.as_ptr().cast::<u32>().write(value_len);
+        p.as_ptr().cast::<u32>().write(key_len);
+        p.as_ptr().cast::<u32>().add(1).write(value_len);
         std::ptr::copy_nonoverlapping(key.as_ptr(), p.as_ptr().add(INLINE_HEADER), key.len());
         std::ptr::copy_nonoverlapping(
             value.as_ptr(),
@@ -207,24 +217,37 @@ fn new_inline_block(key: &[u8], value: &[u8]) -> Option<NonNull<u8>> {
 
 /// A new object block holding `object` and `key`, returned tagged.
 fn new_object_block(key: &[u8], object: Object) -> NonNull<u8> {
+    let key_len = key_len_u32(key);
     let p = allocate(object_layout(key.len()));
     // SAFETY: `p` is a fresh allocation laid out by `object_layout`: room for an `Object` at
-    // offset 0, aligned for it, and for `key.len()` bytes at `OBJECT_KEY_OFFSET`. The key is
-    // borrowed from elsewhere, so the copy does not overlap. Adding `OBJECT_TAG` (1) stays
-    // inside the block, whose size is at least `size_of::<Object>()`.
+    // offset 0, aligned for it, an aligned `u32` at `OBJECT_KEY_LEN_OFFSET`, and `key.len()`
+    // bytes at `OBJECT_KEY_OFFSET`. The key is borrowed from elsewhere, so the copy does not
+    // overlap. Adding `OBJECT_TAG` (1) stays inside the block, whose size is at least
+    // `size_of::<Object>()`.
     unsafe {
         p.as_ptr().cast::<Object>().write(object);
+        p.as_ptr()
+            .add(OBJECT_KEY_LEN_OFFSET)
+            .cast::<u32>()
+            .write(key_len);
         std::ptr::copy_nonoverlapping(key.as_ptr(), p.as_ptr().add(OBJECT_KEY_OFFSET), key.len());
         p.add(OBJECT_TAG)
     }
 }
 
+/// A header word of a live block: `p` is a block's start (callers decode it from an entry) and
+/// `offset` one of `0` or `4` (inline block) or `OBJECT_KEY_LEN_OFFSET` (object block).
+#[inline]
+fn header_u32(p: NonNull<u8>, offset: usize) -> usize {
+    // SAFETY: at those offsets every block of that kind holds an initialised `u32`, aligned
+    // because blocks are at least 4-aligned and the offsets are multiples of 4.
+    unsafe { p.add(offset).cast::<u32>().read() as usize }
+}
+
 /// The value length in an inline block's header.
 #[inline]
 fn inline_value_len(p: NonNull<u8>) -> usize {
-    // SAFETY: `p` is the start of a live inline block (callers decode it from an entry), whose
-    // first 4 bytes are an initialised, aligned `u32`.
-    unsafe { p.cast::<u32>().read() as usize }
+    header_u32(p, 4)
 }
 
 impl Entry {
@@ -233,19 +256,19 @@ impl Entry {
             block: None,
             version: 0,
             expire_at_ms: 0,
-            key_len: 0,
+            hash_tag: 0,
             flags: 0,
             access: 0,
             mc_state: 0,
         }
     }
 
-    fn with_block(key_len: u32, block: Option<NonNull<u8>>) -> Entry {
+    fn with_block(block: Option<NonNull<u8>>) -> Entry {
         Entry {
             block,
             version: 0,
             expire_at_ms: 0,
-            key_len,
+            hash_tag: 0,
             flags: 0,
             access: 0,
             mc_state: 0,
@@ -257,13 +280,11 @@ impl Entry {
             // The inline header holds a u32 length; a longer value lives as a grown string.
             return Entry::new_object(key, Object::Str(value.to_vec()));
         }
-        let key_len = key_len_u32(key);
-        Entry::with_block(key_len, new_inline_block(key, value))
+        Entry::with_block(new_inline_block(key, value))
     }
 
     pub(crate) fn new_object(key: &[u8], object: Object) -> Entry {
-        let key_len = key_len_u32(key);
-        Entry::with_block(key_len, Some(new_object_block(key, object)))
+        Entry::with_block(Some(new_object_block(key, object)))
     }
 
     #[inline]
@@ -290,21 +311,35 @@ impl Entry {
         self.version == 0
     }
 
+    /// The key's length, from the block header.
+    #[inline]
+    fn key_len(&self) -> usize {
+        match self.block() {
+            Block::Empty => 0,
+            Block::Inline(p) => header_u32(p, 0),
+            Block::Object(p) => header_u32(p, OBJECT_KEY_LEN_OFFSET),
+        }
+    }
+
     /// The key.
     #[inline]
     pub fn key(&self) -> &[u8] {
-        let key_len = self.key_len as usize;
         match self.block() {
             Block::Empty => &[],
-            // SAFETY: an inline block holds `key_len` initialised key bytes right after its
-            // header; the entry owns the block, so it lives as long as `&self`.
+            // SAFETY: an inline block holds `key_len` (its first header word) initialised key
+            // bytes right after its header; the entry owns the block, so it lives as long as
+            // `&self`.
             Block::Inline(p) => unsafe {
-                std::slice::from_raw_parts(p.as_ptr().add(INLINE_HEADER), key_len)
+                std::slice::from_raw_parts(p.as_ptr().add(INLINE_HEADER), header_u32(p, 0))
             },
-            // SAFETY: an object block holds `key_len` initialised key bytes at
-            // `OBJECT_KEY_OFFSET`; the entry owns the block, so it lives as long as `&self`.
+            // SAFETY: an object block holds `key_len` (the word at `OBJECT_KEY_LEN_OFFSET`)
+            // initialised key bytes at `OBJECT_KEY_OFFSET`; the entry owns the block, so it
+            // lives as long as `&self`.
             Block::Object(p) => unsafe {
-                std::slice::from_raw_parts(p.as_ptr().add(OBJECT_KEY_OFFSET), key_len)
+                std::slice::from_raw_parts(
+                    p.as_ptr().add(OBJECT_KEY_OFFSET),
+                    header_u32(p, OBJECT_KEY_LEN_OFFSET),
+                )
             },
         }
     }
@@ -324,7 +359,7 @@ impl Entry {
         match self.block() {
             Block::Empty => Some(&[]),
             Block::Inline(p) => {
-                let start = INLINE_HEADER + self.key_len as usize;
+                let start = INLINE_HEADER + header_u32(p, 0);
                 // SAFETY: an inline block holds `value_len` (its header) initialised value
                 // bytes right after the key; the entry owns the block, so it lives as long as
                 // `&self`.
@@ -360,7 +395,7 @@ impl Entry {
         }
         if let Block::Inline(p) = self.block() {
             if inline_value_len(p) == value.len() {
-                let start = INLINE_HEADER + self.key_len as usize;
+                let start = INLINE_HEADER + header_u32(p, 0);
                 // SAFETY: the block holds `value.len()` value bytes at `start`; `&mut self`
                 // gives exclusive access to the block, and `value` cannot point into it
                 // (that would need a shared borrow of `self`).
@@ -419,13 +454,13 @@ impl Entry {
 
     /// Drop and free the block, leaving the entry without one.
     fn free_block(&mut self) {
-        let key_len = self.key_len as usize;
+        let key_len = self.key_len();
         match self.block() {
             Block::Empty => {}
             Block::Inline(p) => {
                 let layout = inline_layout(key_len, inline_value_len(p));
-                // SAFETY: the block was allocated with exactly this layout (its key and value
-                // lengths have not changed since) and the entry, its only owner, forgets it
+                // SAFETY: the block was allocated with exactly this layout (the lengths in its
+                // header never change) and the entry, its only owner, forgets it
                 // right below.
                 unsafe { std::alloc::dealloc(p.as_ptr(), layout) };
             }
@@ -505,7 +540,7 @@ impl Entry {
     /// block (rounded up to 8 bytes; the allocator's size classes may round further).
     pub fn memory_bytes(&self) -> usize {
         let slot = std::mem::size_of::<Entry>() + 8;
-        let key_len = self.key_len as usize;
+        let key_len = self.key_len();
         let block = match self.block() {
             Block::Empty => 0,
             Block::Inline(p) => (INLINE_HEADER + key_len + inline_value_len(p)).next_multiple_of(8),
@@ -536,6 +571,7 @@ impl std::fmt::Debug for Entry {
             )
             .field("object", &self.object())
             .field("version", &self.version)
+            .field("hash_tag", &self.hash_tag)
             .field("expire_at_ms", &self.expire_at_ms)
             .field("flags", &self.flags)
             .field("access", &self.access)
@@ -734,11 +770,15 @@ mod tests {
     fn memory_bytes_counts_the_block() {
         let slot = std::mem::size_of::<Entry>() + 8;
         assert_eq!(Entry::new_string(b"", b"").memory_bytes(), slot);
-        // 4-byte header + 16-byte key + 256-byte value.
+        // 8-byte header + 16-byte key + 256-byte value.
         let e = Entry::new_string(&[b'k'; 16], &[b'v'; 256]);
         assert_eq!(e.memory_bytes(), slot + 280);
+        // Object, key length, 3-byte key (rounded to 8), string capacity.
         let o = Entry::new_object(b"key", Object::Str(Vec::with_capacity(10)));
-        assert_eq!(o.memory_bytes(), slot + (OBJECT_KEY_OFFSET + 8) + 10);
+        assert_eq!(
+            o.memory_bytes(),
+            slot + (OBJECT_KEY_OFFSET + 3).next_multiple_of(8) + 10
+        );
     }
 
     #[test]
