@@ -1,4 +1,12 @@
 //! One key and everything stored with it.
+//!
+//! The entry's key and value share one heap block behind a tagged thin pointer; this module is
+//! the engine's only `unsafe` code, and every block of it states why it is sound.
+#![allow(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
 
 /// The Redis type of a value, as `TYPE` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +33,7 @@ impl ObjectKind {
     }
 }
 
-/// A value that does not live inline in the entry's key allocation.
+/// A value that is not an inline string; it lives in the entry's object block, beside the key.
 ///
 /// Strings start inline (one allocation holds key and value); a string that is grown in place
 /// (APPEND, SETRANGE) moves here so that repeated growth is amortised. Collection types live
@@ -61,22 +69,40 @@ impl Object {
 
 /// One key with its metadata and value.
 ///
-/// Layout is chosen for memory: key and inline string value share one allocation (`kv`), and
-/// the metadata a later issue needs (per-key version for compare-and-set, memcached client
-/// flags, access time for LRU/LFU) lives in fixed fields. 56 bytes plus the `kv` allocation.
+/// Layout is chosen for memory: 40 bytes plus one heap block that holds the key and the value
+/// together, reached through one thin pointer. The pointer's low bit says which kind of block
+/// it is:
 ///
-/// Invariant: `version == 0` marks a vacant slab slot; live entries have `version >= 1`.
-#[derive(Debug)]
+/// - an *inline block*, `[key_len: u32][value_len: u32][key][value]` (4-aligned), for a string
+///   value set as a whole (SET and friends): one allocation per key;
+/// - an *object block*, `[Object][key_len: u32][key]` (8-aligned, tag bit set), for a string
+///   grown in place (APPEND, SETRANGE) or a collection.
+///
+/// The lengths live in the block, beside the key they describe (a lookup reads that cache
+/// line anyway), which leaves room in the entry for 32 bits of the key's hash: the shard index
+/// holds only slot ids and rebuilds its hashes from the slab when it resizes. An empty key
+/// with an empty string value owns no block, and neither does a vacant slab slot. The
+/// metadata a later issue needs (per-key version for compare-and-set, memcached client flags,
+/// access time for LRU/LFU) lives in fixed fields.
+///
+/// Invariants:
+/// - `version == 0` marks a vacant slab slot; live entries have `version >= 1`.
+/// - `block` is `None` (empty key, empty inline string), or the untagged start of an inline
+///   block allocated with `inline_layout(key_len, value_len)` whose header holds those two
+///   lengths and whose bytes are all initialised, or the start plus [`OBJECT_TAG`] of an object
+///   block allocated with `object_layout(key_len)` that holds an initialised `Object`, then
+///   `key_len`, then the key. The entry owns its block alone, as a `Box` owns its value.
+/// - The lengths in a block never change; a value of another length gets a new block.
 pub struct Entry {
-    /// Key bytes, followed by the string value when `object` is `None`.
-    kv: Box<[u8]>,
-    /// A value that is not an inline string.
-    object: Option<Box<Object>>,
+    /// The key and value block; see the invariants above.
+    block: Option<NonNull<u8>>,
     /// Unique, increasing per write; 0 = vacant slot.
     pub(crate) version: u64,
     /// Absolute deadline in Unix milliseconds; 0 = no expiry.
     pub(crate) expire_at_ms: u64,
-    key_len: u32,
+    /// 32 bits of the key's hash, for the shard index (see `shard::IndexEntry`); set when
+    /// the entry is inserted.
+    pub(crate) hash_tag: u32,
     /// memcached client flags.
     pub(crate) flags: u32,
     /// LRU clock (seconds) of the last access.
@@ -86,14 +112,163 @@ pub struct Entry {
     pub(crate) mc_state: u32,
 }
 
+// SAFETY: an `Entry` owns its block exclusively, like a `Box`: no other pointer to the block
+// exists, `&Entry` only reads it and every write goes through `&mut Entry`. The block holds
+// plain bytes and an `Object`, which is `Send + Sync` (checked below), so moving an entry to
+// another thread or sharing `&Entry` between threads is as sound as it is for
+// `Box<(Object, [u8])>`.
+unsafe impl Send for Entry {}
+// SAFETY: see `Send` above; `Entry` has no interior mutability.
+unsafe impl Sync for Entry {}
+
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Object>();
+};
+
+/// Low pointer bit that marks an object block. Blocks are at least 4-aligned, so the bit is
+/// free in an untagged pointer.
+const OBJECT_TAG: usize = 1;
+/// Bytes before the key in an inline block: the key length and the value length.
+const INLINE_HEADER: usize = 2 * std::mem::size_of::<u32>();
+/// Offset of the key length in an object block: right after the `Object`, whose size is a
+/// multiple of its alignment (so the `u32` is aligned).
+const OBJECT_KEY_LEN_OFFSET: usize = std::mem::size_of::<Object>();
+/// Offset of the key in an object block.
+const OBJECT_KEY_OFFSET: usize = OBJECT_KEY_LEN_OFFSET + std::mem::size_of::<u32>();
+
+/// The entry's block, decoded from the tagged pointer.
+#[derive(Clone, Copy)]
+enum Block {
+    /// No block: empty key, empty inline string.
+    Empty,
+    /// Start of an inline block.
+    Inline(NonNull<u8>),
+    /// Start of an object block (tag removed).
+    Object(NonNull<u8>),
+}
+
+/// The layout of an inline block for `key_len` key bytes and `value_len` value bytes.
+fn inline_layout(key_len: usize, value_len: usize) -> Layout {
+    let size = INLINE_HEADER
+        .checked_add(key_len)
+        .and_then(|n| n.checked_add(value_len));
+    match size.map(|n| Layout::from_size_align(n, std::mem::align_of::<u32>())) {
+        Some(Ok(layout)) => layout,
+        _ => panic!("entry block size overflows"),
+    }
+}
+
+/// The layout of an object block for `key_len` key bytes.
+fn object_layout(key_len: usize) -> Layout {
+    let tail = Layout::array::<u8>(OBJECT_KEY_OFFSET - OBJECT_KEY_LEN_OFFSET + key_len);
+    match Layout::new::<Object>().extend(tail.unwrap_or_else(|_| {
+        panic!("entry block size overflows");
+    })) {
+        Ok((layout, offset)) => {
+            debug_assert_eq!(offset, OBJECT_KEY_LEN_OFFSET);
+            layout.pad_to_align()
+        }
+        Err(_) => panic!("entry block size overflows"),
+    }
+}
+
+/// Allocate a block; a failed allocation ends the process as `Box` does.
+fn allocate(layout: Layout) -> NonNull<u8> {
+    // SAFETY: every block layout has a non-zero size: an inline block has its header, an
+    // object block its `Object`.
+    let p = unsafe { std::alloc::alloc(layout) };
+    NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
+}
+
+/// A key length as stored in a block header. Keys are bulk strings bounded by `proto-max-bulk-len`
+/// (512 MiB by default); one of 4 GiB or more breaks the engine's size invariant.
+fn key_len_u32(key: &[u8]) -> u32 {
+    match u32::try_from(key.len()) {
+        Ok(n) => n,
+        Err(_) => panic!("key of {} bytes exceeds the 4 GiB key limit", key.len()),
+    }
+}
+
+/// A new inline block holding `key` and `value`, or `None` when both are empty.
+/// `value` must be shorter than 4 GiB.
+fn new_inline_block(key: &[u8], value: &[u8]) -> Option<NonNull<u8>> {
+    if key.is_empty() && value.is_empty() {
+        return None;
+    }
+    let key_len = key_len_u32(key);
+    let value_len = u32::try_from(value.len()).ok()?;
+    let p = allocate(inline_layout(key.len(), value.len()));
+    // SAFETY: `p` is a fresh allocation of `INLINE_HEADER + key.len() + value.len()` bytes,
+    // aligned for `u32`; the two header words and the two ranges written are inside it and do
+    // not overlap each other or the source slices, which are borrowed from elsewhere.
+    unsafe {
+        p.as_ptr().cast::<u32>().write(key_len);
+        p.as_ptr().cast::<u32>().add(1).write(value_len);
+        std::ptr::copy_nonoverlapping(key.as_ptr(), p.as_ptr().add(INLINE_HEADER), key.len());
+        std::ptr::copy_nonoverlapping(
+            value.as_ptr(),
+            p.as_ptr().add(INLINE_HEADER + key.len()),
+            value.len(),
+        );
+    }
+    Some(p)
+}
+
+/// A new object block holding `object` and `key`, returned tagged.
+fn new_object_block(key: &[u8], object: Object) -> NonNull<u8> {
+    let key_len = key_len_u32(key);
+    let p = allocate(object_layout(key.len()));
+    // SAFETY: `p` is a fresh allocation laid out by `object_layout`: room for an `Object` at
+    // offset 0, aligned for it, an aligned `u32` at `OBJECT_KEY_LEN_OFFSET`, and `key.len()`
+    // bytes at `OBJECT_KEY_OFFSET`. The key is borrowed from elsewhere, so the copy does not
+    // overlap. Adding `OBJECT_TAG` (1) stays inside the block, whose size is at least
+    // `size_of::<Object>()`.
+    unsafe {
+        p.as_ptr().cast::<Object>().write(object);
+        p.as_ptr()
+            .add(OBJECT_KEY_LEN_OFFSET)
+            .cast::<u32>()
+            .write(key_len);
+        std::ptr::copy_nonoverlapping(key.as_ptr(), p.as_ptr().add(OBJECT_KEY_OFFSET), key.len());
+        p.add(OBJECT_TAG)
+    }
+}
+
+/// A header word of a live block: `p` is a block's start (callers decode it from an entry) and
+/// `offset` one of `0` or `4` (inline block) or `OBJECT_KEY_LEN_OFFSET` (object block).
+#[inline]
+fn header_u32(p: NonNull<u8>, offset: usize) -> usize {
+    // SAFETY: at those offsets every block of that kind holds an initialised `u32`, aligned
+    // because blocks are at least 4-aligned and the offsets are multiples of 4.
+    unsafe { p.add(offset).cast::<u32>().read() as usize }
+}
+
+/// The value length in an inline block's header.
+#[inline]
+fn inline_value_len(p: NonNull<u8>) -> usize {
+    header_u32(p, 4)
+}
+
 impl Entry {
     pub(crate) fn vacant() -> Entry {
         Entry {
-            kv: Box::default(),
-            object: None,
+            block: None,
             version: 0,
             expire_at_ms: 0,
-            key_len: 0,
+            hash_tag: 0,
+            flags: 0,
+            access: 0,
+            mc_state: 0,
+        }
+    }
+
+    fn with_block(block: Option<NonNull<u8>>) -> Entry {
+        Entry {
+            block,
+            version: 0,
+            expire_at_ms: 0,
+            hash_tag: 0,
             flags: 0,
             access: 0,
             mc_state: 0,
@@ -101,32 +276,34 @@ impl Entry {
     }
 
     pub(crate) fn new_string(key: &[u8], value: &[u8]) -> Entry {
-        let mut kv = Vec::with_capacity(key.len() + value.len());
-        kv.extend_from_slice(key);
-        kv.extend_from_slice(value);
-        Entry {
-            kv: kv.into_boxed_slice(),
-            object: None,
-            version: 0,
-            expire_at_ms: 0,
-            key_len: key.len() as u32,
-            flags: 0,
-            access: 0,
-            mc_state: 0,
+        if u32::try_from(value.len()).is_err() {
+            // The inline header holds a u32 length; a longer value lives as a grown string.
+            return Entry::new_object(key, Object::Str(value.to_vec()));
         }
+        Entry::with_block(new_inline_block(key, value))
     }
 
     pub(crate) fn new_object(key: &[u8], object: Object) -> Entry {
-        Entry {
-            kv: Box::from(key),
-            object: Some(Box::new(object)),
-            version: 0,
-            expire_at_ms: 0,
-            key_len: key.len() as u32,
-            flags: 0,
-            access: 0,
-            mc_state: 0,
+        Entry::with_block(Some(new_object_block(key, object)))
+    }
+
+    #[inline]
+    fn block(&self) -> Block {
+        match self.block {
+            None => Block::Empty,
+            Some(p) if p.addr().get() & OBJECT_TAG == 0 => Block::Inline(p),
+            // SAFETY: a tagged pointer is an object block's start plus `OBJECT_TAG`
+            // (invariant), so stepping back stays inside that block.
+            Some(p) => Block::Object(unsafe { p.sub(OBJECT_TAG) }),
         }
+    }
+
+    /// The `Object` in this entry's object block `p`.
+    #[inline]
+    fn object_at(&self, p: NonNull<u8>) -> &Object {
+        // SAFETY: `p` is the start of this entry's object block, which holds an initialised
+        // `Object` at offset 0 and lives as long as `&self` (the entry owns it).
+        unsafe { p.cast::<Object>().as_ref() }
     }
 
     #[inline]
@@ -134,27 +311,63 @@ impl Entry {
         self.version == 0
     }
 
+    /// The key's length, from the block header.
+    #[inline]
+    fn key_len(&self) -> usize {
+        match self.block() {
+            Block::Empty => 0,
+            Block::Inline(p) => header_u32(p, 0),
+            Block::Object(p) => header_u32(p, OBJECT_KEY_LEN_OFFSET),
+        }
+    }
+
     /// The key.
     #[inline]
     pub fn key(&self) -> &[u8] {
-        &self.kv[..self.key_len as usize]
+        match self.block() {
+            Block::Empty => &[],
+            // SAFETY: an inline block holds `key_len` (its first header word) initialised key
+            // bytes right after its header; the entry owns the block, so it lives as long as
+            // `&self`.
+            Block::Inline(p) => unsafe {
+                std::slice::from_raw_parts(p.as_ptr().add(INLINE_HEADER), header_u32(p, 0))
+            },
+            // SAFETY: an object block holds `key_len` (the word at `OBJECT_KEY_LEN_OFFSET`)
+            // initialised key bytes at `OBJECT_KEY_OFFSET`; the entry owns the block, so it
+            // lives as long as `&self`.
+            Block::Object(p) => unsafe {
+                std::slice::from_raw_parts(
+                    p.as_ptr().add(OBJECT_KEY_OFFSET),
+                    header_u32(p, OBJECT_KEY_LEN_OFFSET),
+                )
+            },
+        }
     }
 
     /// The value's Redis type.
     #[inline]
     pub fn kind(&self) -> ObjectKind {
-        match &self.object {
-            None => ObjectKind::String,
-            Some(o) => o.kind(),
+        match self.block() {
+            Block::Empty | Block::Inline(_) => ObjectKind::String,
+            Block::Object(p) => self.object_at(p).kind(),
         }
     }
 
     /// The string value, or `None` if the key holds another type.
     #[inline]
     pub fn string(&self) -> Option<&[u8]> {
-        match &self.object {
-            None => Some(&self.kv[self.key_len as usize..]),
-            Some(o) => match o.as_ref() {
+        match self.block() {
+            Block::Empty => Some(&[]),
+            Block::Inline(p) => {
+                let start = INLINE_HEADER + header_u32(p, 0);
+                // SAFETY: an inline block holds `value_len` (its header) initialised value
+                // bytes right after the key; the entry owns the block, so it lives as long as
+                // `&self`.
+                Some(unsafe {
+                    std::slice::from_raw_parts(p.as_ptr().add(start), inline_value_len(p))
+                })
+            }
+            Block::Object(p) => match self.object_at(p) {
                 Object::Str(v) => Some(v),
                 Object::List(_) => None,
             },
@@ -163,38 +376,51 @@ impl Entry {
 
     /// True if the string was modified in place (Redis's "raw" encoding).
     pub fn is_grown_string(&self) -> bool {
-        matches!(self.object.as_deref(), Some(Object::Str(_)))
+        matches!(self.object(), Some(Object::Str(_)))
     }
 
     /// The non-inline value, if any.
     pub fn object(&self) -> Option<&Object> {
-        self.object.as_deref()
+        match self.block() {
+            Block::Object(p) => Some(self.object_at(p)),
+            Block::Empty | Block::Inline(_) => None,
+        }
     }
 
-    /// Replace the value by an inline string, reusing the allocation when sizes match.
+    /// Replace the value by an inline string, reusing the block when the length matches.
     pub(crate) fn set_string(&mut self, value: &[u8]) {
-        let key_len = self.key_len as usize;
-        if self.object.is_none() && self.kv.len() == key_len + value.len() {
-            self.kv[key_len..].copy_from_slice(value);
+        if u32::try_from(value.len()).is_err() {
+            self.set_object(Object::Str(value.to_vec()));
             return;
         }
-        let mut kv = Vec::with_capacity(key_len + value.len());
-        kv.extend_from_slice(&self.kv[..key_len]);
-        kv.extend_from_slice(value);
-        self.kv = kv.into_boxed_slice();
-        self.object = None;
+        if let Block::Inline(p) = self.block() {
+            if inline_value_len(p) == value.len() {
+                let start = INLINE_HEADER + header_u32(p, 0);
+                // SAFETY: the block holds `value.len()` value bytes at `start`; `&mut self`
+                // gives exclusive access to the block, and `value` cannot point into it
+                // (that would need a shared borrow of `self`).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        value.as_ptr(),
+                        p.as_ptr().add(start),
+                        value.len(),
+                    );
+                }
+                return;
+            }
+        }
+        let block = new_inline_block(self.key(), value);
+        self.replace_block(block);
     }
 
-    /// The string value as a growable buffer, moving an inline value out of `kv` first.
-    /// Returns `None` if the key holds another type.
+    /// The string value as a growable buffer, moving an inline value into an object block
+    /// first. Returns `None` if the key holds another type.
     pub(crate) fn string_mut(&mut self) -> Option<&mut Vec<u8>> {
-        if self.object.is_none() {
-            let key_len = self.key_len as usize;
-            let value = self.kv[key_len..].to_vec();
-            self.kv = Box::from(&self.kv[..key_len]);
-            self.object = Some(Box::new(Object::Str(value)));
+        if self.object().is_none() {
+            let value = self.string().unwrap_or_default().to_vec();
+            self.set_object(Object::Str(value));
         }
-        match self.object.as_deref_mut() {
+        match self.object_mut() {
             Some(Object::Str(v)) => Some(v),
             _ => None,
         }
@@ -202,22 +428,60 @@ impl Entry {
 
     /// The non-inline value for in-place modification, if any.
     pub(crate) fn object_mut(&mut self) -> Option<&mut Object> {
-        self.object.as_deref_mut()
+        match self.block() {
+            // SAFETY: the object block holds an initialised `Object` at offset 0; `&mut self`
+            // gives exclusive access to the block for the returned borrow's lifetime.
+            Block::Object(p) => Some(unsafe { p.cast::<Object>().as_mut() }),
+            Block::Empty | Block::Inline(_) => None,
+        }
     }
 
     pub(crate) fn set_object(&mut self, object: Object) {
-        let key_len = self.key_len as usize;
-        if self.kv.len() != key_len {
-            self.kv = Box::from(&self.kv[..key_len]);
+        match self.object_mut() {
+            Some(o) => *o = object,
+            None => {
+                let block = new_object_block(self.key(), object);
+                self.replace_block(Some(block));
+            }
         }
-        self.object = Some(Box::new(object));
+    }
+
+    /// Free the current block and take `block` (which holds the same key) in its place.
+    fn replace_block(&mut self, block: Option<NonNull<u8>>) {
+        self.free_block();
+        self.block = block;
+    }
+
+    /// Drop and free the block, leaving the entry without one.
+    fn free_block(&mut self) {
+        let key_len = self.key_len();
+        match self.block() {
+            Block::Empty => {}
+            Block::Inline(p) => {
+                let layout = inline_layout(key_len, inline_value_len(p));
+                // SAFETY: the block was allocated with exactly this layout (the lengths in its
+                // header never change) and the entry, its only owner, forgets it
+                // right below.
+                unsafe { std::alloc::dealloc(p.as_ptr(), layout) };
+            }
+            Block::Object(p) => {
+                // SAFETY: the block holds an initialised `Object`, dropped here once; then
+                // the block is freed with the layout it was allocated with. The entry, its
+                // only owner, forgets it right below.
+                unsafe {
+                    std::ptr::drop_in_place(p.cast::<Object>().as_ptr());
+                    std::alloc::dealloc(p.as_ptr(), object_layout(key_len));
+                }
+            }
+        }
+        self.block = None;
     }
 
     /// A copy of the value under another key (COPY, RENAME across shards).
     pub(crate) fn clone_with_key(&self, key: &[u8]) -> Entry {
-        let mut e = match &self.object {
+        let mut e = match self.object() {
             None => Entry::new_string(key, self.string().unwrap_or_default()),
-            Some(o) => Entry::new_object(key, o.as_ref().clone()),
+            Some(o) => Entry::new_object(key, o.clone()),
         };
         e.expire_at_ms = self.expire_at_ms;
         e.flags = self.flags;
@@ -272,15 +536,47 @@ impl Entry {
         self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
     }
 
-    /// Approximate bytes this entry costs: the slot, the allocations, and the index share.
+    /// Approximate bytes this entry costs: the slab slot, its share of the index, and the
+    /// block (rounded up to 8 bytes; the allocator's size classes may round further).
     pub fn memory_bytes(&self) -> usize {
         let slot = std::mem::size_of::<Entry>() + 8;
-        let kv = self.kv.len().next_multiple_of(8);
-        let obj = self
-            .object
-            .as_ref()
-            .map_or(0, |o| std::mem::size_of::<Object>() + o.heap_bytes());
-        slot + kv + obj
+        let key_len = self.key_len();
+        let block = match self.block() {
+            Block::Empty => 0,
+            Block::Inline(p) => (INLINE_HEADER + key_len + inline_value_len(p)).next_multiple_of(8),
+            Block::Object(p) => {
+                (OBJECT_KEY_OFFSET + key_len).next_multiple_of(8) + self.object_at(p).heap_bytes()
+            }
+        };
+        slot + block
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.free_block();
+    }
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("key", &self.key().escape_ascii().to_string())
+            .field(
+                "string_len",
+                &self
+                    .object()
+                    .is_none()
+                    .then(|| self.string().map(<[u8]>::len)),
+            )
+            .field("object", &self.object())
+            .field("version", &self.version)
+            .field("hash_tag", &self.hash_tag)
+            .field("expire_at_ms", &self.expire_at_ms)
+            .field("flags", &self.flags)
+            .field("access", &self.access)
+            .field("mc_state", &self.mc_state)
+            .finish()
     }
 }
 
@@ -295,13 +591,19 @@ fn mc_tag(version: u64) -> u32 {
 mod tests {
     use super::*;
 
+    fn list(items: &[&[u8]]) -> Object {
+        Object::List(items.iter().map(|i| Box::from(*i)).collect())
+    }
+
     #[test]
     fn entry_is_compact() {
-        assert!(
-            std::mem::size_of::<Entry>() <= 56,
-            "{}",
-            std::mem::size_of::<Entry>()
-        );
+        assert_eq!(std::mem::size_of::<Entry>(), 40);
+    }
+
+    #[test]
+    fn entry_is_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Entry>();
     }
 
     #[test]
@@ -326,16 +628,157 @@ mod tests {
     }
 
     #[test]
+    fn every_key_and_value_length_round_trips() {
+        // Lengths around the header and alignment boundaries, through every transition.
+        for key_len in 0..=20usize {
+            for value_len in [
+                0usize, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 255, 256,
+            ] {
+                let key: Vec<u8> = (0..key_len).map(|i| b'a' + (i % 26) as u8).collect();
+                let value: Vec<u8> = (0..value_len).map(|i| (i * 7) as u8).collect();
+                let mut e = Entry::new_string(&key, &value);
+                assert_eq!(e.key(), &key[..]);
+                assert_eq!(e.string(), Some(&value[..]));
+                assert_eq!(e.kind(), ObjectKind::String);
+                assert!(e.object().is_none());
+                // Same length: rewritten in place.
+                let same: Vec<u8> = value.iter().map(|b| b.wrapping_add(1)).collect();
+                e.set_string(&same);
+                assert_eq!(e.string(), Some(&same[..]));
+                // Other length: a new block.
+                e.set_string(&value[..value_len / 2]);
+                assert_eq!(e.key(), &key[..]);
+                assert_eq!(e.string(), Some(&value[..value_len / 2]));
+                // Inline -> grown -> inline.
+                e.string_mut().expect("a string").extend_from_slice(b"+");
+                assert!(e.is_grown_string());
+                assert_eq!(e.key(), &key[..]);
+                let mut grown = value[..value_len / 2].to_vec();
+                grown.push(b'+');
+                assert_eq!(e.string(), Some(&grown[..]));
+                let c = e.clone_with_key(&value);
+                assert_eq!(c.key(), &value[..]);
+                assert_eq!(c.string(), Some(&grown[..]));
+                e.set_string(&value);
+                assert!(!e.is_grown_string());
+                assert_eq!(e.string(), Some(&value[..]));
+                // Inline -> list -> inline.
+                e.set_object(list(&[&key, b"x"]));
+                assert_eq!(e.kind(), ObjectKind::List);
+                assert_eq!(e.key(), &key[..]);
+                assert_eq!(e.string(), None);
+                assert!(e.string_mut().is_none());
+                e.set_string(&value);
+                assert_eq!(e.kind(), ObjectKind::String);
+                assert_eq!(e.string(), Some(&value[..]));
+                let c = e.clone_with_key(&key);
+                assert_eq!((c.key(), c.string()), (e.key(), e.string()));
+            }
+        }
+    }
+
+    #[test]
     fn list_object() {
-        let list: std::collections::VecDeque<Box<[u8]>> =
-            [Box::from(&b"a"[..]), Box::from(&b"bb"[..])].into();
-        let e = Entry::new_object(b"k", Object::List(list));
+        let e = Entry::new_object(b"k", list(&[b"a", b"bb"]));
         assert_eq!(e.kind(), ObjectKind::List);
         assert_eq!(e.string(), None);
         assert!(!e.is_grown_string());
         assert!(e.memory_bytes() > std::mem::size_of::<Entry>() + 16);
         let c = e.clone_with_key(b"c");
         assert_eq!(c.object(), e.object());
+        assert_eq!(c.key(), b"c");
+    }
+
+    #[test]
+    fn set_object_replaces_an_object_in_place() {
+        let mut e = Entry::new_object(b"key", list(&[b"a"]));
+        e.set_object(list(&[b"b", b"c"]));
+        assert_eq!(e.object(), Some(&list(&[b"b", b"c"])));
+        e.set_object(Object::Str(b"s".to_vec()));
+        assert!(e.is_grown_string());
+        assert_eq!(e.string(), Some(&b"s"[..]));
+        if let Some(Object::Str(v)) = e.object_mut() {
+            v.push(b'!');
+        }
+        assert_eq!(e.string(), Some(&b"s!"[..]));
+        assert_eq!(e.key(), b"key");
+    }
+
+    #[test]
+    fn empty_key_and_empty_value() {
+        let mut e = Entry::new_string(b"", b"");
+        assert_eq!(e.key(), b"");
+        assert_eq!(e.string(), Some(&b""[..]));
+        assert!(e.block.is_none());
+        e.set_string(b"v");
+        assert_eq!((e.key(), e.string()), (&b""[..], Some(&b"v"[..])));
+        e.set_string(b"");
+        assert!(e.block.is_none());
+        e.string_mut().expect("a string").push(b'g');
+        assert_eq!((e.key(), e.string()), (&b""[..], Some(&b"g"[..])));
+        e.set_string(b"");
+        assert!(e.block.is_none());
+        e.set_object(list(&[b""]));
+        assert_eq!(e.key(), b"");
+        let c = e.clone_with_key(b"");
+        assert_eq!(c.object(), e.object());
+        let k = Entry::new_string(b"k", b"");
+        assert_eq!((k.key(), k.string()), (&b"k"[..], Some(&b""[..])));
+        let o = Entry::new_object(b"", Object::Str(Vec::new()));
+        assert_eq!((o.key(), o.string()), (&b""[..], Some(&b""[..])));
+    }
+
+    #[test]
+    fn large_values() {
+        let big = vec![0xabu8; 1 << 20];
+        let mut e = Entry::new_string(b"big", &big);
+        assert_eq!(e.string(), Some(&big[..]));
+        assert!(e.memory_bytes() >= big.len());
+        e.string_mut().expect("a string").extend_from_slice(&big);
+        assert_eq!(e.string().map(<[u8]>::len), Some(2 << 20));
+        e.set_string(&big[..1000]);
+        assert_eq!(e.string(), Some(&big[..1000]));
+        let long_key = vec![b'k'; 70_000];
+        let c = e.clone_with_key(&long_key);
+        assert_eq!(c.key(), &long_key[..]);
+        assert_eq!(c.string(), Some(&big[..1000]));
+    }
+
+    #[test]
+    fn vacant_and_metadata() {
+        let v = Entry::vacant();
+        assert!(v.is_vacant());
+        assert_eq!(v.key(), b"");
+        drop(v);
+        let mut e = Entry::new_string(b"k", b"v");
+        e.version = 7 << 20;
+        e.expire_at_ms = 99;
+        e.flags = 5;
+        e.access = 3;
+        e.set_mc_state(0x21);
+        let c = e.clone_with_key(b"c");
+        assert_eq!((c.expire_at_ms(), c.flags(), c.access()), (Some(99), 5, 3));
+        assert_eq!(e.mc_state(), 0x21);
+        e.set_string(b"w");
+        assert_eq!(e.mc_state(), 0x21, "only a version change clears the state");
+        assert!(format!("{e:?}").contains("key: \"k\""));
+        let slot = std::mem::replace(&mut e, Entry::vacant());
+        assert_eq!(slot.string(), Some(&b"w"[..]));
+    }
+
+    #[test]
+    fn memory_bytes_counts_the_block() {
+        let slot = std::mem::size_of::<Entry>() + 8;
+        assert_eq!(Entry::new_string(b"", b"").memory_bytes(), slot);
+        // 8-byte header + 16-byte key + 256-byte value.
+        let e = Entry::new_string(&[b'k'; 16], &[b'v'; 256]);
+        assert_eq!(e.memory_bytes(), slot + 280);
+        // Object, key length, 3-byte key (rounded to 8), string capacity.
+        let o = Entry::new_object(b"key", Object::Str(Vec::with_capacity(10)));
+        assert_eq!(
+            o.memory_bytes(),
+            slot + (OBJECT_KEY_OFFSET + 3).next_multiple_of(8) + 10
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! are tested without sockets.
 //!
 //! It is not: a network server, a protocol codec, or a command table (see `larder-commands`).
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod clock;
 mod entry;
