@@ -52,10 +52,15 @@ func Open(path string) (*Cache, error) {
 	if r.status != C.LARDER_OK {
 		return nil, takeError("open", "", r.status, r.msg)
 	}
+	return wrapCache(path, r.cache), nil
+}
+
+// wrapCache takes ownership of a C cache handle.
+func wrapCache(path string, handle C.uintptr_t) *Cache {
 	c := &Cache{path: path}
-	c.handle.Store(uintptr(r.cache))
-	c.cleanup = runtime.AddCleanup(c, func(h C.uintptr_t) { C.lg_close(h) }, r.cache)
-	return c, nil
+	c.handle.Store(uintptr(handle))
+	c.cleanup = runtime.AddCleanup(c, func(h C.uintptr_t) { C.lg_close(h) }, handle)
+	return c
 }
 
 // Close unmaps the file. Values returned by the copying getters stay valid; slices and strings

@@ -13,6 +13,10 @@
 // the copying getters then copy the value into Go memory, and the Unsafe getters return it as a
 // view of the mapping instead. The C library holds no Go memory beyond a call.
 //
+// [SwappingCache] ([WatchPath], [WatchPointer]) follows a path or a pointer file to newly
+// published files: [SwappingCache.Refresh] swaps, and [SwappingCache.Current] returns a [Cache]
+// that keeps reading the file it was taken on until it is closed.
+//
 // It is not a mutable store (build a new file and rename it over the old one; readers that
 // opened the old file keep reading it), and not a client for the larder server.
 //

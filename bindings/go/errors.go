@@ -25,7 +25,7 @@ var (
 	ErrInvalidArgument = errors.New("larder: invalid argument")
 	// ErrDuplicateKey: a key was inserted twice into a Builder with RejectDuplicates set.
 	ErrDuplicateKey = errors.New("larder: duplicate key")
-	// ErrClosed: the Cache was closed, or the Builder finished or aborted.
+	// ErrClosed: the Cache or SwappingCache was closed, or the Builder finished or aborted.
 	ErrClosed = errors.New("larder: use of a closed cache or finished builder")
 	// ErrInternal: a bug in the library (a Rust panic caught at the C boundary).
 	ErrInternal = errors.New("larder: internal error")
@@ -50,8 +50,8 @@ const (
 // Error is the error type of this package: the operation that failed, the library's message,
 // and the sentinel error it matches.
 type Error struct {
-	// Op names the failing operation: "open", "get", "contains", "info", "verify", "build",
-	// "insert", "finish".
+	// Op names the failing operation: "open", "watch", "refresh", "current", "get",
+	// "contains", "info", "verify", "build", "insert", "finish".
 	Op string
 	// Key is the key the failing lookup or insert was about, if any.
 	Key string

@@ -91,3 +91,51 @@ func ExampleCache_GetBatch() {
 	// -9007199254740993 true <nil>
 	// false <nil>
 }
+
+// Follow a live path: publish a new file by building it onto the path (the Builder writes
+// beside it and renames), then Refresh. A Cache taken before the swap keeps its file.
+func ExampleSwappingCache() {
+	dir, err := os.MkdirTemp("", "larder-swap-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	live := filepath.Join(dir, "prices.lcache")
+	publish := func(price float64) {
+		b, err := larder.NewBuilder(live, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer b.Abort()
+		if err := b.InsertFloat64("apple", price); err != nil {
+			log.Fatal(err)
+		}
+		if _, err := b.Finish(); err != nil {
+			log.Fatal(err)
+		}
+	}
+	publish(1.25)
+
+	prices, err := larder.WatchPath(live) // or larder.WatchPointer("CURRENT")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer prices.Close()
+	old, _ := prices.Current() // close each Current when done with it
+	defer old.Close()
+
+	publish(1.40)
+	changed, err := prices.Refresh() // call from a time.Ticker, say
+	fmt.Println(changed, err)
+	now, _ := prices.Current()
+	defer now.Close()
+	p, _, _ := now.GetFloat64("apple")
+	q, _, _ := old.GetFloat64("apple")
+	fmt.Println(p, q)
+	changed, err = prices.Refresh()
+	fmt.Println(changed, err)
+	// Output:
+	// true <nil>
+	// 1.4 1.25
+	// false <nil>
+}

@@ -39,6 +39,7 @@ static inline lg_status lg_status_of(larder_status s) {
  * checking them as possible Go pointers on every call. */
 #define LG_CACHE(h) ((const larder_cache *)(h))
 #define LG_BUILDER(h) ((larder_cache_builder *)(h))
+#define LG_SWAPPER(h) ((const larder_cache_swapper *)(h))
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
@@ -168,6 +169,54 @@ static inline lg_info_result lg_info(uintptr_t cache) {
 
 static inline lg_status lg_verify(uintptr_t cache) {
     return lg_status_of(larder_cache_verify(LG_CACHE(cache)));
+}
+
+/* ---- swapping ----------------------------------------------------------------------------- */
+
+typedef struct lg_swapper_result {
+    larder_status status;
+    char *msg;
+    uintptr_t swapper;
+} lg_swapper_result;
+
+/* Opens a swapper on a watched path (pointer == 0) or a pointer file (pointer != 0). */
+static inline lg_swapper_result lg_watch(const char *path, int pointer) {
+    larder_cache_swapper *swapper = NULL;
+    lg_swapper_result r = {LARDER_OK, NULL, 0};
+    r.status = pointer ? larder_cache_watch_pointer(path, &swapper)
+                       : larder_cache_watch_path(path, &swapper);
+    r.msg = lg_message(r.status);
+    r.swapper = (uintptr_t)swapper;
+    return r;
+}
+
+static inline void lg_swapper_close(uintptr_t swapper) {
+    larder_cache_swapper_close((larder_cache_swapper *)swapper);
+}
+
+typedef struct lg_refresh_result {
+    larder_status status;
+    char *msg;
+    int changed;
+} lg_refresh_result;
+
+static inline lg_refresh_result lg_swapper_refresh(uintptr_t swapper) {
+    bool changed = false;
+    lg_refresh_result r = {LARDER_OK, NULL, 0};
+    r.status = larder_cache_swapper_refresh(LG_SWAPPER(swapper), &changed);
+    r.msg = lg_message(r.status);
+    r.changed = changed;
+    return r;
+}
+
+/* A new cache handle on the swapper's current file, freed with lg_close. */
+static inline lg_open_result lg_swapper_current(uintptr_t swapper) {
+    larder_cache *cache = NULL;
+    lg_open_result r = {LARDER_OK, NULL, 0};
+    r.status = larder_cache_swapper_current(LG_SWAPPER(swapper), &cache);
+    r.msg = lg_message(r.status);
+    r.cache = (uintptr_t)cache;
+    return r;
 }
 
 /* ---- building ----------------------------------------------------------------------------- */

@@ -2,7 +2,8 @@
 
 A cache file is built once with :class:`Builder`, then opened read-only with :func:`open` by any
 number of processes, which share one copy of it in the page cache. Lookups take about 100 ns.
-The format is specified in larder's ``docs/cache-format.md``.
+:class:`SwappingCache` follows a path or a pointer file to newly published files. The format is
+specified in larder's ``docs/cache-format.md``.
 """
 
 import os
@@ -105,6 +106,45 @@ class Cache:
         """The name given at build time."""
     def __reduce__(self) -> tuple[type[Cache], tuple[pathlib.Path]]:
         """Pickles as its path: unpickling (in another process, say) maps the file anew."""
+
+@final
+class SwappingCache:
+    """A cache that moves to a newer file when one is published, without blocking readers.
+
+    ``SwappingCache(path)`` watches a cache file that is replaced by renaming a new file onto
+    it (:class:`Builder` publishes that way). ``SwappingCache(pointer=p)`` watches a pointer
+    file: a text file holding the path of the current cache file (relative to the pointer's
+    directory unless absolute), published by writing a new pointer file and renaming it over.
+
+    Nothing changes until :meth:`refresh`. :meth:`current` returns the current file as a
+    :class:`Cache`, which keeps reading that file after later swaps (old lookups finish on the
+    old mapping); ``sw[key]``, ``sw.get(key)``, ``key in sw`` and ``len(sw)`` go through the
+    current file. Raises like :func:`open` when the file cannot be opened.
+    """
+
+    @overload
+    def __init__(self, path: str | os.PathLike[str]) -> None: ...
+    @overload
+    def __init__(self, *, pointer: str | os.PathLike[str]) -> None: ...
+    def refresh(self) -> bool:
+        """Checks the watched path or pointer file once and swaps if it names a different file;
+        returns whether it swapped. A file that fails to open (missing, corrupt, an empty
+        pointer) raises ``OSError`` or :class:`CorruptFile` and the current file stays in
+        service. Releases the GIL while it looks at the files."""
+    def current(self) -> Cache:
+        """The current file; the same object until the next swap."""
+    def get(self, key: Key, default: _T | None = None) -> Value | _T | None:
+        """``current().get(key, default)``."""
+    def __getitem__(self, key: Key) -> Value:
+        """``current()[key]``; ``KeyError`` when absent."""
+    def __contains__(self, key: Key) -> bool: ...
+    def __len__(self) -> int: ...
+    @property
+    def path(self) -> pathlib.Path:
+        """The watched cache file, or the pointer file."""
+    @property
+    def is_pointer(self) -> bool:
+        """Whether :attr:`path` is a pointer file."""
 
 @final
 class CacheIterator(Iterator[_T]):

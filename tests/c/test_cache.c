@@ -1,5 +1,6 @@
 /* Tests the larder cache C ABI: builds a file through the C builder, reads every type back,
- * and checks status codes for missing keys, type mismatches and null arguments.
+ * checks status codes for missing keys, type mismatches and null arguments, and follows
+ * published files with a swapper (rename onto a path, rewritten pointer file).
  * Prints "N passed, M failed" last; exits non-zero on any failure.
  *
  * `test_cache --bench [N]` instead builds N (default 1,000,000) keys key_<i> -> val_<i> and
@@ -199,6 +200,166 @@ static void errors(const char *dir) {
     CHECK(access(path, F_OK) != 0);
 }
 
+/* Builds a one-key-per-type file whose values say which generation it is. */
+static void build_generation(const char *path, int64_t generation, const char *label) {
+    larder_cache_builder *b = NULL;
+    CHECK(larder_cache_builder_new(path, &b) == LARDER_OK);
+    CHECK(larder_cache_builder_insert_i64(b, K("generation"), generation) == LARDER_OK);
+    CHECK(larder_cache_builder_insert_str(b, K("label"), K(label)) == LARDER_OK);
+    CHECK(larder_cache_builder_finish(b, NULL) == LARDER_OK);
+}
+
+static int64_t generation_of(const larder_cache *c) {
+    int64_t g = -1;
+    if (larder_cache_get_i64(c, K("generation"), &g) != LARDER_OK) return -1;
+    return g;
+}
+
+/* Writes `text` to `path` through a temporary file and a rename, as a publisher would. */
+static void publish_text(const char *path, const char *text) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+    CHECK(rename(tmp, path) == 0);
+}
+
+/* Rename onto a watched path: handles taken before a refresh keep reading the old file (and
+ * their borrowed pointers stay valid), handles taken after read the new one. */
+static void swap_by_rename(const char *dir) {
+    char live[4096], next[4096];
+    snprintf(live, sizeof live, "%s/live.lcache", dir);
+    snprintf(next, sizeof next, "%s/next.lcache", dir);
+    build_generation(live, 1, "file A");
+
+    larder_cache_swapper *sw = NULL;
+    CHECK(larder_cache_watch_path(live, &sw) == LARDER_OK && sw != NULL);
+    if (sw == NULL) return;
+    larder_cache *before = NULL;
+    CHECK(larder_cache_swapper_current(sw, &before) == LARDER_OK && before != NULL);
+    if (before == NULL) return;
+    CHECK(generation_of(before) == 1);
+    const uint8_t *label = NULL;
+    size_t label_len = 0;
+    CHECK(larder_cache_get_str(before, K("label"), &label, &label_len) == LARDER_OK);
+
+    bool changed = true;
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_OK && !changed);
+
+    build_generation(next, 2, "file B");
+    CHECK(rename(next, live) == 0);
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_OK && changed);
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_OK && !changed);
+    CHECK(larder_cache_swapper_refresh(sw, NULL) == LARDER_OK);
+
+    /* The old handle still reads file A, through the pointer borrowed before the swap too. */
+    CHECK(generation_of(before) == 1);
+    CHECK(label != NULL && bytes_eq(label, label_len, "file A"));
+    larder_cache *after = NULL;
+    CHECK(larder_cache_swapper_current(sw, &after) == LARDER_OK && after != NULL);
+    CHECK(generation_of(after) == 2);
+    CHECK(larder_cache_get_str(after, K("label"), &label, &label_len) == LARDER_OK &&
+          bytes_eq(label, label_len, "file B"));
+    uint64_t n = 0;
+    CHECK(larder_cache_len(after, &n) == LARDER_OK && n == 2);
+    CHECK(larder_cache_verify(after) == LARDER_OK);
+
+    /* Handles outlive their swapper. */
+    larder_cache_swapper_close(sw);
+    CHECK(generation_of(after) == 2);
+    CHECK(generation_of(before) == 1);
+    larder_cache_close(before);
+    larder_cache_close(after);
+    larder_cache_swapper_close(NULL);
+}
+
+/* A pointer file names the current file; a bad target leaves the current one in service. */
+static void swap_by_pointer(const char *dir) {
+    char a[4096], b[4096], garbage[4096], pointer[4096];
+    snprintf(a, sizeof a, "%s/a.lcache", dir);
+    snprintf(b, sizeof b, "%s/b.lcache", dir);
+    snprintf(garbage, sizeof garbage, "%s/garbage-target.lcache", dir);
+    snprintf(pointer, sizeof pointer, "%s/CURRENT", dir);
+    build_generation(a, 1, "file A");
+    build_generation(b, 2, "file B");
+    publish_text(garbage, "not a cache file, but long enough to be looked at as one......");
+    publish_text(pointer, "a.lcache\n"); /* relative to the pointer's directory */
+
+    larder_cache_swapper *sw = NULL;
+    CHECK(larder_cache_watch_pointer(pointer, &sw) == LARDER_OK && sw != NULL);
+    if (sw == NULL) return;
+    larder_cache *before = NULL;
+    CHECK(larder_cache_swapper_current(sw, &before) == LARDER_OK);
+    CHECK(generation_of(before) == 1);
+    bool changed = true;
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_OK && !changed);
+
+    publish_text(pointer, b); /* an absolute path works too */
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_OK && changed);
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_OK && !changed);
+    CHECK(generation_of(before) == 1);
+    larder_cache *after = NULL;
+    CHECK(larder_cache_swapper_current(sw, &after) == LARDER_OK);
+    CHECK(generation_of(after) == 2);
+    larder_cache_close(after);
+
+    /* Bad pointers: an error, changed = false, and file B stays current. */
+    publish_text(pointer, "garbage-target.lcache");
+    changed = true;
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_CORRUPT && !changed);
+    CHECK(strlen(larder_last_error_message()) > 0);
+    publish_text(pointer, "missing.lcache");
+    changed = true;
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_IO_ERROR && !changed);
+    publish_text(pointer, "  \n");
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_IO_ERROR && !changed);
+    CHECK(strstr(larder_last_error_message(), "empty") != NULL);
+    CHECK(larder_cache_swapper_current(sw, &after) == LARDER_OK);
+    CHECK(generation_of(after) == 2);
+    larder_cache_close(after);
+
+    /* Pointing back at a good file recovers. */
+    publish_text(pointer, "a.lcache");
+    CHECK(larder_cache_swapper_refresh(sw, &changed) == LARDER_OK && changed);
+    CHECK(larder_cache_swapper_current(sw, &after) == LARDER_OK);
+    CHECK(generation_of(after) == 1);
+    larder_cache_close(after);
+
+    larder_cache_close(before);
+    larder_cache_swapper_close(sw);
+}
+
+static void swap_errors(const char *dir) {
+    char path[4096];
+    larder_cache_swapper *sw = NULL;
+    snprintf(path, sizeof path, "%s/does-not-exist.lcache", dir);
+    CHECK(larder_cache_watch_path(path, &sw) == LARDER_IO_ERROR && sw == NULL);
+    CHECK(strlen(larder_last_error_message()) > 0);
+    snprintf(path, sizeof path, "%s/NO-SUCH-POINTER", dir);
+    CHECK(larder_cache_watch_pointer(path, &sw) == LARDER_IO_ERROR && sw == NULL);
+
+    /* A pointer naming something that is not a cache file. */
+    char target[4096];
+    snprintf(target, sizeof target, "%s/not-a-cache.lcache", dir);
+    publish_text(target, "definitely not a larder cache file; padded to a plausible size.....");
+    snprintf(path, sizeof path, "%s/BAD-POINTER", dir);
+    publish_text(path, "not-a-cache.lcache");
+    CHECK(larder_cache_watch_pointer(path, &sw) == LARDER_CORRUPT && sw == NULL);
+    publish_text(path, "");
+    CHECK(larder_cache_watch_pointer(path, &sw) == LARDER_IO_ERROR && sw == NULL);
+
+    CHECK(larder_cache_watch_path(NULL, &sw) == LARDER_NULL_ARGUMENT);
+    CHECK(larder_cache_watch_path(target, NULL) == LARDER_NULL_ARGUMENT);
+    CHECK(larder_cache_watch_pointer(NULL, &sw) == LARDER_NULL_ARGUMENT);
+    bool changed = false;
+    CHECK(larder_cache_swapper_refresh(NULL, &changed) == LARDER_NULL_ARGUMENT);
+    larder_cache *c = NULL;
+    CHECK(larder_cache_swapper_current(NULL, &c) == LARDER_NULL_ARGUMENT && c == NULL);
+}
+
 /* Thread CPU time: the benchmark machine is shared, and wall time would include time spent
  * descheduled. Same clock as bench/cache-rust. */
 static double now_ns(void) {
@@ -282,6 +443,9 @@ int main(int argc, char **argv) {
     build_all_types(path);
     read_all_types(path);
     errors(dir);
+    swap_by_rename(dir);
+    swap_by_pointer(dir);
+    swap_errors(dir);
 
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

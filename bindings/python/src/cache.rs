@@ -4,6 +4,7 @@
 //! releasing and re-acquiring the GIL. Only `verify`, which reads the whole file, releases it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use larder_cache::{Cache, Iter, ValueRef};
 use pyo3::exceptions::PyKeyError;
@@ -22,16 +23,28 @@ use crate::floats::FloatList;
 /// same file and share one copy of it in the page cache.
 #[pyclass(frozen, module = "larder_cache", name = "Cache")]
 pub struct PyCache {
-    inner: Cache,
+    /// Shared with a `SwappingCache` when the object came from one, so that it keeps reading
+    /// the file it was taken on after the swapper has moved on.
+    inner: Arc<Cache>,
 }
 
 impl PyCache {
     /// Opens `path`.
     pub fn open(path: PathBuf) -> PyResult<PyCache> {
         match Cache::open(&path) {
-            Ok(inner) => Ok(PyCache { inner }),
+            Ok(cache) => Ok(PyCache::from_shared(Arc::new(cache))),
             Err(e) => Err(to_py_err_at(e, &path)),
         }
+    }
+
+    /// A Python object over a cache that may also be held elsewhere.
+    pub fn from_shared(inner: Arc<Cache>) -> PyCache {
+        PyCache { inner }
+    }
+
+    /// The cache, to compare with a swapper's current one.
+    pub fn shared(&self) -> &Arc<Cache> {
+        &self.inner
     }
 }
 
@@ -44,7 +57,7 @@ impl PyCache {
 
     /// The value stored for `key`, or `default` (None) when the key is absent.
     #[pyo3(signature = (key, default = None))]
-    fn get<'py>(
+    pub(crate) fn get<'py>(
         slf: &Bound<'py, Self>,
         key: &Bound<'py, PyAny>,
         default: Option<Bound<'py, PyAny>>,
@@ -56,7 +69,7 @@ impl PyCache {
         }
     }
 
-    fn __getitem__<'py>(
+    pub(crate) fn __getitem__<'py>(
         slf: &Bound<'py, Self>,
         key: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -67,11 +80,11 @@ impl PyCache {
         }
     }
 
-    fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+    pub(crate) fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         self.inner.contains(key_bytes(key)?).map_err(to_py_err)
     }
 
-    fn __len__(&self) -> usize {
+    pub(crate) fn __len__(&self) -> usize {
         // The header's key count is bounded by the file size, which fits in memory.
         usize::try_from(self.inner.len()).unwrap_or(usize::MAX)
     }
@@ -253,9 +266,9 @@ pub struct CacheIter {
 impl CacheIter {
     #[allow(unsafe_code)]
     fn new(owner: &Bound<'_, PyCache>, mode: IterMode) -> CacheIter {
-        let cache: *const Cache = &owner.get().inner;
-        // SAFETY: the `Cache` lives inside the Python object `owner`, which is frozen (never
-        // mutated or moved) and freed only when its last reference goes. The iterator stores
+        let cache: *const Cache = Arc::as_ptr(&owner.get().inner);
+        // SAFETY: the `Cache` lives in an `Arc` held by the Python object `owner`, which is
+        // frozen (the `Arc` is never replaced) and freed only when its last reference goes. The iterator stores
         // a strong reference to it in `owner` and drops `iter` before that reference (field
         // order), so the borrow never outlives the `Cache`. `'static` is never exposed: values
         // borrowed through `iter` are converted to Python objects (or to a `FloatList`, which

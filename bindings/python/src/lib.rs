@@ -2,8 +2,9 @@
 //!
 //! A thin PyO3 layer over the `larder-cache` crate's Rust API (not its C ABI): [`PyCache`]
 //! (`larder_cache.Cache`, opened with `larder_cache.open`) reads a file, [`PyBuilder`]
-//! (`larder_cache.Builder`) writes one, and [`FloatList`] exposes a stored float list to numpy
-//! through the buffer protocol without copying it. Errors map onto `OSError` and the module's
+//! (`larder_cache.Builder`) writes one, [`PySwappingCache`] (`larder_cache.SwappingCache`)
+//! follows a path or a pointer file to newly published files, and [`FloatList`] exposes a
+//! stored float list to numpy through the buffer protocol without copying it. Errors map onto `OSError` and the module's
 //! `CorruptFile`, `UnsupportedVersion` and `TypeMismatch` exceptions (see `error.rs`).
 //!
 //! It is not: a second implementation of the format (every byte is read by `larder-cache`), nor
@@ -19,6 +20,7 @@ mod cache;
 mod convert;
 mod error;
 mod floats;
+mod swap;
 
 use std::path::PathBuf;
 
@@ -28,6 +30,7 @@ use crate::builder::PyBuilder;
 use crate::cache::{CacheIter, PyCache};
 use crate::error::{CorruptFile, TypeMismatch, UnsupportedVersion};
 use crate::floats::FloatList;
+use crate::swap::PySwappingCache;
 
 /// Opens the cache file at `path` (str or os.PathLike) and maps it read-only.
 #[pyfunction]
@@ -42,6 +45,7 @@ fn larder_cache_python(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_class::<PyCache>()?;
     m.add_class::<PyBuilder>()?;
+    m.add_class::<PySwappingCache>()?;
     m.add_class::<FloatList>()?;
     m.add_class::<CacheIter>()?;
     m.add("CorruptFile", py.get_type::<CorruptFile>())?;

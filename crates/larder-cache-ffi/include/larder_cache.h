@@ -60,10 +60,15 @@ typedef enum larder_value_type {
 } larder_value_type;
 
 // An open cache file. Opaque; share one handle between threads freely (lookups take no lock).
+// Each handle keeps its file mapped until it is closed, also after a swapper it came from has
+// moved on to a newer file.
 typedef struct larder_cache larder_cache;
 
 // A build in progress. Opaque; use from one thread at a time.
 typedef struct larder_cache_builder larder_cache_builder;
+
+// A cache that swaps to newer files. Opaque; share one between threads freely.
+typedef struct larder_cache_swapper larder_cache_swapper;
 
 // What [`larder_cache_builder_finish`] reports.
 typedef struct larder_build_stats {
@@ -283,10 +288,12 @@ void larder_cache_builder_abort(struct larder_cache_builder *builder);
 // `path` must be a valid NUL-terminated string; `out` must be writable.
 enum larder_status larder_cache_open(const char *path, struct larder_cache **out);
 
-// Closes a cache and unmaps its file. Values borrowed from it become invalid. Null is a no-op.
+// Closes a cache handle. Values borrowed through it become invalid. The file is unmapped when
+// its last handle is closed (a swapper holds one on its current file). Null is a no-op.
 //
 // # Safety
-// A non-null `cache` must come from [`larder_cache_open`] and not be closed already.
+// A non-null `cache` must come from [`larder_cache_open`] or
+// `larder_cache_swapper_current` and not be closed already.
 void larder_cache_close(struct larder_cache *cache);
 
 // Number of keys.
@@ -430,6 +437,53 @@ enum larder_status larder_cache_verify(const struct larder_cache *cache);
 // return `LARDER_NOT_FOUND` do not set a message. Callers on runtimes that move work between
 // threads (Go) should read it from the same OS thread as the failed call.
 const char *larder_last_error_message(void);
+
+// Opens the cache file at `path` and follows it: a refresh swaps to whatever file has since
+// been renamed onto `path` (the builder publishes that way). On success `*out` holds a
+// swapper to free with [`larder_cache_swapper_close`].
+//
+// # Safety
+// `path` must be a valid NUL-terminated string; `out` must be writable.
+enum larder_status larder_cache_watch_path(const char *path, struct larder_cache_swapper **out);
+
+// Opens the cache file named by the pointer file at `pointer_path` (a text file holding one
+// path; a relative path is relative to the pointer file's directory; surrounding whitespace is
+// ignored) and follows it: a refresh swaps when the pointer names another file or the named
+// file is replaced. Publish by writing a new pointer file beside it and renaming it over.
+//
+// # Safety
+// `pointer_path` must be a valid NUL-terminated string; `out` must be writable.
+enum larder_status larder_cache_watch_pointer(const char *pointer_path,
+                                              struct larder_cache_swapper **out);
+
+// Checks the watched path or pointer file once and swaps if it designates a different file.
+// `*changed` (if `changed` is not null) is set to whether it swapped; false on any error. A new
+// file that fails to open (missing, corrupt, a bad pointer) leaves the current one in service
+// and returns its error. Handles taken before a swap keep reading the old file. Never blocks
+// lookups; concurrent refreshes are serialised.
+//
+// # Safety
+// `swapper` must be a live swapper; `changed` must be null or writable.
+enum larder_status larder_cache_swapper_refresh(const struct larder_cache_swapper *swapper,
+                                                bool *changed);
+
+// Sets `*out` to a new handle on the current file, to use with every `larder_cache_*` getter
+// and to free with `larder_cache_close`. The handle and the pointers its getters return stay
+// valid (on that file) until it is closed, whatever refreshes happen meanwhile; take a new one
+// after a refresh to read the new file. Costs one atomic increment; no lock.
+//
+// # Safety
+// `swapper` must be a live swapper; `out` must be writable.
+enum larder_status larder_cache_swapper_current(const struct larder_cache_swapper *swapper,
+                                                struct larder_cache **out);
+
+// Frees a swapper. Handles taken from it with [`larder_cache_swapper_current`] stay valid
+// until closed themselves. Null is a no-op.
+//
+// # Safety
+// A non-null `swapper` must come from [`larder_cache_watch_path`] or
+// [`larder_cache_watch_pointer`], not be closed already, and not be in use by another thread.
+void larder_cache_swapper_close(struct larder_cache_swapper *swapper);
 
 #ifdef __cplusplus
 }  // extern "C"

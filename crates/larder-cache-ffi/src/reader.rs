@@ -2,6 +2,7 @@
 
 use std::ffi::{c_char, c_void, CStr};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use ::larder_cache::{Cache, StrList, ValueRef, ValueType};
 
@@ -9,8 +10,21 @@ use crate::status::{boundary, bytes_arg, larder_status, write_out, Failure};
 use crate::status::{LARDER_CORRUPT, LARDER_INVALID_ARGUMENT, LARDER_OUT_OF_RANGE};
 
 /// An open cache file. Opaque; share one handle between threads freely (lookups take no lock).
+/// Each handle keeps its file mapped until it is closed, also after a swapper it came from has
+/// moved on to a newer file.
+//
+// A handle is the pointer `Arc::into_raw` returns for an `Arc<Cache>`: it points at the `Cache`
+// itself, so a lookup costs one dereference, as a `Box<Cache>` would, and a handle from
+// `larder_cache_swapper_current` shares the swapper's mapping and owns one strong count of it.
+// This type is never instantiated; it only names the handle.
 pub struct larder_cache {
-    cache: Cache,
+    _opaque: [u8; 0],
+}
+
+/// Turns a shared cache into a handle owning one strong count, to free with
+/// [`larder_cache_close`].
+pub(crate) fn handle_from_arc(cache: Arc<Cache>) -> *mut larder_cache {
+    Arc::into_raw(cache).cast_mut().cast()
 }
 
 /// The type of a value, as stored.
@@ -116,13 +130,15 @@ pub struct larder_info {
 /// Borrows the cache behind a handle.
 ///
 /// # Safety
-/// A non-null `cache` must come from [`larder_cache_open`] and not be closed.
+/// A non-null `cache` must come from [`larder_cache_open`] or
+/// `larder_cache_swapper_current` and not be closed.
 unsafe fn cache_arg<'a>(cache: *const larder_cache) -> Result<&'a Cache, Failure> {
     if cache.is_null() {
         return Err(Failure::null("cache"));
     }
-    // SAFETY: by the caller's contract the handle is live; it is only read through.
-    Ok(unsafe { &(*cache).cache })
+    // SAFETY: by the caller's contract the handle is live, so it points at the `Cache` of an
+    // `Arc` whose strong count the handle owns (see `handle_from_arc`); it is only read through.
+    Ok(unsafe { &*cache.cast::<Cache>() })
 }
 
 /// Looks a key up with a typed getter, mapping `None` to `LARDER_NOT_FOUND`.
@@ -173,8 +189,7 @@ pub unsafe extern "C" fn larder_cache_open(
         // SAFETY: non-null, NUL-terminated by the caller's contract.
         let path = unsafe { CStr::from_ptr(path) };
         let path = path_from_c(path)?;
-        let cache = Cache::open(&path)?;
-        let handle = Box::into_raw(Box::new(larder_cache { cache }));
+        let handle = handle_from_arc(Arc::new(Cache::open(&path)?));
         // SAFETY: `out` checked non-null above and writable by contract.
         unsafe { write_out(out, handle, "out") }
     })
@@ -194,18 +209,21 @@ pub(crate) fn path_from_c(path: &CStr) -> Result<PathBuf, Failure> {
     }
 }
 
-/// Closes a cache and unmaps its file. Values borrowed from it become invalid. Null is a no-op.
+/// Closes a cache handle. Values borrowed through it become invalid. The file is unmapped when
+/// its last handle is closed (a swapper holds one on its current file). Null is a no-op.
 ///
 /// # Safety
-/// A non-null `cache` must come from [`larder_cache_open`] and not be closed already.
+/// A non-null `cache` must come from [`larder_cache_open`] or
+/// `larder_cache_swapper_current` and not be closed already.
 #[no_mangle]
 pub unsafe extern "C" fn larder_cache_close(cache: *mut larder_cache) {
     if cache.is_null() {
         return;
     }
     let _ = boundary(|| {
-        // SAFETY: created by Box::into_raw in larder_cache_open; closed once by contract.
-        drop(unsafe { Box::from_raw(cache) });
+        // SAFETY: created by `handle_from_arc` (Arc::into_raw of an Arc<Cache>); closed once by
+        // contract, so this gives back the strong count the handle owned.
+        drop(unsafe { Arc::from_raw(cache.cast_const().cast::<Cache>()) });
         Ok(())
     });
 }

@@ -2,7 +2,9 @@
 //! `dev.larder.cache`), calling the `larder-cache` Rust API directly.
 //!
 //! Every `Java_dev_larder_cache_NativeLib_*` function is a static native method of the Java class
-//! `dev.larder.cache.NativeLib`. Handles are `Box` pointers passed to Java as `long`s. The
+//! `dev.larder.cache.NativeLib`. Handles are pointers passed to Java as `long`s: `Box` pointers
+//! for builders and swappers, `Arc::into_raw` pointers for caches (so that a cache handle taken
+//! from a swapper shares its mapping; see [`into_cache_handle`]). The
 //! per-lookup entry points ([`reader`]) make no JNI call at all on success: the Java side writes
 //! the key into a per-thread direct buffer (the "scratch"), passes its address, and reads
 //! fixed-size results and short values back from the same buffer. Objects (arrays, strings,
@@ -25,6 +27,7 @@ use jni::{JNIEnv, JavaVM};
 
 mod builder;
 mod reader;
+mod swap;
 
 /// Classes and method IDs looked up once, when the library is loaded.
 struct Classes {
@@ -237,7 +240,8 @@ fn throw_type_mismatch(env: &mut JNIEnv, c: &Classes, message: &str, expected: u
 /// The pointer behind a handle the Java side holds.
 ///
 /// # Safety
-/// `handle` must come from `Box::into_raw` of a `T` that has not been freed.
+/// `handle` must come from `Box::into_raw` of a `T` (or, for a `Cache`, from
+/// [`into_cache_handle`]) that has not been freed.
 pub(crate) unsafe fn handle_ref<'a, T>(handle: sys::jlong) -> &'a T {
     // SAFETY: guaranteed by the caller.
     unsafe { &*(handle as usize as *const T) }
@@ -255,6 +259,22 @@ pub(crate) fn into_handle<T>(value: T) -> sys::jlong {
 pub(crate) unsafe fn take_handle<T>(handle: sys::jlong) -> Box<T> {
     // SAFETY: guaranteed by the caller.
     unsafe { Box::from_raw(handle as usize as *mut T) }
+}
+
+/// Hands a shared cache to the Java side as a handle owning one strong count. The handle points
+/// at the `Cache` itself, so [`handle_ref::<Cache>`] reads it with one dereference, as it would
+/// a `Box<Cache>`.
+pub(crate) fn into_cache_handle(cache: std::sync::Arc<larder_cache::Cache>) -> sys::jlong {
+    std::sync::Arc::into_raw(cache) as usize as sys::jlong
+}
+
+/// Gives back the strong count a cache handle owns.
+///
+/// # Safety
+/// `handle` must come from [`into_cache_handle`] and not be used afterwards.
+pub(crate) unsafe fn drop_cache_handle(handle: sys::jlong) {
+    // SAFETY: guaranteed by the caller: `Arc::into_raw` of an `Arc<Cache>`, released once.
+    drop(unsafe { std::sync::Arc::from_raw(handle as usize as *const larder_cache::Cache) });
 }
 
 /// A Java `String` from UTF-8 text, through UTF-16 (`NewStringUTF` wants modified UTF-8,

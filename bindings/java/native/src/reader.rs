@@ -17,7 +17,8 @@ use jni::JNIEnv;
 use larder_cache::{Cache, ValueRef};
 
 use crate::Failure;
-use crate::{boundary, classes, handle_ref, into_handle, java_len, java_string, take_handle};
+use crate::{boundary, classes, drop_cache_handle, handle_ref, into_cache_handle};
+use crate::{java_len, java_string};
 
 /// The return value of a lookup for an absent key.
 const MISSING: jint = -1;
@@ -75,7 +76,7 @@ unsafe fn write_fixed<const N: usize>(value: Option<[u8; N]>, scratch: jlong) ->
     }
 }
 
-fn env_of<'local>(raw: Env) -> Result<JNIEnv<'local>, Failure> {
+pub(crate) fn env_of<'local>(raw: Env) -> Result<JNIEnv<'local>, Failure> {
     // SAFETY: `raw` is the JNIEnv the JVM passed to the running native method.
     Ok(unsafe { JNIEnv::from_raw(raw) }?)
 }
@@ -96,11 +97,12 @@ pub extern "system" fn Java_dev_larder_cache_NativeLib_open(
         // SAFETY: `path` is a live local reference to a java.lang.String.
         let path = unsafe { JString::from_raw(path) };
         let path: String = env.get_string(&path)?.into();
-        Ok(into_handle(Cache::open(path)?))
+        Ok(into_cache_handle(std::sync::Arc::new(Cache::open(path)?)))
     })
 }
 
-/// `static native void close(long handle)`: unmaps the file and frees the handle.
+/// `static native void close(long handle)`: frees the handle; the file is unmapped when its last
+/// handle (or the swapper that holds it) lets go.
 #[no_mangle]
 pub extern "system" fn Java_dev_larder_cache_NativeLib_close(
     raw: Env,
@@ -108,8 +110,9 @@ pub extern "system" fn Java_dev_larder_cache_NativeLib_close(
     handle: jlong,
 ) {
     boundary(raw, (), || {
-        // SAFETY: the Java side passes each live handle to close exactly once.
-        drop(unsafe { take_handle::<Cache>(handle) });
+        // SAFETY: the Java side passes each live handle to close exactly once; every cache
+        // handle comes from `into_cache_handle` (here or in `swap.rs`).
+        unsafe { drop_cache_handle(handle) };
         Ok(())
     })
 }

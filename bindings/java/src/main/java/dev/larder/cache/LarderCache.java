@@ -51,6 +51,10 @@ import java.util.OptionalLong;
  * (reading one then crashes the JVM, as with any unmapped memory); copy what must outlive
  * the cache, or use {@link #getDoubleArray}.
  *
+ * <p>A cache taken from a {@link SwappingCache} shares the swapper's mapping: it keeps reading
+ * the file it was taken on after the swapper moves to a newer one, and its {@code close}
+ * releases its hold on that file (unmapped once nothing holds it).
+ *
  * <h2>Cost</h2>
  * A lookup is one JNI call that makes no call back into the JVM: the key travels through a
  * per-thread direct buffer, and fixed-size values come back through it. An ASCII
@@ -88,10 +92,16 @@ public final class LarderCache implements AutoCloseable {
         return new LarderCache(path, NativeLib.open(path.toString()));
     }
 
+    /** Wraps a cache handle from {@link NativeLib#swapperCurrent}; the cache owns it. */
+    static LarderCache fromHandle(Path path, long handle) {
+        return new LarderCache(path, handle);
+    }
+
     /**
      * The path the cache was opened from.
      *
-     * @return the path given to {@link #open}
+     * @return the path given to {@link #open}, or for a cache from {@link SwappingCache#current},
+     *     the swapper's {@link SwappingCache#path}
      */
     public Path path() {
         return path;

@@ -136,6 +136,19 @@ final class NativeLib {
 
     static native Object get(long handle, long scratch, int keyLen);
 
+    // Swapping.
+
+    static native long watchPath(String path);
+
+    static native long watchPointer(String pointerPath);
+
+    static native boolean swapperRefresh(long handle);
+
+    /** A new cache handle on the swapper's current file, to free with {@link #close}. */
+    static native long swapperCurrent(long handle);
+
+    static native void swapperClose(long handle);
+
     /** Panics in Rust: checks the panic boundary (tests only). */
     static native void panicForTest(String message);
 

@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The example in {@code bindings/java/README.md}, compiled and run; a second test checks that
- * the README still shows exactly this code.
+ * The examples in {@code bindings/java/README.md}, compiled and run; other tests check that the
+ * README still shows exactly this code.
  */
 class ReadmeExampleTest {
     @TempDir
@@ -47,22 +47,64 @@ class ReadmeExampleTest {
     }
 
     @Test
-    void readmeShowsThisCode() throws IOException {
-        String readme = Files.readString(Path.of("README.md"));
-        int open = readme.indexOf("```java\n");
-        assertTrue(open >= 0, "README.md has a java code block");
-        int close = readme.indexOf("```", open + 8);
-        String shown = readme.substring(open + 8, close).strip();
+    void swapExampleRuns() {
+        // SWAP-BEGIN
+        Path live = dir.resolve("prices.lcache");
+        try (LarderCacheBuilder b = LarderCacheBuilder.create(live)) {
+            b.putDouble("apple", 1.25).finish();
+        }
+        SwappingCache prices = SwappingCache.watchPath(live); // or watchPointer(pointerFile)
+        LarderCache old = prices.current(); // reads this file until closed, whatever follows
+        try (LarderCacheBuilder b = LarderCacheBuilder.create(live)) { // renamed onto live
+            b.putDouble("apple", 1.40).finish();
+        }
+        boolean swapped = prices.refresh(); // true; call it from a scheduled task, say
+        LarderCache now = prices.current(); // the new file
+        double apple = now.getDouble("apple").orElse(0.0); // 1.40
+        double before = old.getDouble("apple").orElse(0.0); // 1.25: old lookups, old file
+        now.close();
+        old.close();
+        prices.close();
+        // SWAP-END
+        assertTrue(swapped);
+        assertEquals(1.40, apple);
+        assertEquals(1.25, before);
+    }
 
-        String source = Files.readString(
-                Path.of("src/test/java/dev/larder/cache/ReadmeExampleTest.java"));
-        int begin = source.indexOf("// README-BEGIN\n") + "// README-BEGIN\n".length();
-        int end = source.indexOf("// README-END");
-        String body = source.substring(begin, end).stripTrailing();
+    @Test
+    void readmeShowsThisCode() throws IOException {
+        String body = marked("README");
         // The marked region ends inside the second try block; the README closes it.
         int indent = body.length() - body.stripLeading().length();
         String tested = body + "\n" + " ".repeat(indent) + "}";
-        assertEquals(dedent(tested), dedent(shown));
+        assertEquals(dedent(tested), dedent(javaBlock(0)));
+    }
+
+    @Test
+    void readmeShowsSwapCode() throws IOException {
+        assertEquals(dedent(marked("SWAP")), dedent(javaBlock(1)));
+    }
+
+    /** The README's {@code n}th java code block. */
+    private static String javaBlock(int n) throws IOException {
+        String readme = Files.readString(Path.of("README.md"));
+        int open = -1;
+        for (int i = 0; i <= n; i++) {
+            open = readme.indexOf("```java\n", open + 1);
+            assertTrue(open >= 0, "README.md has java code block " + n);
+        }
+        int close = readme.indexOf("```", open + 8);
+        return readme.substring(open + 8, close).strip();
+    }
+
+    /** The code of this file between {@code // NAME-BEGIN} and {@code // NAME-END}. */
+    private static String marked(String name) throws IOException {
+        String source = Files.readString(
+                Path.of("src/test/java/dev/larder/cache/ReadmeExampleTest.java"));
+        String beginMarker = "// " + name + "-BEGIN\n";
+        int begin = source.indexOf(beginMarker) + beginMarker.length();
+        int end = source.indexOf("// " + name + "-END");
+        return source.substring(begin, end).stripTrailing();
     }
 
     /** Removes the common leading indentation, so the README may show the code unindented. */
