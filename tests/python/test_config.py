@@ -164,8 +164,6 @@ def test_config_set_is_all_or_nothing(start_server):
      "noeviction"),
     ("lfu-log-factor", "-1", "argument must be between 0 and 2147483647 inclusive"),
     ("lfu-decay-time", "-1", "argument must be between 0 and 2147483647 inclusive"),
-    ("proto-max-bulk-len", "10", "argument must be between 1048576 and 9223372036854775807 "
-     "inclusive"),
     ("databases", "4", "can't set immutable config"),
 ])
 def test_config_set_errors(raw, param, value, reason):
@@ -326,6 +324,20 @@ def test_malformed_config_file_line_is_startup_error(start_server):
 def test_unknown_flag_is_startup_error(start_server):
     code, _ = start_server.spawn("--nosuchflag", "1")
     assert code != 0
+
+
+@pytest.mark.larder_only
+def test_proto_max_bulk_len_range(raw):
+    # Redis accepts up to 9223372036854775807; larder keeps key lengths in 32 bits, so bulk
+    # strings stay under 4 GiB (a documented difference).
+    before = config_get(raw, "proto-max-bulk-len")["proto-max-bulk-len"]
+    reason = "argument must be between 1048576 and 4294967295 inclusive"
+    for value in ("10", "4gb", "9223372036854775807"):
+        assert raw.call("CONFIG", "SET", "proto-max-bulk-len", value) == failed(
+            "proto-max-bulk-len", reason)
+    assert config_get(raw, "proto-max-bulk-len")["proto-max-bulk-len"] == before
+    assert raw.call("CONFIG", "SET", "proto-max-bulk-len", "4294967295") == "OK"
+    assert raw.call("CONFIG", "SET", "proto-max-bulk-len", before) == "OK"
 
 
 @pytest.mark.larder_only

@@ -202,9 +202,11 @@ pub static PARAMS: &[ParamDef] = &[
     def(
         Param::ProtoMaxBulkLen,
         "proto-max-bulk-len",
+        // Redis allows up to LLONG_MAX; larder stores key lengths in 32 bits, so a bulk
+        // string (and with it a key) stays under 4 GiB.
         Kind::Memory {
             min: MB,
-            max: i64::MAX,
+            max: u32::MAX as i64,
         },
         "536870912",
         Mutability::Mutable,

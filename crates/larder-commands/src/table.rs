@@ -1,7 +1,6 @@
 //! The command table: name, arity, flags, key positions and handler for every command, and the
 //! registry that finds a command by name.
 
-
 use crate::exec::Cmd;
 
 /// A command handler. It reads its arguments through `cmd.args`, runs shard-local engine
