@@ -18,6 +18,14 @@ pub struct larder_cache_swapper {
     swap: SwappingCache,
 }
 
+// C callers share swapper and cache handles between threads; keep that sound if a field
+// ever changes.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<SwappingCache>();
+    send_sync::<::larder_cache::Cache>();
+};
+
 /// Borrows the swapper behind a handle.
 ///
 /// # Safety
@@ -121,7 +129,9 @@ pub unsafe extern "C" fn larder_cache_swapper_refresh(
 /// Sets `*out` to a new handle on the current file, to use with every `larder_cache_*` getter
 /// and to free with `larder_cache_close`. The handle and the pointers its getters return stay
 /// valid (on that file) until it is closed, whatever refreshes happen meanwhile; take a new one
-/// after a refresh to read the new file. Costs one atomic increment; no lock.
+/// after a refresh to read the new file. Costs one atomic increment; no lock. Handles from
+/// separate calls on an unchanged file may compare equal (they share the mapping); each
+/// successful call must still be matched by one `larder_cache_close`.
 ///
 /// # Safety
 /// `swapper` must be a live swapper; `out` must be writable.

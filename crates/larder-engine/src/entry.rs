@@ -126,6 +126,13 @@ const _: () = {
     send_sync::<Object>();
 };
 
+// The layout rules the tagged pointer and the block offsets rely on.
+const _: () = assert!(
+    std::mem::align_of::<Object>() >= std::mem::align_of::<u32>()
+        && std::mem::size_of::<Object>() % std::mem::align_of::<u32>() == 0
+        && OBJECT_TAG < std::mem::align_of::<u32>()
+);
+
 /// Low pointer bit that marks an object block. Blocks are at least 4-aligned, so the bit is
 /// free in an untagged pointer.
 const OBJECT_TAG: usize = 1;
@@ -197,7 +204,8 @@ fn new_inline_block(key: &[u8], value: &[u8]) -> Option<NonNull<u8>> {
         return None;
     }
     let key_len = key_len_u32(key);
-    let value_len = u32::try_from(value.len()).ok()?;
+    // Callers send values of 4 GiB or more to the grown-string path.
+    let value_len = u32::try_from(value.len()).expect("inline value shorter than 4 GiB");
     let p = allocate(inline_layout(key.len(), value.len()));
     // SAFETY: `p` is a fresh allocation of `INLINE_HEADER + key.len() + value.len()` bytes,
     // aligned for `u32`; the two header words and the two ranges written are inside it and do
@@ -455,26 +463,28 @@ impl Entry {
     /// Drop and free the block, leaving the entry without one.
     fn free_block(&mut self) {
         let key_len = self.key_len();
-        match self.block() {
+        let block = self.block();
+        // Forget the block first: were an `Object` destructor to panic, the entry's own drop
+        // would then find no block to free a second time.
+        self.block = None;
+        match block {
             Block::Empty => {}
             Block::Inline(p) => {
                 let layout = inline_layout(key_len, inline_value_len(p));
                 // SAFETY: the block was allocated with exactly this layout (the lengths in its
-                // header never change) and the entry, its only owner, forgets it
-                // right below.
+                // header never change) and the entry, its only owner, forgot it above.
                 unsafe { std::alloc::dealloc(p.as_ptr(), layout) };
             }
             Block::Object(p) => {
                 // SAFETY: the block holds an initialised `Object`, dropped here once; then
                 // the block is freed with the layout it was allocated with. The entry, its
-                // only owner, forgets it right below.
+                // only owner, forgot it above.
                 unsafe {
                     std::ptr::drop_in_place(p.cast::<Object>().as_ptr());
                     std::alloc::dealloc(p.as_ptr(), object_layout(key_len));
                 }
             }
         }
-        self.block = None;
     }
 
     /// A copy of the value under another key (COPY, RENAME across shards).
