@@ -32,7 +32,7 @@ import (
 type Batch struct {
 	text  []byte         // the keys, concatenated
 	ends  []C.size_t     // ends[i]: end of key i in text
-	refs  []ref          // results of the last GetBatch
+	refs  []C.lg_ref     // results of the last GetBatch
 	msgs  map[int]string // messages of failed results, by index
 	cache *Cache         // the cache the results point into
 	done  int            // results valid: keys looked up by the last GetBatch
@@ -83,7 +83,7 @@ func (c *Cache) GetBatch(b *Batch) error {
 		return nil
 	}
 	if cap(b.refs) < n {
-		b.refs = make([]ref, n)
+		b.refs = make([]C.lg_ref, n)
 	}
 	b.refs = b.refs[:n]
 	var text *C.uint8_t
@@ -91,7 +91,7 @@ func (c *Cache) GetBatch(b *Batch) error {
 		text = (*C.uint8_t)(unsafe.SliceData(b.text))
 	}
 	failed := C.lg_lookup_batch(C.uintptr_t(h), text, unsafe.SliceData(b.ends), C.size_t(n),
-		(*C.lg_ref)(unsafe.Pointer(unsafe.SliceData(b.refs))))
+		unsafe.SliceData(b.refs))
 	runtime.KeepAlive(c)
 	if failed > 0 {
 		if b.msgs == nil {
@@ -109,29 +109,32 @@ func (c *Cache) GetBatch(b *Batch) error {
 	return nil
 }
 
-var closedRef = ref{status: statusClosed}
-
 // at returns result i, or a closed marker once the cache is closed.
-func (b *Batch) at(i int) *ref {
+func (b *Batch) at(i int) ref {
 	if i < 0 || i >= b.done {
 		panic(fmt.Sprintf("larder: Batch result %d read, but GetBatch looked up %d keys", i, b.done))
 	}
 	if b.cache.handle.Load() == 0 {
-		return &closedRef
+		return ref{status: statusClosed}
 	}
-	return &b.refs[i]
+	c := &b.refs[i]
+	msg := ""
+	if c.status != C.LARDER_OK && c.status != C.LARDER_NOT_FOUND {
+		msg = b.msgs[i]
+	}
+	return refOf(c, msg)
 }
 
 // fail is the slow path of the getters: nil for a missing key, else the error.
 func (b *Batch) fail(i int, r *ref, want Type) error {
-	return failure(b.key(i), r.status, r.value_type, b.msgs[i], want)
+	return r.miss(b.key(i), want)
 }
 
 // Get returns result i whatever its type, copied, as [Cache.Get] does.
 func (b *Batch) Get(i int) (Value, bool, error) {
 	r := b.at(i)
-	if r.status != C.LARDER_OK {
-		return Value{}, false, b.fail(i, r, 0)
+	if r.status != statusOK {
+		return Value{}, false, b.fail(i, &r, 0)
 	}
 	v, err := r.value()
 	if err != nil {
@@ -143,8 +146,8 @@ func (b *Batch) Get(i int) (Value, bool, error) {
 // GetString returns result i as [Cache.GetString] does.
 func (b *Batch) GetString(i int) (string, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_STR) {
-		return "", false, b.fail(i, r, TypeString)
+	if !r.is(TypeString) {
+		return "", false, b.fail(i, &r, TypeString)
 	}
 	return strings.Clone(r.str()), true, nil
 }
@@ -153,7 +156,7 @@ func (b *Batch) GetString(i int) (string, bool, error) {
 func (b *Batch) GetBytes(i int) ([]byte, bool, error) {
 	r := b.at(i)
 	if !r.isBytes() {
-		return nil, false, b.fail(i, r, TypeBytes)
+		return nil, false, b.fail(i, &r, TypeBytes)
 	}
 	return cloneSlice(r.bytes()), true, nil
 }
@@ -161,8 +164,8 @@ func (b *Batch) GetBytes(i int) ([]byte, bool, error) {
 // GetInt64 returns result i as [Cache.GetInt64] does.
 func (b *Batch) GetInt64(i int) (int64, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_I64) {
-		return 0, false, b.fail(i, r, TypeInt64)
+	if !r.is(TypeInt64) {
+		return 0, false, b.fail(i, &r, TypeInt64)
 	}
 	return r.int64(), true, nil
 }
@@ -170,8 +173,8 @@ func (b *Batch) GetInt64(i int) (int64, bool, error) {
 // GetFloat64 returns result i as [Cache.GetFloat64] does.
 func (b *Batch) GetFloat64(i int) (float64, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_F64) {
-		return 0, false, b.fail(i, r, TypeFloat64)
+	if !r.is(TypeFloat64) {
+		return 0, false, b.fail(i, &r, TypeFloat64)
 	}
 	return r.float64(), true, nil
 }
@@ -179,8 +182,8 @@ func (b *Batch) GetFloat64(i int) (float64, bool, error) {
 // GetBool returns result i as [Cache.GetBool] does.
 func (b *Batch) GetBool(i int) (bool, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_BOOL) {
-		return false, false, b.fail(i, r, TypeBool)
+	if !r.is(TypeBool) {
+		return false, false, b.fail(i, &r, TypeBool)
 	}
 	return r.bool(), true, nil
 }
@@ -188,8 +191,8 @@ func (b *Batch) GetBool(i int) (bool, bool, error) {
 // GetFloat32s returns result i as [Cache.GetFloat32s] does.
 func (b *Batch) GetFloat32s(i int) ([]float32, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_F32_LIST) {
-		return nil, false, b.fail(i, r, TypeFloat32s)
+	if !r.is(TypeFloat32s) {
+		return nil, false, b.fail(i, &r, TypeFloat32s)
 	}
 	return cloneSlice(r.f32s()), true, nil
 }
@@ -197,8 +200,8 @@ func (b *Batch) GetFloat32s(i int) ([]float32, bool, error) {
 // GetFloat64s returns result i as [Cache.GetFloat64s] does.
 func (b *Batch) GetFloat64s(i int) ([]float64, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_F64_LIST) {
-		return nil, false, b.fail(i, r, TypeFloat64s)
+	if !r.is(TypeFloat64s) {
+		return nil, false, b.fail(i, &r, TypeFloat64s)
 	}
 	return cloneSlice(r.f64s()), true, nil
 }
@@ -206,8 +209,8 @@ func (b *Batch) GetFloat64s(i int) ([]float64, bool, error) {
 // GetStrings returns result i as [Cache.GetStrings] does.
 func (b *Batch) GetStrings(i int) ([]string, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_STR_LIST) {
-		return nil, false, b.fail(i, r, TypeStrings)
+	if !r.is(TypeStrings) {
+		return nil, false, b.fail(i, &r, TypeStrings)
 	}
 	strs, err := r.strs()
 	if err != nil {
@@ -221,7 +224,7 @@ func (b *Batch) GetStrings(i int) ([]string, bool, error) {
 func (b *Batch) GetBytesUnsafe(i int) ([]byte, bool, error) {
 	r := b.at(i)
 	if !r.isBytes() {
-		return nil, false, b.fail(i, r, TypeBytes)
+		return nil, false, b.fail(i, &r, TypeBytes)
 	}
 	return r.bytes(), true, nil
 }
@@ -230,8 +233,8 @@ func (b *Batch) GetBytesUnsafe(i int) ([]byte, bool, error) {
 // valid until the Cache is closed.
 func (b *Batch) GetStringUnsafe(i int) (string, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_STR) {
-		return "", false, b.fail(i, r, TypeString)
+	if !r.is(TypeString) {
+		return "", false, b.fail(i, &r, TypeString)
 	}
 	return r.str(), true, nil
 }
@@ -240,8 +243,8 @@ func (b *Batch) GetStringUnsafe(i int) (string, bool, error) {
 // mapping, valid until the Cache is closed.
 func (b *Batch) GetFloat32sUnsafe(i int) ([]float32, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_F32_LIST) {
-		return nil, false, b.fail(i, r, TypeFloat32s)
+	if !r.is(TypeFloat32s) {
+		return nil, false, b.fail(i, &r, TypeFloat32s)
 	}
 	return r.f32s(), true, nil
 }
@@ -250,8 +253,8 @@ func (b *Batch) GetFloat32sUnsafe(i int) ([]float32, bool, error) {
 // mapping, valid until the Cache is closed.
 func (b *Batch) GetFloat64sUnsafe(i int) ([]float64, bool, error) {
 	r := b.at(i)
-	if !r.is(C.LARDER_TYPE_F64_LIST) {
-		return nil, false, b.fail(i, r, TypeFloat64s)
+	if !r.is(TypeFloat64s) {
+		return nil, false, b.fail(i, &r, TypeFloat64s)
 	}
 	return r.f64s(), true, nil
 }

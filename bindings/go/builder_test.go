@@ -98,7 +98,7 @@ func getAny(c *Cache, key string, want any) (any, bool, error) {
 
 func unpack[T any](v T, ok bool, err error) (any, bool, error) { return v, ok, err }
 
-func build(t *testing.T, path string, opts *BuilderOptions, entries map[string]any) Stats {
+func build(t testing.TB, path string, opts *BuilderOptions, entries map[string]any) Stats {
 	t.Helper()
 	b, err := NewBuilder(path, opts)
 	if err != nil {
@@ -435,11 +435,12 @@ func TestEmptyValuesHaveNilPointers(t *testing.T) {
 	}
 	defer c.Close()
 	for _, k := range []string{"f32s", "f64s", "strs", "strs0", "bytes", "str"} {
-		r := c.lookup(k)
+		var r ref
+		c.lookup(k, &r)
 		if r.status != 0 {
 			t.Fatalf("%s: status %d", k, r.status)
 		}
-		for name, p := range map[string]unsafe.Pointer{"data": r.data, "aux": unsafe.Pointer(r.aux)} {
+		for name, p := range map[string]unsafe.Pointer{"data": r.data, "aux": r.aux} {
 			if p != nil && uintptr(p) < 4096 {
 				t.Errorf("%s: %s = %p", k, name, p)
 			}

@@ -25,9 +25,10 @@ import (
 
 // Cache is an open, memory-mapped, read-only cache file.
 //
-// A Cache is safe for concurrent use by any number of goroutines: lookups take no lock. Each
-// lookup is a single cgo call that passes the key in place (no copy) and gets the value's type,
-// address and length back.
+// A Cache is safe for concurrent use by any number of goroutines: lookups take no lock and
+// make no cgo call. Open maps the file and validates its header in the Rust library, which then
+// hands over the mapping's address and its section bounds once; every lookup after that reads
+// the mapping from Go (reader.go), bounds-checking each offset it reads from the file.
 //
 // Close it when done. A Cache that becomes unreachable without Close is closed by a cleanup
 // (runtime.AddCleanup), but only then: slices returned by the Unsafe getters do not keep it
@@ -36,6 +37,11 @@ type Cache struct {
 	handle  atomic.Uintptr // the C handle (C memory, not Go's); 0 once closed
 	cleanup runtime.Cleanup
 	path    string
+	// view reads the mapping that handle keeps alive; set before the Cache is shared and never
+	// changed. native is false when the Go reader cannot read the file (a format version it
+	// does not know): lookups then make one cgo call each, as they all did before.
+	view   mapView
+	native bool
 }
 
 // Open memory-maps the cache file at path and validates its header (an O(1) check; use
@@ -58,6 +64,7 @@ func Open(path string) (*Cache, error) {
 // wrapCache takes ownership of a C cache handle.
 func wrapCache(path string, handle C.uintptr_t) *Cache {
 	c := &Cache{path: path}
+	c.view, c.native = newView(handle)
 	c.handle.Store(uintptr(handle))
 	c.cleanup = runtime.AddCleanup(c, func(h C.uintptr_t) { C.lg_close(h) }, handle)
 	return c
@@ -65,8 +72,11 @@ func wrapCache(path string, handle C.uintptr_t) *Cache {
 
 // Close unmaps the file. Values returned by the copying getters stay valid; slices and strings
 // returned by the Unsafe getters do not, and must not be used afterwards. Close must not run
-// while other goroutines are still looking keys up in this Cache. Closing twice is a no-op.
-// It always returns nil; the error result satisfies io.Closer.
+// while other goroutines are still looking keys up in this Cache: a lookup that started before
+// Close reads the mapping with plain loads, and Close may unmap it under the lookup's feet (a
+// fault, as a C caller closing a handle in use would get). Lookups that start after Close fail
+// with [ErrClosed]. Closing twice is a no-op. It always returns nil; the error result satisfies
+// io.Closer.
 func (c *Cache) Close() error {
 	if h := c.handle.Swap(0); h != 0 {
 		c.cleanup.Stop()
@@ -97,6 +107,19 @@ func (c *Cache) Contains(key string) (bool, error) {
 	if h == 0 {
 		return false, closedError("contains")
 	}
+	if c.native {
+		_, found, bad := c.view.find(key)
+		runtime.KeepAlive(c) // the mapping stays until the cleanup closes the handle
+		if bad.what != "" {
+			return false, keyed(statusError("contains", statusCorrupt, bad.message()), key)
+		}
+		return found, nil
+	}
+	return c.containsCgo(h, key)
+}
+
+// containsCgo is Contains through the C ABI.
+func (c *Cache) containsCgo(h uintptr, key string) (bool, error) {
 	r := C.lg_contains(C.uintptr_t(h), keyPtr(key), C.size_t(len(key)))
 	runtime.KeepAlive(c)
 	switch r.status {
@@ -111,53 +134,95 @@ func (c *Cache) Contains(key string) (bool, error) {
 // statusClosed marks a lookup on a closed Cache; the C ABI never returns it.
 const statusClosed = 1000
 
-// ref is one lookup's result as the C shim flattens it: status, type, data pointer and length
-// (or the scalar), and a string list's text.
-type ref C.lg_ref
+// ref is one lookup's result, flattened as the C shim's lg_ref is (status, type, data pointer
+// and length or the scalar, a string list's text), with a failure's message in Go memory. The
+// Go reader and the cgo path both produce it, so the getters cannot tell them apart.
+type ref struct {
+	status int32 // a larder_status, or statusClosed
+	typ    Type
+	// BYTES, STR, F32_LIST, F64_LIST: the data in the mapping; STR_LIST: the end offsets.
+	// nil when empty.
+	data unsafe.Pointer
+	// BYTES, STR: length in bytes; lists: element count; I64, BOOL: the value; F64: its bits.
+	word   uint64
+	aux    unsafe.Pointer // STR_LIST: the concatenated text (nil when empty)
+	auxLen uint64         // STR_LIST: its length
+	msg    string         // a failure's message
+}
 
-// lookup is the one cgo call behind every getter.
-func (c *Cache) lookup(key string) ref {
+// refOf converts the C shim's result; msg is a failure's message, already taken.
+func refOf(r *C.lg_ref, msg string) ref {
+	return ref{
+		status: int32(r.status),
+		typ:    Type(r.value_type),
+		data:   r.data,
+		word:   uint64(r.word),
+		aux:    unsafe.Pointer(r.aux),
+		auxLen: uint64(r.aux_len),
+		msg:    msg,
+	}
+}
+
+// lookup is the lookup behind every getter: the Go reader, or one cgo call. It fills *r, a
+// zero ref on the caller's stack (a 64-byte result is cheaper written in place than returned
+// through three frames). Small enough to inline into each getter.
+func (c *Cache) lookup(key string, r *ref) {
+	if c.native && c.handle.Load() != 0 {
+		c.view.get(key, r)
+		runtime.KeepAlive(c) // the mapping stays until the cleanup closes the handle
+		return
+	}
+	c.lookupOther(key, r)
+}
+
+// lookupOther is lookup on a closed Cache or one the Go reader cannot read.
+func (c *Cache) lookupOther(key string, r *ref) {
 	h := c.handle.Load()
 	if h == 0 {
-		return ref{status: statusClosed}
+		r.status = statusClosed
+		return
 	}
+	*r = c.lookupCgo(h, key)
+}
+
+// lookupCgo is a lookup through the C ABI: larder_cache_get.
+func (c *Cache) lookupCgo(h uintptr, key string) ref {
 	r := C.lg_lookup(C.uintptr_t(h), keyPtr(key), C.size_t(len(key)))
 	runtime.KeepAlive(c)
-	return ref(r)
+	return refOf(&r, takeMessage(r.msg))
 }
 
 // is reports a hit of type t.
-func (r *ref) is(t C.uint32_t) bool {
-	return r.status == C.LARDER_OK && r.value_type == t
+func (r *ref) is(t Type) bool {
+	return r.status == statusOK && r.typ == t
 }
 
 // isBytes reports a hit that GetBytes accepts: bytes, or a string's bytes.
 func (r *ref) isBytes() bool {
-	return r.status == C.LARDER_OK &&
-		(r.value_type == C.LARDER_TYPE_BYTES || r.value_type == C.LARDER_TYPE_STR)
+	return r.status == statusOK && (r.typ == TypeBytes || r.typ == TypeString)
 }
 
-func (r *ref) str() string      { return viewString(r.data, uint64(r.word)) }
-func (r *ref) bytes() []byte    { return viewSlice[byte](r.data, uint64(r.word)) }
-func (r *ref) f32s() []float32  { return viewSlice[float32](r.data, uint64(r.word)) }
-func (r *ref) f64s() []float64  { return viewSlice[float64](r.data, uint64(r.word)) }
+func (r *ref) str() string      { return viewString(r.data, r.word) }
+func (r *ref) bytes() []byte    { return viewSlice[byte](r.data, r.word) }
+func (r *ref) f32s() []float32  { return viewSlice[float32](r.data, r.word) }
+func (r *ref) f64s() []float64  { return viewSlice[float64](r.data, r.word) }
 func (r *ref) int64() int64     { return int64(r.word) }
-func (r *ref) float64() float64 { return math.Float64frombits(uint64(r.word)) }
+func (r *ref) float64() float64 { return math.Float64frombits(r.word) }
 func (r *ref) bool() bool       { return r.word != 0 }
 func (r *ref) strs() ([]string, error) {
-	return strList(r.data, uint64(r.word), r.aux, uint64(r.aux_len))
+	return strList(r.data, r.word, r.aux, r.auxLen)
 }
 
 // value copies a hit of any type into a Value.
 func (r *ref) value() (Value, error) {
-	v := Value{typ: Type(r.value_type)}
+	v := Value{typ: r.typ}
 	switch v.typ {
 	case TypeBytes:
 		v.bytes = cloneSlice(r.bytes())
 	case TypeString:
 		v.str = strings.Clone(r.str())
 	case TypeInt64, TypeBool, TypeFloat64:
-		v.num = uint64(r.word)
+		v.num = r.word
 	case TypeFloat32s:
 		v.f32s = cloneSlice(r.f32s())
 	case TypeFloat64s:
@@ -175,32 +240,25 @@ func (r *ref) value() (Value, error) {
 }
 
 // miss is the slow path of every getter, for any result but a hit of the wanted type: nil for
-// a missing key, else the error. It takes ownership of the C message.
+// a missing key, else the error.
 func (r *ref) miss(key string, want Type) error {
-	msg := takeMessage(r.msg)
-	r.msg = nil
-	return failure(key, r.status, r.value_type, msg, want)
-}
-
-// failure builds the error for a result that is not a hit of type want (nil for a miss). want 0
-// accepts any type.
-func failure(key string, status C.larder_status, found C.uint32_t, msg string, want Type) error {
-	switch status {
-	case C.LARDER_OK:
-		return keyed(mismatchError("get", want, Type(found)), key)
-	case C.LARDER_NOT_FOUND:
+	switch r.status {
+	case statusOK:
+		return keyed(mismatchError("get", want, r.typ), key)
+	case statusNotFound:
 		return nil
 	case statusClosed:
 		return closedError("get")
 	}
-	return keyed(statusError("get", int(status), msg), key)
+	return keyed(statusError("get", int(r.status), r.msg), key)
 }
 
 // Get looks key up whatever its type. The value is copied out of the mapping. ok is false for a
 // missing key (with a nil error).
 func (c *Cache) Get(key string) (Value, bool, error) {
-	r := c.lookup(key)
-	if r.status != C.LARDER_OK {
+	var r ref
+	c.lookup(key, &r)
+	if r.status != statusOK {
 		return Value{}, false, r.miss(key, 0)
 	}
 	v, err := r.value()
@@ -213,8 +271,9 @@ func (c *Cache) Get(key string) (Value, bool, error) {
 // GetString returns a TypeString value, copied. ok is false for a missing key; a key of another
 // type fails with [ErrTypeMismatch].
 func (c *Cache) GetString(key string) (string, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_STR) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeString) {
 		return "", false, r.miss(key, TypeString)
 	}
 	return strings.Clone(r.str()), true, nil
@@ -222,7 +281,8 @@ func (c *Cache) GetString(key string) (string, bool, error) {
 
 // GetBytes returns a TypeBytes value (or the bytes of a TypeString value), copied.
 func (c *Cache) GetBytes(key string) ([]byte, bool, error) {
-	r := c.lookup(key)
+	var r ref
+	c.lookup(key, &r)
 	if !r.isBytes() {
 		return nil, false, r.miss(key, TypeBytes)
 	}
@@ -231,8 +291,9 @@ func (c *Cache) GetBytes(key string) ([]byte, bool, error) {
 
 // GetInt64 returns a TypeInt64 value.
 func (c *Cache) GetInt64(key string) (int64, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_I64) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeInt64) {
 		return 0, false, r.miss(key, TypeInt64)
 	}
 	return r.int64(), true, nil
@@ -240,8 +301,9 @@ func (c *Cache) GetInt64(key string) (int64, bool, error) {
 
 // GetFloat64 returns a TypeFloat64 value.
 func (c *Cache) GetFloat64(key string) (float64, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_F64) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeFloat64) {
 		return 0, false, r.miss(key, TypeFloat64)
 	}
 	return r.float64(), true, nil
@@ -249,8 +311,9 @@ func (c *Cache) GetFloat64(key string) (float64, bool, error) {
 
 // GetBool returns a TypeBool value.
 func (c *Cache) GetBool(key string) (bool, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_BOOL) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeBool) {
 		return false, false, r.miss(key, TypeBool)
 	}
 	return r.bool(), true, nil
@@ -259,8 +322,9 @@ func (c *Cache) GetBool(key string) (bool, bool, error) {
 // GetFloat32s returns a TypeFloat32s value, copied. See [Cache.GetFloat32sUnsafe] for a view
 // of the mapping without the copy.
 func (c *Cache) GetFloat32s(key string) ([]float32, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_F32_LIST) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeFloat32s) {
 		return nil, false, r.miss(key, TypeFloat32s)
 	}
 	return cloneSlice(r.f32s()), true, nil
@@ -269,8 +333,9 @@ func (c *Cache) GetFloat32s(key string) ([]float32, bool, error) {
 // GetFloat64s returns a TypeFloat64s value, copied. See [Cache.GetFloat64sUnsafe] for a view
 // of the mapping without the copy.
 func (c *Cache) GetFloat64s(key string) ([]float64, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_F64_LIST) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeFloat64s) {
 		return nil, false, r.miss(key, TypeFloat64s)
 	}
 	return cloneSlice(r.f64s()), true, nil
@@ -279,8 +344,9 @@ func (c *Cache) GetFloat64s(key string) ([]float64, bool, error) {
 // GetStrings returns a TypeStrings value, copied (the strings share one allocation). Every
 // string's bounds and UTF-8 are checked; a damaged list fails with [ErrCorrupt].
 func (c *Cache) GetStrings(key string) ([]string, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_STR_LIST) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeStrings) {
 		return nil, false, r.miss(key, TypeStrings)
 	}
 	strs, err := r.strs()
@@ -294,7 +360,8 @@ func (c *Cache) GetStrings(key string) ([]string, bool, error) {
 // mapping. It is valid only until Close (and only while the Cache is reachable), and must not
 // be modified: a write faults. It never allocates.
 func (c *Cache) GetBytesUnsafe(key string) ([]byte, bool, error) {
-	r := c.lookup(key)
+	var r ref
+	c.lookup(key, &r)
 	if !r.isBytes() {
 		return nil, false, r.miss(key, TypeBytes)
 	}
@@ -304,8 +371,9 @@ func (c *Cache) GetBytesUnsafe(key string) ([]byte, bool, error) {
 // GetStringUnsafe is [Cache.GetString] without the copy: the string's bytes are the mapping's.
 // It is valid only until Close (and only while the Cache is reachable). It never allocates.
 func (c *Cache) GetStringUnsafe(key string) (string, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_STR) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeString) {
 		return "", false, r.miss(key, TypeString)
 	}
 	return r.str(), true, nil
@@ -315,8 +383,9 @@ func (c *Cache) GetStringUnsafe(key string) (string, bool, error) {
 // mapping (aligned, little-endian, read in place). It is valid only until Close (and only while
 // the Cache is reachable), and must not be modified. It never allocates.
 func (c *Cache) GetFloat32sUnsafe(key string) ([]float32, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_F32_LIST) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeFloat32s) {
 		return nil, false, r.miss(key, TypeFloat32s)
 	}
 	return r.f32s(), true, nil
@@ -325,8 +394,9 @@ func (c *Cache) GetFloat32sUnsafe(key string) ([]float32, bool, error) {
 // GetFloat64sUnsafe is [Cache.GetFloat64s] without the copy, with the same rules as
 // [Cache.GetFloat32sUnsafe].
 func (c *Cache) GetFloat64sUnsafe(key string) ([]float64, bool, error) {
-	r := c.lookup(key)
-	if !r.is(C.LARDER_TYPE_F64_LIST) {
+	var r ref
+	c.lookup(key, &r)
+	if !r.is(TypeFloat64s) {
 		return nil, false, r.miss(key, TypeFloat64s)
 	}
 	return r.f64s(), true, nil
@@ -396,11 +466,11 @@ func (c *Cache) Verify() error {
 // strList copies a string list out of the mapping (end offsets at ends, count of them, then
 // the text), checking each string's bounds and UTF-8 as larder_str_list_get would, without a
 // cgo call per string.
-func strList(ends unsafe.Pointer, count uint64, text *C.uint8_t, textLen uint64) ([]string, error) {
+func strList(ends unsafe.Pointer, count uint64, text unsafe.Pointer, textLen uint64) ([]string, error) {
 	if count == 0 {
 		return []string{}, nil
 	}
-	all := strings.Clone(viewString(unsafe.Pointer(text), textLen))
+	all := strings.Clone(viewString(text, textLen))
 	out := make([]string, count)
 	var start uint32
 	for i, end := range viewSlice[uint32](ends, count) {

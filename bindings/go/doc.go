@@ -7,11 +7,13 @@
 // bytes, UTF-8 strings, int64, float64, bool, and lists of float32, float64 or strings; a typed
 // getter asked for another type fails with [ErrTypeMismatch] rather than reinterpreting bytes.
 //
-// The package is a thin cgo wrapper over the larder cache C ABI
-// (crates/larder-cache-ffi/include/larder_cache.h), linked statically. Each lookup is exactly
-// one cgo call that passes the key in place and returns the value's type, address and length;
-// the copying getters then copy the value into Go memory, and the Unsafe getters return it as a
-// view of the mapping instead. The C library holds no Go memory beyond a call.
+// The package is a cgo wrapper over the larder cache C ABI
+// (crates/larder-cache-ffi/include/larder_cache.h), linked statically: the Rust library opens,
+// validates, maps, builds and swaps files. Single-key lookups make no cgo call: they read the
+// mapping in Go (the section bounds come from the C ABI once per open) and check every offset
+// read from the file, with the same results and errors as the Rust reader. The copying getters
+// copy the value into Go memory; the Unsafe getters return it as a view of the mapping. The C
+// library holds no Go memory beyond a call.
 //
 // [SwappingCache] ([WatchPath], [WatchPointer]) follows a path or a pointer file to newly
 // published files: [SwappingCache.Refresh] swaps, and [SwappingCache.Current] returns a [Cache]

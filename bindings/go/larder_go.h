@@ -171,6 +171,22 @@ static inline lg_status lg_verify(uintptr_t cache) {
     return lg_status_of(larder_cache_verify(LG_CACHE(cache)));
 }
 
+/* The mapping and its validated section bounds, fetched once per handle: the Go binding reads
+ * the file itself from then on (reader.go), without a cgo call per lookup. */
+typedef struct lg_layout_result {
+    larder_status status;
+    char *msg;
+    larder_layout layout;
+} lg_layout_result;
+
+static inline lg_layout_result lg_layout(uintptr_t cache) {
+    lg_layout_result r;
+    memset(&r, 0, sizeof r);
+    r.status = larder_cache_layout(LG_CACHE(cache), &r.layout);
+    r.msg = lg_message(r.status);
+    return r;
+}
+
 /* ---- swapping ----------------------------------------------------------------------------- */
 
 typedef struct lg_swapper_result {

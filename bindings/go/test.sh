@@ -7,7 +7,8 @@
 #   CARGO_TARGET_DIR=/x bindings/go/test.sh   use that cargo target directory (default: target/)
 #
 # Needs cargo and Go 1.24 or newer (an older go command fetches a newer toolchain through the
-# module proxy when GOTOOLCHAIN allows it). No other dependencies: the package has none.
+# module proxy when GOTOOLCHAIN allows it). One Go module dependency, github.com/zeebo/xxh3 (the
+# key hash), fetched by the go command. `go test -run X -fuzz FuzzLookup` fuzzes the Go reader.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -149,6 +149,17 @@ static void read_all_types(const char *path) {
           info.key_count == 10 && info.format_version == 1 && info.dedup == 1 &&
           info.value_count == 9 && info.created_unix_ms > 0);
     CHECK(larder_cache_verify(c) == LARDER_OK);
+
+    /* The layout a binding reads the mapping with: the file starts with the magic number. */
+    larder_layout layout;
+    CHECK(larder_cache_layout(c, &layout) == LARDER_OK && layout.base != NULL &&
+          memcmp(layout.base, "LARDCACH", 8) == 0 && layout.format_version == 1 &&
+          layout.offset_width == 4 && layout.index_end == layout.len &&
+          layout.len == info.file_bytes && layout.data_end <= layout.index_start &&
+          (layout.index_end - layout.index_start) % 64 == 0 && layout.home_bucket_count >= 1 &&
+          layout.key_count == 10);
+    CHECK(larder_cache_layout(NULL, &layout) == LARDER_NULL_ARGUMENT);
+    CHECK(larder_cache_layout(c, NULL) == LARDER_NULL_ARGUMENT);
     larder_cache_close(c);
     larder_cache_close(NULL);
 }

@@ -153,6 +153,39 @@ typedef struct larder_info {
   uint64_t dedup_saved_bytes;
 } larder_info;
 
+// Where the sections of an open cache file lie in its mapping, as validated at open, for
+// bindings that look keys up by reading the mapping themselves (following
+// `docs/cache-format.md`) rather than calling [`larder_cache_get`] per lookup. Filled by
+// [`larder_cache_layout`]; `base` stays valid until the handle is closed.
+//
+// Guaranteed by the open-time checks: `data_end <= index_start < index_end == len`,
+// `index_end - index_start` a multiple of 64, `1 <= home_bucket_count <=
+// (index_end - index_start) / 64`, and `offset_width` 4 or 8. Nothing past the header has been
+// checked: a reader must bounds-check every offset it reads from the file.
+typedef struct larder_layout {
+  // The first byte of the mapped file (file offset 0). Read-only memory.
+  const uint8_t *base;
+  // Length of the mapping: the file's length.
+  size_t len;
+  // The file's format version; the rules above and in the format document are version 1's,
+  // so a reader must fall back to [`larder_cache_get`] for any other.
+  uint32_t format_version;
+  // Bytes per record offset in an index bucket: 4 (12 lanes) or 8 (7 lanes).
+  uint32_t offset_width;
+  // End of the record section (file offset): records and values lie below it.
+  uint64_t data_end;
+  // Start of the hash index (file offset, a multiple of 64).
+  uint64_t index_start;
+  // End of the hash index (file offset).
+  uint64_t index_end;
+  // Buckets a hash maps onto: `home = (hash * home_bucket_count) >> 64`, 128-bit product.
+  uint64_t home_bucket_count;
+  // Farthest any key sits past its home bucket, in buckets.
+  uint64_t probe_max;
+  // Number of keys.
+  uint64_t key_count;
+} larder_layout;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -424,6 +457,12 @@ enum larder_status larder_str_list_get(const struct larder_str_list *list,
 // # Safety
 // `cache` must be a live handle and `out` writable.
 enum larder_status larder_cache_info(const struct larder_cache *cache, struct larder_info *out);
+
+// Fills `*out` with the cache's mapping and section bounds (see [`larder_layout`]).
+//
+// # Safety
+// `cache` must be a live handle and `out` writable.
+enum larder_status larder_cache_layout(const struct larder_cache *cache, struct larder_layout *out);
 
 // Checks every checksum and record. `LARDER_OK` or `LARDER_CORRUPT` with a message.
 //

@@ -8,6 +8,9 @@
 //!
 //! Lookups are designed for callers that pay per call (cgo, JNI): [`larder_cache_get`] returns
 //! the type and the value (number, or pointer and length) in one call.
+//! [`larder_cache_layout`] goes further for callers that can read memory themselves: it hands
+//! out the mapping and its validated section bounds, so that a binding (Go) can look keys up
+//! in its own language, following `docs/cache-format.md`, with no foreign call at all.
 //!
 //! A [`larder_cache_swapper`] follows a path or a pointer file and swaps to newly published
 //! files on [`larder_cache_swapper_refresh`]; [`larder_cache_swapper_current`] hands out
@@ -17,7 +20,8 @@
 //! `header_is_up_to_date` fails when it is stale (`UPDATE_HEADER=1 cargo test -p
 //! larder-cache-ffi` rewrites it).
 //!
-//! It is not: a second implementation of the format (everything goes through `larder-cache`).
+//! It is not: a second implementation of the format (everything here goes through
+//! `larder-cache`).
 #![allow(unsafe_code)]
 #![allow(non_camel_case_types)]
 

@@ -127,6 +127,41 @@ pub struct larder_info {
     pub dedup_saved_bytes: u64,
 }
 
+/// Where the sections of an open cache file lie in its mapping, as validated at open, for
+/// bindings that look keys up by reading the mapping themselves (following
+/// `docs/cache-format.md`) rather than calling [`larder_cache_get`] per lookup. Filled by
+/// [`larder_cache_layout`]; `base` stays valid until the handle is closed.
+///
+/// Guaranteed by the open-time checks: `data_end <= index_start < index_end == len`,
+/// `index_end - index_start` a multiple of 64, `1 <= home_bucket_count <=
+/// (index_end - index_start) / 64`, and `offset_width` 4 or 8. Nothing past the header has been
+/// checked: a reader must bounds-check every offset it reads from the file.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct larder_layout {
+    /// The first byte of the mapped file (file offset 0). Read-only memory.
+    pub base: *const u8,
+    /// Length of the mapping: the file's length.
+    pub len: usize,
+    /// The file's format version; the rules above and in the format document are version 1's,
+    /// so a reader must fall back to [`larder_cache_get`] for any other.
+    pub format_version: u32,
+    /// Bytes per record offset in an index bucket: 4 (12 lanes) or 8 (7 lanes).
+    pub offset_width: u32,
+    /// End of the record section (file offset): records and values lie below it.
+    pub data_end: u64,
+    /// Start of the hash index (file offset, a multiple of 64).
+    pub index_start: u64,
+    /// End of the hash index (file offset).
+    pub index_end: u64,
+    /// Buckets a hash maps onto: `home = (hash * home_bucket_count) >> 64`, 128-bit product.
+    pub home_bucket_count: u64,
+    /// Farthest any key sits past its home bucket, in buckets.
+    pub probe_max: u64,
+    /// Number of keys.
+    pub key_count: u64,
+}
+
 /// Borrows the cache behind a handle.
 ///
 /// # Safety
@@ -624,6 +659,36 @@ pub unsafe extern "C" fn larder_cache_info(
         };
         // SAFETY: caller contract.
         unsafe { write_out(out, info, "out") }
+    })
+}
+
+/// Fills `*out` with the cache's mapping and section bounds (see [`larder_layout`]).
+///
+/// # Safety
+/// `cache` must be a live handle and `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn larder_cache_layout(
+    cache: *const larder_cache,
+    out: *mut larder_layout,
+) -> larder_status {
+    boundary(|| {
+        // SAFETY: caller contract.
+        let cache = unsafe { cache_arg(cache)? };
+        let l = cache.layout();
+        let layout = larder_layout {
+            base: l.bytes.as_ptr(),
+            len: l.bytes.len(),
+            format_version: l.format_version,
+            offset_width: u32::from(l.offset_width),
+            data_end: l.data_end,
+            index_start: l.index_start,
+            index_end: l.index_end,
+            home_bucket_count: l.home_bucket_count,
+            probe_max: l.probe_max,
+            key_count: l.key_count,
+        };
+        // SAFETY: caller contract.
+        unsafe { write_out(out, layout, "out") }
     })
 }
 

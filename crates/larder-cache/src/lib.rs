@@ -42,6 +42,6 @@ mod writer;
 pub use builder::{BuildStats, CacheBuilder, DuplicatePolicy, Value};
 pub use error::Error;
 pub use format::{ValueType, FORMAT_VERSION, HEADER_LEN, KEY_LEN_MAX, NAME_LEN_MAX};
-pub use reader::{Cache, CacheInfo, Iter};
+pub use reader::{Cache, CacheInfo, Iter, Layout};
 pub use swap::{SwappingCache, Watcher};
 pub use value::{StrList, ValueRef};

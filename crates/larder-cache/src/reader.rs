@@ -67,6 +67,37 @@ pub struct CacheInfo {
     pub dedup_saved_bytes: u64,
 }
 
+/// Where the sections of an open file lie, as validated by [`Cache::open`]: for bindings that
+/// read the mapping themselves instead of calling the lookup functions (the Go binding does, to
+/// avoid a foreign call per lookup).
+///
+/// The open-time checks guarantee `data_end <= index_start < index_end == bytes.len()`,
+/// `index_end - index_start` a multiple of 64 (the bucket length), `1 <= home_bucket_count <=`
+/// the bucket count, and `offset_width` 4 or 8. A reader must still bounds-check every offset it
+/// reads from the file, as this crate does: nothing past the header has been checked.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Layout<'a> {
+    /// The whole mapped file; the offsets below are into it.
+    pub bytes: &'a [u8],
+    /// The format version (see [`crate::FORMAT_VERSION`]): the layout rules below are version 1's.
+    pub format_version: u32,
+    /// Bytes per record offset in an index bucket: 4 (12 lanes) or 8 (7 lanes).
+    pub offset_width: u8,
+    /// End of the record section: every record and value lies below it.
+    pub data_end: u64,
+    /// Start of the hash index (a multiple of 64).
+    pub index_start: u64,
+    /// End of the hash index.
+    pub index_end: u64,
+    /// Buckets a hash maps onto: `home = (hash * home_bucket_count) >> 64` (128-bit product).
+    pub home_bucket_count: u64,
+    /// Farthest any key sits past its home bucket, in buckets.
+    pub probe_max: u64,
+    /// Number of keys.
+    pub key_count: u64,
+}
+
 impl Cache {
     /// Opens and maps a cache file, validating its header and section bounds.
     ///
@@ -95,6 +126,22 @@ impl Cache {
             index_start,
             index_end,
         })
+    }
+
+    /// The validated section bounds and the mapped bytes, for bindings that read in place.
+    pub fn layout(&self) -> Layout<'_> {
+        let h = &self.header;
+        Layout {
+            bytes: self.bytes(),
+            format_version: h.version,
+            offset_width: h.offset_width,
+            data_end: self.data_end as u64,
+            index_start: self.index_start as u64,
+            index_end: self.index_end as u64,
+            home_bucket_count: h.home_bucket_count,
+            probe_max: h.probe_max,
+            key_count: h.key_count,
+        }
     }
 
     /// The path the cache was opened from.
@@ -814,6 +861,23 @@ mod tests {
         assert!(c.get_str("bytes").is_err(), "bytes are not text");
         assert!(c.get_f64_list("f32s").is_err());
         assert!(c.get_bool("i64").is_err());
+    }
+
+    #[test]
+    fn layout_matches_header() {
+        let c = build_all_types(&temp("layout"), false);
+        let l = c.layout();
+        let info = c.info();
+        assert_eq!(l.bytes.len() as u64, info.file_bytes);
+        assert_eq!(l.format_version, FORMAT_VERSION);
+        assert_eq!(l.offset_width, 4);
+        assert_eq!(l.data_end, HEADER_LEN as u64 + info.data_bytes);
+        assert_eq!(l.index_end, info.file_bytes);
+        assert_eq!(l.index_end - l.index_start, info.index_bytes);
+        assert!(l.data_end <= l.index_start);
+        assert!(l.home_bucket_count >= 1 && l.home_bucket_count <= info.bucket_count);
+        assert_eq!(l.probe_max, info.probe_max);
+        assert_eq!(l.key_count, 9);
     }
 
     #[test]
