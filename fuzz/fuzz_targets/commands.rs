@@ -14,7 +14,7 @@
 
 #![no_main]
 
-use std::cell::RefCell;
+use std::sync::{Mutex, OnceLock};
 
 use larder_commands::config::Config;
 use larder_commands::testing::Harness;
@@ -22,15 +22,20 @@ use libfuzzer_sys::fuzz_target;
 
 const KEYS: [&[u8]; 4] = [b"k", b"list", b"{k}2", b""];
 
-thread_local! {
-    static HARNESS: RefCell<Harness> = RefCell::new({
+/// One server for the whole run, in a static so that it is never dropped: the command table
+/// leaks its names on purpose, and LeakSanitizer would report them once a drop made them
+/// unreachable.
+static HARNESS: OnceLock<Mutex<Harness>> = OnceLock::new();
+
+fn harness() -> &'static Mutex<Harness> {
+    HARNESS.get_or_init(|| {
         let config = Config::new();
         // Keep SETRANGE/APPEND within a fuzzer's memory limit.
         config
             .set_many(&[("proto-max-bulk-len", "1mb")])
             .expect("a valid setting");
-        Harness::with_config(config)
-    });
+        Mutex::new(Harness::with_config(config))
+    })
 }
 
 fn allowed(argv: &[&[u8]]) -> bool {
@@ -57,39 +62,37 @@ fn allowed(argv: &[&[u8]]) -> bool {
 }
 
 fuzz_target!(|data: &[u8]| {
-    HARNESS.with(|h| {
-        let mut h = h.borrow_mut();
-        h.run_raw(&[b"HELLO", b"2"]);
-        h.run_raw(&[b"SELECT", b"0"]);
-        h.run_raw(&[b"FLUSHALL"]);
-        h.run_raw(&[b"CLIENT", b"REPLY", b"ON"]);
-        let names: Vec<&'static str> = h
-            .server
-            .registry
-            .commands()
-            .iter()
-            .map(|spec| spec.name)
-            .collect();
-        for line in data.split(|&b| b == b'\n').take(64) {
-            let mut argv: Vec<&[u8]> = Vec::new();
-            for (i, token) in line.split(|&b| b == b' ').enumerate() {
-                argv.push(match token {
-                    [b] if i == 0 => names[usize::from(*b) % names.len()].as_bytes(),
-                    [b'#', k] => KEYS[usize::from(*k) % KEYS.len()],
-                    _ => token,
-                });
-            }
-            if !allowed(&argv) {
-                continue;
-            }
-            let reply = h.run_raw(&argv);
-            // Zero replies (CLIENT REPLY OFF/SKIP) or one well-formed frame.
-            if !reply.is_empty() {
-                match larder_resp::decode(&reply) {
-                    Ok(Some((_, used))) => assert_eq!(used, reply.len(), "one reply per command"),
-                    other => panic!("malformed reply to {argv:?}: {other:?}"),
-                }
+    let mut h = harness().lock().expect("no earlier panic");
+    h.run_raw(&[b"HELLO", b"2"]);
+    h.run_raw(&[b"SELECT", b"0"]);
+    h.run_raw(&[b"FLUSHALL"]);
+    h.run_raw(&[b"CLIENT", b"REPLY", b"ON"]);
+    let names: Vec<&'static str> = h
+        .server
+        .registry
+        .commands()
+        .iter()
+        .map(|spec| spec.name)
+        .collect();
+    for line in data.split(|&b| b == b'\n').take(64) {
+        let mut argv: Vec<&[u8]> = Vec::new();
+        for (i, token) in line.split(|&b| b == b' ').enumerate() {
+            argv.push(match token {
+                [b] if i == 0 => names[usize::from(*b) % names.len()].as_bytes(),
+                [b'#', k] => KEYS[usize::from(*k) % KEYS.len()],
+                _ => token,
+            });
+        }
+        if !allowed(&argv) {
+            continue;
+        }
+        let reply = h.run_raw(&argv);
+        // Zero replies (CLIENT REPLY OFF/SKIP) or one well-formed frame.
+        if !reply.is_empty() {
+            match larder_resp::decode(&reply) {
+                Ok(Some((_, used))) => assert_eq!(used, reply.len(), "one reply per command"),
+                other => panic!("malformed reply to {argv:?}: {other:?}"),
             }
         }
-    });
+    }
 });
