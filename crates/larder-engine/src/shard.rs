@@ -53,6 +53,12 @@ pub(crate) fn hash_key(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(key)
 }
 
+/// The fill, between half of `capacity` and all of it, at which the shard at `position` grows
+/// a table early (see [`Shard::grow_early`]).
+fn early_fill(capacity: usize, position: usize) -> usize {
+    capacity / 2 + capacity / 2 * position / crate::keyspace::SHARDS_PER_DB
+}
+
 /// The entry in `slot` of a slab (a free function so that index closures can borrow the slab
 /// while the index is borrowed mutably).
 #[inline]
@@ -203,8 +209,17 @@ impl Shard {
             *self.slot_mut(slot) = entry;
             return slot;
         }
+        let position = self.position();
         match self.chunks.last_mut() {
             Some(chunk) if chunk.len() < CHUNK_SLOTS => {
+                // As the index (see `grow_early`): a chunk doubles at a fill set by the
+                // shard's position, so the 256 shards' doublings (a memmove and fresh pages
+                // each) do not all fall in the same stretch of a bulk load.
+                let cap = chunk.capacity();
+                if cap >= 256 && cap < CHUNK_SLOTS && chunk.len() >= early_fill(cap, position) {
+                    // `reserve_exact` counts from the length: this asks for twice the capacity.
+                    chunk.reserve_exact((2 * cap).min(CHUNK_SLOTS) - chunk.len());
+                }
                 chunk.push(entry);
             }
             _ => {
@@ -271,6 +286,11 @@ impl Shard {
         slot
     }
 
+    /// The shard's position among its database's shards.
+    fn position(&self) -> usize {
+        self.id as usize % crate::keyspace::SHARDS_PER_DB
+    }
+
     /// Grows the index before it is full, at a fill that differs from shard to shard.
     ///
     /// Keys hash evenly over a database's shards, so their indexes fill in step: left to grow
@@ -281,15 +301,13 @@ impl Shard {
     /// 2× range of database sizes, at the cost of some shards holding the next index size
     /// early (4 bytes per bucket). Small indexes grow as usual.
     fn grow_early(&mut self) {
-        const MIN_CAPACITY: usize = 1024;
+        const MIN_CAPACITY: usize = 256;
         let cap = self.index.capacity();
         let len = self.index.len();
         if cap < MIN_CAPACITY || len >= cap {
             return;
         }
-        let position = self.id as usize % crate::keyspace::SHARDS_PER_DB;
-        let threshold = cap / 2 + cap / 2 * position / crate::keyspace::SHARDS_PER_DB;
-        if len >= threshold {
+        if len >= early_fill(cap, self.position()) {
             let chunks = &self.chunks;
             self.index
                 .reserve(cap - len + 1, |&s| table_hash(slot_in(chunks, s).hash_tag));
@@ -871,6 +889,28 @@ mod tests {
         for f in last {
             assert!(f > 0.95, "{f}");
         }
+    }
+
+    #[test]
+    fn shards_grow_their_slab_chunk_at_different_fills() {
+        // The fills at which the first slab chunk's capacity doubled, from 256 slots up.
+        let growth_fill = |id: u32| {
+            let mut s = Shard::new(id);
+            let mut fills = Vec::new();
+            for i in 0..CHUNK_SLOTS {
+                let cap = s.chunks.first().map_or(0, Vec::capacity);
+                put(&mut s, format!("key:{i:012}").as_bytes(), b"v", 0);
+                if cap >= 256 && s.chunks[0].capacity() != cap {
+                    fills.push((s.chunks[0].len() - 1) as f64 / cap as f64);
+                }
+            }
+            assert_eq!(s.chunks[0].capacity(), CHUNK_SLOTS);
+            fills
+        };
+        let first = growth_fill(0);
+        assert!(!first.is_empty());
+        assert!(first.iter().all(|f| (0.49..0.52).contains(f)), "{first:?}");
+        assert!(growth_fill(255).iter().all(|&f| f > 0.95));
     }
 
     #[test]
