@@ -216,7 +216,7 @@ impl Shard {
                 // shard's position, so the 256 shards' doublings (a memmove and fresh pages
                 // each) do not all fall in the same stretch of a bulk load.
                 let cap = chunk.capacity();
-                if cap >= 256 && cap < CHUNK_SLOTS && chunk.len() >= early_fill(cap, position) {
+                if (256..CHUNK_SLOTS).contains(&cap) && chunk.len() >= early_fill(cap, position) {
                     // `reserve_exact` counts from the length: this asks for twice the capacity.
                     chunk.reserve_exact((2 * cap).min(CHUNK_SLOTS) - chunk.len());
                 }
