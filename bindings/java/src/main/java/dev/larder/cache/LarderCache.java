@@ -63,17 +63,15 @@ import java.util.OptionalLong;
  * String and byte values are copied out of the mapping (a Java string cannot point at foreign
  * memory), so {@link #getString} allocates the string it returns.
  */
-public final class LarderCache implements AutoCloseable {
+public final class LarderCache extends NativeHandle {
     /** The longest key a cache file can hold, in bytes. */
     public static final int KEY_LEN_MAX = 65536;
 
     private final Path path;
-    /** The native handle; 0 once closed. */
-    private volatile long handle;
 
     private LarderCache(Path path, long handle) {
+        super(handle);
         this.path = path;
-        this.handle = handle;
     }
 
     /**
@@ -107,17 +105,14 @@ public final class LarderCache implements AutoCloseable {
         return path;
     }
 
-    /** Publishes this thread's use of the handle; see {@link Scratch}. */
-    private long enter(Scratch s) {
-        long h = handle;
-        if (h != 0) {
-            s.enter(h);
-            if (handle == h) {
-                return h;
-            }
-            s.exit();
-        }
-        throw new IllegalStateException("cache is closed: " + path);
+    @Override
+    String closedMessage() {
+        return "cache is closed: " + path;
+    }
+
+    @Override
+    void release(long handle) {
+        NativeLib.close(handle);
     }
 
     private static <T> T checked(T key) {
@@ -687,31 +682,13 @@ public final class LarderCache implements AutoCloseable {
     }
 
     /**
-     * Whether {@link #close()} has been called.
-     *
-     * @return true once closed
-     */
-    public boolean isClosed() {
-        return handle == 0;
-    }
-
-    /**
      * Unmaps the file. Waits for lookups in flight on other threads; later calls throw
      * {@link IllegalStateException}. Buffers from {@link #getDoubleBuffer} and
      * {@link #getFloatBuffer} become invalid. Closing twice does nothing.
      */
     @Override
     public void close() {
-        long h;
-        synchronized (this) {
-            h = handle;
-            if (h == 0) {
-                return;
-            }
-            handle = 0;
-        }
-        Scratch.awaitQuiescence(h);
-        NativeLib.close(h);
+        super.close();
     }
 
     @Override

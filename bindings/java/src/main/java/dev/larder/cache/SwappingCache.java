@@ -33,16 +33,14 @@ import java.util.Objects;
  * never wait for lookups, nor lookups for them. {@link #close()} waits for {@code refresh} and
  * {@code current} calls in flight; caches taken from it stay open until closed themselves.
  */
-public final class SwappingCache implements AutoCloseable {
+public final class SwappingCache extends NativeHandle {
     private final Path path;
     private final boolean pointer;
-    /** The native swapper handle; 0 once closed. */
-    private volatile long handle;
 
     private SwappingCache(Path path, boolean pointer, long handle) {
+        super(handle);
         this.path = path;
         this.pointer = pointer;
-        this.handle = handle;
     }
 
     /**
@@ -97,17 +95,14 @@ public final class SwappingCache implements AutoCloseable {
         return pointer;
     }
 
-    /** Publishes this thread's use of the handle, as {@link LarderCache} does; see Scratch. */
-    private long enter(Scratch s) {
-        long h = handle;
-        if (h != 0) {
-            s.enter(h);
-            if (handle == h) {
-                return h;
-            }
-            s.exit();
-        }
-        throw new IllegalStateException("swapping cache is closed: " + path);
+    @Override
+    String closedMessage() {
+        return "swapping cache is closed: " + path;
+    }
+
+    @Override
+    void release(long handle) {
+        NativeLib.swapperClose(handle);
     }
 
     /**
@@ -148,31 +143,13 @@ public final class SwappingCache implements AutoCloseable {
     }
 
     /**
-     * Whether {@link #close()} has been called.
-     *
-     * @return true once closed
-     */
-    public boolean isClosed() {
-        return handle == 0;
-    }
-
-    /**
      * Releases the swapper. Waits for {@code refresh} and {@code current} calls in flight on
      * other threads; later calls throw {@link IllegalStateException}. Caches returned by
      * {@link #current()} stay open. Closing twice does nothing.
      */
     @Override
     public void close() {
-        long h;
-        synchronized (this) {
-            h = handle;
-            if (h == 0) {
-                return;
-            }
-            handle = 0;
-        }
-        Scratch.awaitQuiescence(h);
-        NativeLib.swapperClose(h);
+        super.close();
     }
 
     @Override
