@@ -1,10 +1,10 @@
 //! Building: a streaming builder handle, typed inserts, finish or abort.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 
 use ::larder_cache::{BuildStats, CacheBuilder, DuplicatePolicy, Value};
 
-use crate::reader::{invalid, path_from_c};
+use crate::reader::{invalid, path_arg};
 use crate::status::{boundary, bytes_arg, larder_status, write_out, Failure};
 
 /// A build in progress. Opaque; use from one thread at a time.
@@ -75,14 +75,11 @@ pub unsafe extern "C" fn larder_cache_builder_new(
     out: *mut *mut larder_cache_builder,
 ) -> larder_status {
     boundary(|| {
-        if path.is_null() {
-            return Err(Failure::null("path"));
-        }
+        // SAFETY: null or NUL-terminated by the caller's contract.
+        let path = unsafe { path_arg(path)? };
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        // SAFETY: non-null and NUL-terminated by contract.
-        let path = path_from_c(unsafe { CStr::from_ptr(path) })?;
         let builder = CacheBuilder::new(path)?;
         let handle = Box::into_raw(Box::new(larder_cache_builder { builder }));
         // SAFETY: checked non-null above.

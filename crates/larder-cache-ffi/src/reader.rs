@@ -215,22 +215,27 @@ pub unsafe extern "C" fn larder_cache_open(
     out: *mut *mut larder_cache,
 ) -> larder_status {
     boundary(|| {
-        if path.is_null() {
-            return Err(Failure::null("path"));
-        }
+        // SAFETY: null or NUL-terminated by the caller's contract.
+        let path = unsafe { path_arg(path)? };
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        // SAFETY: non-null, NUL-terminated by the caller's contract.
-        let path = unsafe { CStr::from_ptr(path) };
-        let path = path_from_c(path)?;
         let handle = handle_from_arc(Arc::new(Cache::open(&path)?));
         // SAFETY: `out` checked non-null above and writable by contract.
         unsafe { write_out(out, handle, "out") }
     })
 }
 
-pub(crate) fn path_from_c(path: &CStr) -> Result<PathBuf, Failure> {
+/// A path argument: null is refused; otherwise the NUL-terminated bytes (Unix) or UTF-8 text.
+///
+/// # Safety
+/// `path` must be null or point to a NUL-terminated string.
+pub(crate) unsafe fn path_arg(path: *const c_char) -> Result<PathBuf, Failure> {
+    if path.is_null() {
+        return Err(Failure::null("path"));
+    }
+    // SAFETY: non-null and NUL-terminated by this function's contract.
+    let path = unsafe { CStr::from_ptr(path) };
     #[cfg(unix)]
     {
         use std::os::unix::ffi::OsStrExt;

@@ -6,11 +6,11 @@
 //! works on it, and a lookup that started on the old file finishes on it even after a refresh,
 //! because the old mapping lives until its last handle is closed.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 
 use ::larder_cache::SwappingCache;
 
-use crate::reader::{handle_from_arc, larder_cache, path_from_c};
+use crate::reader::{handle_from_arc, larder_cache, path_arg};
 use crate::status::{boundary, larder_status, write_out, Failure};
 
 /// A cache that swaps to newer files. Opaque; share one between threads freely.
@@ -51,14 +51,11 @@ unsafe fn watch(
     open: fn(std::path::PathBuf) -> Result<SwappingCache, ::larder_cache::Error>,
 ) -> larder_status {
     boundary(|| {
-        if path.is_null() {
-            return Err(Failure::null("path"));
-        }
+        // SAFETY: null or NUL-terminated by the caller's contract.
+        let path = unsafe { path_arg(path)? };
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        // SAFETY: non-null, NUL-terminated by the caller's contract.
-        let path = path_from_c(unsafe { CStr::from_ptr(path) })?;
         let swap = open(path)?;
         let handle = Box::into_raw(Box::new(larder_cache_swapper { swap }));
         // SAFETY: `out` checked non-null above and writable by contract.
