@@ -197,6 +197,15 @@ impl Pause {
         }
         (write || self.mode.load(Ordering::Acquire) == Pause::ALL).then_some(until)
     }
+
+    /// [`Pause::holds`] for a caller that has not read the clock: reads it only when a pause
+    /// has been set.
+    pub fn holds_now(&self, write: bool) -> Option<u64> {
+        if self.until_ms.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        self.holds(write, larder_engine::now_ms())
+    }
 }
 
 /// Information the network layer provides for INFO.

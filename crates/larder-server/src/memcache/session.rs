@@ -39,7 +39,6 @@ impl Session {
         let mut pos = 0;
         self.min_total = 0;
         self.paused_until_ms = None;
-        let now_ms = larder_engine::now_ms();
         while pos < buf.len() {
             let rest = &buf[pos..];
             if self.discard > 0 {
@@ -51,7 +50,7 @@ impl Session {
             let protocol = *self.protocol.get_or_insert_with(|| detect(rest[0]));
             let step = match protocol {
                 Protocol::Text => match parse_text(rest, &limits) {
-                    Ok(Some((req, _))) if self.held(cx, req.writes(), now_ms) => break,
+                    Ok(Some((req, _))) if self.held(cx, req.writes()) => break,
                     Ok(Some((req, used))) => Step::Ran(text::execute(cx, &req, out), used),
                     Ok(None) => Step::Incomplete,
                     Err(e) => {
@@ -67,7 +66,7 @@ impl Session {
                     }
                 },
                 Protocol::Binary => match parse_binary(rest, &limits) {
-                    Ok(Some((req, _))) if self.held(cx, req.command.writes(), now_ms) => break,
+                    Ok(Some((req, _))) if self.held(cx, req.command.writes()) => break,
                     Ok(Some((req, used))) => Step::Ran(binary::execute(cx, &req, out), used),
                     Ok(None) => {
                         // Read the whole body before parsing again.
@@ -119,8 +118,8 @@ impl Session {
 
     /// Whether CLIENT PAUSE holds a request back now (as it holds RESP commands: ALL holds
     /// everything, WRITE holds writes); records the deadline if so.
-    fn held(&mut self, cx: &Ctx<'_>, writes: bool, now_ms: u64) -> bool {
-        self.paused_until_ms = cx.server.pause.holds(writes, now_ms);
+    fn held(&mut self, cx: &Ctx<'_>, writes: bool) -> bool {
+        self.paused_until_ms = cx.server.pause.holds_now(writes);
         self.paused_until_ms.is_some()
     }
 }
