@@ -1,12 +1,27 @@
 //! One key and everything stored with it.
 //!
 //! The entry's key and value share one heap block behind a tagged thin pointer; this module is
-//! the engine's only `unsafe` code, and every block of it states why it is sound.
+//! the engine's only `unsafe` code (that, and the [`prefetch`] hint), and every block of it
+//! states why it is sound.
 #![allow(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
+
+/// Asks the CPU to start loading the cache line at `p` into its caches: a hint, which does
+/// nothing on targets without one.
+#[inline(always)]
+pub(crate) fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` reads nothing the program can observe and never faults, whatever
+    // the address (an invalid or stale one is ignored); SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
 
 /// The Redis type of a value, as `TYPE` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -293,6 +308,31 @@ impl Entry {
 
     pub(crate) fn new_object(key: &[u8], object: Object) -> Entry {
         Entry::with_block(Some(new_object_block(key, object)))
+    }
+
+    /// Asks the CPU to start loading the first two cache lines of the key and value block
+    /// (where the key, and the start of an inline value, are).
+    #[inline]
+    pub(crate) fn prefetch_block(&self) {
+        if let Some(p) = self.block {
+            let p = p.as_ptr().cast_const();
+            prefetch(p);
+            prefetch(p.wrapping_add(64));
+        }
+    }
+
+    /// Asks the CPU to start loading the rest of an inline value (past the two lines that
+    /// [`Entry::prefetch_block`] asked for), up to 1 KiB. Reads the block's header, so call it
+    /// once that has had time to arrive.
+    #[inline]
+    pub(crate) fn prefetch_value(&self) {
+        if let Block::Inline(p) = self.block() {
+            let end = (INLINE_HEADER + header_u32(p, 0) + inline_value_len(p)).min(1024);
+            let p = p.as_ptr().cast_const();
+            for line in (128..end).step_by(64) {
+                prefetch(p.wrapping_add(line));
+            }
+        }
     }
 
     #[inline]

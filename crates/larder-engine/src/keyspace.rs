@@ -14,8 +14,8 @@ use crate::shard::{hash_key, Shard, SlotId};
 /// single index resize moves a few hundred KiB and never pauses clients for long.
 pub const SHARDS_PER_DB: usize = 256;
 const SHARD_BITS: u32 = SHARDS_PER_DB.trailing_zeros();
-/// Shard choice uses hash bits 40.. so it is independent of the index's bucket bits (low) and
-/// of hashbrown's control byte (top 7 bits).
+/// Shard choice uses hash bits 40.. so it is independent of the 32 bits the index is built from
+/// (`shard::tag_of`: the low ones).
 const SHARD_SHIFT: u32 = 40;
 
 /// Most keys one shard reclaims per active expiry pass, so a mass expiry never holds a shard
@@ -148,6 +148,45 @@ impl Db {
     pub fn route(key: &[u8]) -> (usize, u64) {
         let hash = hash_key(key);
         (((hash >> SHARD_SHIFT) as usize) & (SHARDS_PER_DB - 1), hash)
+    }
+
+    /// Most keys [`Db::prefetch`] looks at per call.
+    pub const PREFETCH_BATCH: usize = 32;
+
+    /// Starts loading into the CPU caches what lookups of `keys` will read (index group,
+    /// entry, key and value), in one pass per step over the whole batch, so that the cache
+    /// misses of different keys overlap instead of queueing one after another as they do when
+    /// each lookup runs to its end before the next begins. Only a hint: the lookups that follow
+    /// give the same results with or without it. A shard that another thread holds is
+    /// skipped rather than waited for. Looks at the first [`Db::PREFETCH_BATCH`] keys.
+    pub fn prefetch(&self, keys: &[&[u8]]) {
+        let mut routed = [(0usize, 0u64); Db::PREFETCH_BATCH];
+        let n = keys.len().min(Db::PREFETCH_BATCH);
+        for (r, key) in routed.iter_mut().zip(keys) {
+            *r = Db::route(key);
+            crate::entry::prefetch(std::ptr::from_ref(&self.cells[r.0]).cast());
+        }
+        let routed = &routed[..n];
+        for &(shard, hash) in routed {
+            if let Some(s) = self.cells[shard].shard.try_lock() {
+                s.prefetch_index(hash);
+            }
+        }
+        for &(shard, hash) in routed {
+            if let Some(s) = self.cells[shard].shard.try_lock() {
+                s.prefetch_entries(hash);
+            }
+        }
+        for &(shard, hash) in routed {
+            if let Some(s) = self.cells[shard].shard.try_lock() {
+                s.prefetch_block(hash);
+            }
+        }
+        for &(shard, hash) in routed {
+            if let Some(s) = self.cells[shard].shard.try_lock() {
+                s.prefetch_value(hash);
+            }
+        }
     }
 
     /// Lock one shard.
@@ -647,6 +686,30 @@ mod tests {
             s.remove(slot);
         }
         s.insert_string(k, h, b"v", at, 0);
+    }
+
+    #[test]
+    fn prefetch_is_only_a_hint_and_never_waits_for_a_lock() {
+        let ks = Keyspace::new(1);
+        let keys: Vec<Vec<u8>> = (0..100).map(|i| format!("key:{i}").into_bytes()).collect();
+        for k in keys.iter().step_by(2) {
+            set(&ks, 0, k, 0);
+        }
+        let db = ks.db(0);
+        // A shard held elsewhere is skipped, not waited for (this would deadlock otherwise).
+        let (held, _) = db.lock_key(&keys[0]);
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        db.prefetch(&refs);
+        drop(held);
+        // More keys than one batch, absent ones, an empty key, an empty shard: no effect on
+        // what lookups find.
+        db.prefetch(&refs);
+        db.prefetch(&[b"", b"nope"]);
+        Keyspace::new(1).db(0).prefetch(&refs);
+        for (i, k) in keys.iter().enumerate() {
+            let (mut s, h) = db.lock_key(k);
+            assert_eq!(s.find(k, h, 0).is_some(), i % 2 == 0, "{i}");
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod entry;
 mod error;
 mod evict;
 pub mod glob;
+mod index;
 mod keyspace;
 mod shard;
 

@@ -3,10 +3,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use hashbrown::HashTable;
-
-use crate::entry::{Entry, Object};
+use crate::entry::{prefetch, Entry, Object};
 use crate::evict::{random_u64, AccessPolicy};
+use crate::index::SlotIndex;
 
 /// Whether a read records the access time of the key it finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,22 +24,16 @@ pub type SlotId = u32;
 const CHUNK_SLOTS: usize = 4096;
 const CHUNK_SHIFT: u32 = CHUNK_SLOTS.trailing_zeros();
 
-/// An index entry: just the slot. 32 bits of the key's hash are kept in the entry
-/// (`Entry::hash_tag`), so growing or shrinking the index rebuilds each bucket's hash from
-/// the slab, which is dense and mostly cached, without reading a key or hashing it again.
-/// Keeping the tag in the slab rather than beside the slot halves the index (4 bytes a bucket
-/// instead of 8).
-type IndexEntry = SlotId;
-
 /// The 32 bits of a key's hash stored in its entry.
 #[inline]
 fn tag_of(hash: u64) -> u32 {
     hash as u32
 }
 
-/// The hash the index table sees, rebuilt from the entry's tag alone. The multiply spreads the
-/// tag's bits to the top (hashbrown's control byte) while the low bits (bucket) stay well
-/// mixed.
+/// The hash the index sees, rebuilt from the entry's tag alone, so growing or shrinking the
+/// index rebuilds each slot's hash from the slab (dense, mostly cached) without reading a key
+/// or hashing it again. The multiply spreads the tag's bits to the top (the index's tag byte)
+/// while the low bits (home group) stay well mixed.
 #[inline]
 fn table_hash(tag: u32) -> u64 {
     u64::from(tag).wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -69,13 +62,13 @@ fn slot_in(chunks: &[Vec<Entry>], slot: SlotId) -> &Entry {
 /// A hash table of entries plus an ordered index of expiry deadlines.
 ///
 /// Invariants:
-/// - `index` holds exactly the slot ids of live (non-vacant) entries, each once; each such
-///   entry's `hash_tag` is the low 32 bits of its key's hash.
+/// - `index` holds exactly the slot ids of live (non-vacant) entries, each once, under
+///   `table_hash` of their entry's `hash_tag`, which is the low 32 bits of its key's hash.
 /// - `expires` holds `(deadline, slot)` for exactly the live entries with a deadline.
 /// - Vacant slots are in `free`; slot ids of live entries never change.
 #[derive(Debug)]
 pub struct Shard {
-    index: HashTable<IndexEntry>,
+    index: SlotIndex,
     chunks: Vec<Vec<Entry>>,
     free: Vec<SlotId>,
     expires: BTreeSet<(u64, SlotId)>,
@@ -97,7 +90,7 @@ impl Shard {
 
     pub(crate) fn with_policy(id: u32, policy: Arc<AccessPolicy>) -> Shard {
         Shard {
-            index: HashTable::new(),
+            index: SlotIndex::new(),
             chunks: Vec::new(),
             free: Vec::new(),
             expires: BTreeSet::new(),
@@ -137,7 +130,7 @@ impl Shard {
     /// Approximate bytes held by this shard's entries and tables.
     pub fn used_bytes(&self) -> usize {
         self.used_bytes
-            + self.index.capacity() * (std::mem::size_of::<IndexEntry>() + 1)
+            + self.index.memory_bytes()
             + self.chunks.iter().map(|c| c.capacity()).sum::<usize>() * std::mem::size_of::<Entry>()
             + self.expires.len() * 24
     }
@@ -163,12 +156,58 @@ impl Shard {
     pub fn find_raw(&self, key: &[u8], hash: u64) -> Option<SlotId> {
         let chunks = &self.chunks;
         let tag = tag_of(hash);
+        self.index.find(table_hash(tag), |slot| {
+            let e = slot_in(chunks, slot);
+            e.hash_tag == tag && e.key() == key
+        })
+    }
+
+    /// Batched lookups, first step (see `Db::prefetch`): start loading the index group a
+    /// lookup of the key with this `hash` reads first.
+    #[inline]
+    pub(crate) fn prefetch_index(&self, hash: u64) {
+        if let Some(p) = self.index.home_addr(table_hash(tag_of(hash))) {
+            prefetch(p);
+        }
+    }
+
+    /// Second step: start loading the entries that the (by now cached) group offers as
+    /// candidates. An entry is 40 bytes, so it may straddle two cache lines.
+    #[inline]
+    pub(crate) fn prefetch_entries(&self, hash: u64) {
+        let chunks = &self.chunks;
         self.index
-            .find(table_hash(tag), |&slot| {
-                let e = slot_in(chunks, slot);
-                e.hash_tag == tag && e.key() == key
-            })
-            .copied()
+            .home_candidates(table_hash(tag_of(hash)), |slot| {
+                let p: *const u8 = std::ptr::from_ref(slot_in(chunks, slot)).cast();
+                prefetch(p);
+                prefetch(p.wrapping_add(std::mem::size_of::<Entry>() - 1));
+            });
+    }
+
+    /// Third step: start loading the key and value of the candidate whose 32-bit tag matches.
+    #[inline]
+    pub(crate) fn prefetch_block(&self, hash: u64) {
+        let chunks = &self.chunks;
+        let tag = tag_of(hash);
+        self.index.home_candidates(table_hash(tag), |slot| {
+            let e = slot_in(chunks, slot);
+            if e.hash_tag == tag {
+                e.prefetch_block();
+            }
+        });
+    }
+
+    /// Fourth step: start loading the rest of the matching candidate's value.
+    #[inline]
+    pub(crate) fn prefetch_value(&self, hash: u64) {
+        let chunks = &self.chunks;
+        let tag = tag_of(hash);
+        self.index.home_candidates(table_hash(tag), |slot| {
+            let e = slot_in(chunks, slot);
+            if e.hash_tag == tag {
+                e.prefetch_value();
+            }
+        });
     }
 
     /// Find a live key. An expired key is removed on the way (lazy expiry) and not returned.
@@ -280,7 +319,7 @@ impl Shard {
         }
         self.grow_early();
         let chunks = &self.chunks;
-        self.index.insert_unique(table_hash(tag), slot, |&s| {
+        self.index.insert(table_hash(tag), slot, |s| {
             table_hash(slot_in(chunks, s).hash_tag)
         });
         slot
@@ -310,7 +349,7 @@ impl Shard {
         if len >= early_fill(cap, self.position()) {
             let chunks = &self.chunks;
             self.index
-                .reserve(cap - len + 1, |&s| table_hash(slot_in(chunks, s).hash_tag));
+                .reserve(cap - len + 1, |s| table_hash(slot_in(chunks, s).hash_tag));
         }
     }
 
@@ -324,11 +363,10 @@ impl Shard {
     /// Remove a live entry and return it.
     pub fn remove(&mut self, slot: SlotId) -> Entry {
         let tag = self.slot(slot).hash_tag;
-        let Ok(found) = self.index.find_entry(table_hash(tag), |&s| s == slot) else {
+        if !self.index.remove(table_hash(tag), slot) {
             // Invariant: every live slot is indexed.
             unreachable!("slot {slot} not in index");
-        };
-        found.remove();
+        }
         let entry = std::mem::replace(self.slot_mut(slot), Entry::vacant());
         if entry.expire_at_ms != 0 {
             self.expires.remove(&(entry.expire_at_ms, slot));
@@ -344,13 +382,13 @@ impl Shard {
         if self.index.is_empty() {
             self.chunks.clear();
             self.free.clear();
-            self.index = HashTable::new();
+            self.index = SlotIndex::new();
             return;
         }
         let cap = self.index.capacity();
         if cap > 64 && self.index.len() * 8 < cap {
             let chunks = &self.chunks;
-            self.index.shrink_to(self.index.len() * 2, |&s| {
+            self.index.shrink_to(self.index.len() * 2, |s| {
                 table_hash(slot_in(chunks, s).hash_tag)
             });
         }
@@ -358,7 +396,7 @@ impl Shard {
 
     /// Remove every key.
     pub fn clear(&mut self) -> Vec<Vec<Entry>> {
-        self.index = HashTable::new();
+        self.index = SlotIndex::new();
         self.free = Vec::new();
         self.expires = BTreeSet::new();
         self.used_bytes = 0;
