@@ -120,6 +120,20 @@ def test_unauthenticated_multibulk_limits(start_server):
     assert c.call("ECHO", "x" * 100_000) == b"x" * 100_000
 
 
+def test_reset_in_a_pipeline_brings_back_the_unauthenticated_limits(start_server):
+    # Requests after a RESET in the same write are read as a client that has not authenticated
+    # (larder parses pipelined requests ahead of running them, to prefetch their keys).
+    srv = start_server("--requirepass", "pw")
+    c = RawConn(srv.port)
+    assert c.call("AUTH", "pw") == "OK"
+    c.send(RawConn.encode("SET", "a", "1") + RawConn.encode("RESET")
+           + RawConn.encode("MSET", *(["k", "v"] * 5)))
+    assert c.read_reply() == "OK"
+    assert c.read_reply() == "RESET"
+    assert c.read_reply() == Err("ERR Protocol error: unauthenticated multibulk length")
+    assert c.is_closed()
+
+
 # --- maxclients --------------------------------------------------------------------------------
 
 

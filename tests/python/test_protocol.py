@@ -194,6 +194,30 @@ def test_pipeline_10k_commands_in_one_write(raw):
         assert raw.read_reply() == f"v{i}".encode()
 
 
+def test_pipeline_of_writes_and_reads_across_databases(raw):
+    # In one write: the server parses a batch of requests ahead and prefetches their keys in the
+    # database selected when the batch began; SETs of keys absent at that point, and SELECTs in
+    # the middle, must give the same answers as one request at a time.
+    n = 40
+    cmds = [RawConn.encode("SET", f"k{i}", f"db0-{i}") for i in range(n)]
+    cmds.append(RawConn.encode("SELECT", "1"))
+    cmds += [RawConn.encode("SET", f"k{i}", f"db1-{i}") for i in range(0, n, 2)]
+    cmds += [RawConn.encode("GET", f"k{i}") for i in range(n)]
+    cmds.append(RawConn.encode("SELECT", "0"))
+    cmds += [RawConn.encode("GET", f"k{i}") for i in range(n)]
+    cmds += [RawConn.encode("DEL", f"k{i}") for i in range(n)] + [RawConn.encode("GET", "k0")]
+    raw.send(b"".join(cmds))
+    assert [raw.read_reply() for _ in range(n)] == ["OK"] * n
+    assert raw.read_reply() == "OK"
+    assert [raw.read_reply() for _ in range(0, n, 2)] == ["OK"] * (n // 2)
+    assert [raw.read_reply() for _ in range(n)] == [
+        f"db1-{i}".encode() if i % 2 == 0 else None for i in range(n)]
+    assert raw.read_reply() == "OK"
+    assert [raw.read_reply() for _ in range(n)] == [f"db0-{i}".encode() for i in range(n)]
+    assert [raw.read_reply() for _ in range(n)] == [1] * n
+    assert raw.read_reply() is None
+
+
 def test_pipeline_inline_10k(raw):
     raw.send(b"".join(b"ECHO %d\r\n" % i for i in range(10_000)))
     for i in range(10_000):

@@ -6,7 +6,10 @@ use std::borrow::Cow;
 use larder_commands::config::Param;
 use larder_commands::state::ClientHandle;
 use larder_commands::{execute, ConnState, Outcome, Server};
-use larder_resp::{parse_request_resume, Limits, Parsed, Progress, Protocol, ReplyBuf};
+use larder_engine::Db;
+use larder_resp::{
+    parse_request, parse_request_resume, Limits, Parsed, Progress, Protocol, ReplyBuf,
+};
 
 use crate::conn::{Close, Handler, Processed};
 
@@ -42,44 +45,48 @@ impl RespHandler {
             ..Limits::default()
         };
         let mut argv: Vec<Cow<'_, [u8]>> = Vec::new();
+        // The arguments of a batch of requests, back to back, and each request's span of
+        // them with the input bytes it took.
         let mut args: Vec<&[u8]> = Vec::new();
+        let mut batch: Vec<(usize, usize, usize)> = Vec::new();
         let mut done = Processed::default();
         self.min_total = 0;
-        while done.used < buf.len() && done.close.is_none() {
+        'requests: while done.used < buf.len() && done.close.is_none() {
             // Re-read per request: an AUTH earlier in the same pipeline lifts the limits.
             limits.unauthenticated = !self.state.authenticated;
             let rest = &buf[done.used..];
             match parse_request_resume(rest, &limits, &mut argv, &mut self.progress) {
                 Ok(Parsed::Complete { consumed }) => {
-                    if !argv.is_empty() {
-                        // Multibulk arguments borrow from `buf`; reuse one Vec for them. Inline
-                        // commands with quoted (owned) arguments take the slow path.
-                        args.clear();
-                        let borrowed = argv.iter().all(|a| matches!(a, Cow::Borrowed(_)));
-                        let outcome = if borrowed {
-                            args.extend(argv.iter().filter_map(|a| match a {
-                                Cow::Borrowed(b) => Some(*b),
-                                Cow::Owned(_) => None,
-                            }));
-                            execute(server, &mut self.state, &args, &mut self.reply)
-                        } else {
-                            let owned: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
-                            execute(server, &mut self.state, &owned, &mut self.reply)
-                        };
-                        match outcome {
-                            Outcome::Continue => {}
-                            Outcome::Paused { until_ms } => {
-                                done.paused_until_ms = Some(until_ms);
-                                break;
-                            }
-                        }
-                        if self.state.close_after_reply {
-                            done.close = Some(Close::AfterReply);
-                        }
+                    if argv.is_empty() {
+                        done.used += consumed;
+                        continue;
                     }
-                    done.used += consumed;
-                    if self.reply.buf.len() >= stop_at {
-                        break;
+                    args.clear();
+                    if !borrowed(&argv, &mut args) {
+                        // Inline commands with quoted (owned) arguments take the slow path.
+                        let owned: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+                        if !self.exec(server, &owned, consumed, &mut done, stop_at) {
+                            break;
+                        }
+                        continue;
+                    }
+                    batch.clear();
+                    batch.push((0, args.len(), consumed));
+                    if self.state.authenticated {
+                        look_ahead(&rest[consumed..], &limits, &mut argv, &mut args, &mut batch);
+                    }
+                    if batch.len() > 1 {
+                        self.prefetch(server, &args, &batch);
+                    }
+                    for (i, &(from, to, consumed)) in batch.iter().enumerate() {
+                        // RESET may end the authentication the batch was parsed under: parse
+                        // the rest again under the unauthenticated limits.
+                        if i > 0 && !self.state.authenticated {
+                            continue 'requests;
+                        }
+                        if !self.exec(server, &args[from..to], consumed, &mut done, stop_at) {
+                            break 'requests;
+                        }
                     }
                 }
                 Ok(Parsed::Incomplete { min_total }) => {
@@ -100,6 +107,87 @@ impl RespHandler {
             }
         }
         done
+    }
+
+    /// Runs one request that took `consumed` input bytes. False: stop before the next one
+    /// (CLIENT PAUSE holds it, the connection closes, or the output reached `stop_at`).
+    fn exec(
+        &mut self,
+        server: &Server,
+        args: &[&[u8]],
+        consumed: usize,
+        done: &mut Processed,
+        stop_at: usize,
+    ) -> bool {
+        if let Outcome::Paused { until_ms } =
+            execute(server, &mut self.state, args, &mut self.reply)
+        {
+            done.paused_until_ms = Some(until_ms);
+            return false;
+        }
+        if self.state.close_after_reply {
+            done.close = Some(Close::AfterReply);
+        }
+        done.used += consumed;
+        done.close.is_none() && self.reply.buf.len() < stop_at
+    }
+
+    /// Warms the CPU caches for the keys of a batch of pipelined requests (`Db::prefetch`),
+    /// taking the second argument of each as its key: right for the single-key commands that
+    /// make up most pipelines, and only a wasted hint for the others.
+    fn prefetch(&self, server: &Server, args: &[&[u8]], batch: &[(usize, usize, usize)]) {
+        let mut keys = [&[][..]; Db::PREFETCH_BATCH];
+        let mut n = 0;
+        for &(from, to, _) in batch {
+            if to - from >= 2 && n < keys.len() {
+                keys[n] = args[from + 1];
+                n += 1;
+            }
+        }
+        if n > 1 {
+            server.keyspace.db(self.state.db).prefetch(&keys[..n]);
+        }
+    }
+}
+
+/// Appends the arguments to `args` if all of them borrow from the input; false if one is owned.
+fn borrowed<'a>(argv: &[Cow<'a, [u8]>], args: &mut Vec<&'a [u8]>) -> bool {
+    let start = args.len();
+    for a in argv {
+        match a {
+            Cow::Borrowed(b) => args.push(b),
+            Cow::Owned(_) => {
+                args.truncate(start);
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Parses the complete multibulk requests at the front of `input` (up to a batch of
+/// `Db::PREFETCH_BATCH` in all), adding their arguments to `args` and their spans to `batch`.
+/// Stops at the first request that is incomplete, inline or malformed: the main loop parses
+/// that one again when it gets there, and answers it exactly as it would have.
+fn look_ahead<'a>(
+    mut input: &'a [u8],
+    limits: &Limits,
+    argv: &mut Vec<Cow<'a, [u8]>>,
+    args: &mut Vec<&'a [u8]>,
+    batch: &mut Vec<(usize, usize, usize)>,
+) {
+    while batch.len() < Db::PREFETCH_BATCH && input.first() == Some(&b'*') {
+        match parse_request(input, limits, argv) {
+            Ok(Parsed::Complete { consumed }) if !argv.is_empty() => {
+                let from = args.len();
+                if !borrowed(argv, args) {
+                    return;
+                }
+                batch.push((from, args.len(), consumed));
+                input = &input[consumed..];
+            }
+            _ => return,
+        }
     }
 }
 
