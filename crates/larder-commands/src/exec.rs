@@ -2,7 +2,6 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use larder_resp::{Protocol, ReplyBuf};
 
@@ -145,7 +144,9 @@ pub fn execute(
         finish_reply(conn, out, reply_start);
         return Outcome::Continue;
     }
-    let now_ms = larder_engine::now_ms();
+    // One clock read serves the command's notion of now and the start of its duration.
+    let mut started_us = larder_engine::now_us();
+    let now_ms = started_us / 1000;
     let writes = spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
     if let Some(until_ms) = server.pause.holds(writes, now_ms) {
         return Outcome::Paused { until_ms };
@@ -192,7 +193,10 @@ pub fn execute(
         }
     }
 
-    let started = Instant::now();
+    if max > 0 {
+        // Eviction is not part of the command's duration (as Redis times `call()` alone).
+        started_us = larder_engine::now_us();
+    }
     let mut cmd = Cmd {
         server,
         conn,
@@ -207,7 +211,8 @@ pub fn execute(
     let result = (spec.handler)(&mut cmd);
     let conn = cmd.conn;
     let out = cmd.out;
-    let elapsed_us = started.elapsed().as_micros() as u64;
+    // Wall-clock microseconds, as Redis's `ustime()`; a clock step back counts as 0.
+    let elapsed_us = larder_engine::now_us().saturating_sub(started_us);
 
     let stat = &thread.per_command[resolved.stat_index];
     bump(&stat.calls, 1);
