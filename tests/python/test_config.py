@@ -340,6 +340,30 @@ def test_proto_max_bulk_len_range(raw):
     assert raw.call("CONFIG", "SET", "proto-max-bulk-len", before) == "OK"
 
 
+def test_disable_thp_is_a_startup_parameter(raw):
+    assert config_get(raw, "disable-thp") == {"disable-thp": "yes"}
+    assert raw.call("CONFIG", "SET", "disable-thp", "no") == failed(
+        "disable-thp", "can't set immutable config")
+
+
+def _thp_enabled(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("THP_enabled:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no THP_enabled line in /proc/{pid}/status")
+
+
+@pytest.mark.larder_only
+def test_disable_thp_turns_huge_pages_off_for_the_process(start_server):
+    # Redis acts only when the system setting is `always`; larder whatever it is, because its
+    # allocator asks for huge pages with madvise.
+    srv = start_server()
+    assert _thp_enabled(srv.proc.pid) == 0
+    srv = start_server("--disable-thp", "no")
+    assert _thp_enabled(srv.proc.pid) == _thp_enabled("self")
+
+
 @pytest.mark.larder_only
 def test_threads_flag(start_server):
     srv = start_server("--threads", "2")

@@ -33,6 +33,7 @@ pub enum Param {
     Logfile,
     LazyfreeLazyUserFlush,
     LazyfreeLazyUserDel,
+    DisableThp,
 }
 
 /// How a parameter's value is parsed and shown.
@@ -340,6 +341,14 @@ pub static PARAMS: &[ParamDef] = &[
         "no",
         Mutability::Mutable,
         "DEL behaves like UNLINK",
+    ),
+    def(
+        Param::DisableThp,
+        "disable-thp",
+        Kind::Bool,
+        "yes",
+        Mutability::Immutable,
+        "turn transparent huge pages off for the process (page faults that zero 2 MiB stall clients)",
     ),
 ];
 
