@@ -98,6 +98,15 @@ def test_multi_get_order_and_duplicates(mc, pm):
     assert pm.get_many(["a", "b", "zz"]) == {"a": b"1", "b": b"2"}
 
 
+def test_multi_get_longer_than_one_prefetch_batch(mc, pm):
+    # larder warms the caches 32 keys at a time; answers stay in request order across batches.
+    pm.set_many({f"k{i}": str(i).encode() for i in range(0, 100, 3)}, noreply=False)
+    keys = [f"k{i}" for i in range(100)] + ["k0"]
+    mc.send("get " + " ".join(keys) + "\r\n")
+    want = [(k.encode(), str(int(k[1:])).encode()) for k in keys if int(k[1:]) % 3 == 0]
+    assert [(k, d) for k, _, d, _ in mc.values()] == want
+
+
 def test_add_replace(mc, pm):
     assert mc.store("replace", "k", "x") == b"NOT_STORED"
     assert mc.store("add", "k", "a") == b"STORED"

@@ -2,6 +2,7 @@
 //! memcached's answer with [`TextWriter`].
 
 use larder_commands::state::bump;
+use larder_engine::Db;
 use larder_memcache::{
     Keys, MetaArithmetic, MetaDelete, MetaGet, MetaKey, MetaSet, MetaStatus, Store, StoreMode,
     TextErrorKind, TextReply, TextRequest, TextWriter, Tokens,
@@ -117,7 +118,12 @@ fn get(cx: &Ctx<'_>, keys: Keys<'_>, exptime: Option<i64>, with_cas: bool, w: &m
     };
     let db = cx.db();
     let mut requested = 0;
+    let mut rest = keys;
     for key in keys {
+        if requested % Db::PREFETCH_BATCH as u64 == 0 {
+            prefetch_ahead(db, rest);
+        }
+        rest.next();
         requested += 1;
         let found = ops::read(db, key, cx.now_ms, access, |item| {
             w.value(key, item.flags, item.value, with_cas.then_some(item.cas));
@@ -135,6 +141,20 @@ fn get(cx: &Ctx<'_>, keys: Keys<'_>, exptime: Option<i64>, with_cas: bool, w: &m
         bump(&cx.counters.cmd_touch, requested);
     }
     w.end();
+}
+
+/// Warms the caches for the next batch of a multi-get's keys (`Db::prefetch`), so that their
+/// cache misses overlap instead of queueing one lookup after another.
+fn prefetch_ahead(db: &Db, keys: Keys<'_>) {
+    let mut ahead = [&[][..]; Db::PREFETCH_BATCH];
+    let mut n = 0;
+    for (slot, key) in ahead.iter_mut().zip(keys) {
+        *slot = key;
+        n += 1;
+    }
+    if n > 1 {
+        db.prefetch(&ahead[..n]);
+    }
 }
 
 /// set, add, replace, append, prepend, cas.
