@@ -21,6 +21,33 @@ pub const READS_PER_TURN: usize = 4;
 /// Give back read/write buffer memory above this once a connection goes quiet.
 const BUFFER_KEEP: usize = 64 * 1024;
 
+/// Reads at most `want` bytes from `stream` onto the end of `buf`, into its spare capacity:
+/// unlike `resize` then `read`, it does not zero the room first (a 200 KiB SET spent 7% of the
+/// server's CPU in that memset).
+#[allow(unsafe_code)]
+fn read_appending(stream: &TcpStream, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+    buf.reserve(want);
+    let spare = buf.spare_capacity_mut();
+    let want = want.min(spare.len());
+    // SAFETY: `spare` is `buf`'s unused capacity, valid for writes of `want` bytes; `recv`
+    // writes at most that many and reports how many it wrote.
+    let n = unsafe {
+        libc::recv(
+            std::os::fd::AsRawFd::as_raw_fd(stream),
+            spare.as_mut_ptr().cast(),
+            want,
+            0,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = n as usize;
+    // SAFETY: `recv` initialised the first `n` bytes of the spare capacity (n <= want).
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
+}
+
 /// Why a connection is being closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Close {
@@ -193,30 +220,22 @@ impl<H: Handler> Conn<H> {
                     }
                 }
             } else {
+                // A large argument is arriving: room for all of it (up to 1 MiB at a time) in one
+                // reservation, so the buffer is not regrown, and copied, read after read.
                 let pending = self.handler.min_total().saturating_sub(self.rbuf.len());
                 let want = READ_CHUNK.max(pending.min(1 << 20));
-                let start = self.rbuf.len();
-                self.rbuf.resize(start + want, 0);
-                match self.stream.read(&mut self.rbuf[start..]) {
+                match read_appending(&self.stream, &mut self.rbuf, want) {
                     Ok(0) => {
-                        self.rbuf.truncate(start);
                         self.eof = true;
                         break;
                     }
                     Ok(n) => {
-                        self.rbuf.truncate(start + n);
                         self.count_input(server, n);
                         self.process_buffered(server);
                         n < want
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        self.rbuf.truncate(start);
-                        break;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                        self.rbuf.truncate(start);
-                        continue;
-                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(_) => {
                         self.closing = Some(Close::Peer);
                         return;
