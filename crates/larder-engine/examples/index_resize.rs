@@ -35,7 +35,7 @@ fn main() {
             }
         }
         println!(
-            "{n} keys: last resize (to {} buckets) {:?}, worst resize {:?}",
+            "{n} keys: last resize (to room for {} keys) {:?}, worst resize {:?}",
             last.0, last.1, worst
         );
     }

@@ -10,6 +10,7 @@
 //! decrements the counts on the way from the home group to the removed slot's group. A count
 //! that reaches 255 stays there until the table is rebuilt (lookups then just probe on).
 
+use crate::entry::prefetch;
 use crate::shard::SlotId;
 
 /// Positions per group.
@@ -217,20 +218,41 @@ impl SlotIndex {
         true
     }
 
-    /// Makes room for `additional` more keys without growing again.
-    pub(crate) fn reserve(&mut self, additional: usize, rehash: impl Fn(SlotId) -> u64) {
-        let want = self.len + additional;
-        if want > self.capacity() {
-            self.rebuild(groups_for(want), rehash);
-        }
+    /// The number of groups a table for at least `keys` keys has: what to pass to
+    /// [`SlotIndex::rebuild_from`] to grow (`capacity() + 1`) or shrink.
+    pub(crate) fn groups_for(&self, keys: usize) -> usize {
+        groups_for(keys.max(self.len))
     }
 
-    /// Shrinks to the smallest table that holds `min` keys (and at least the present ones).
-    pub(crate) fn shrink_to(&mut self, min: usize, rehash: impl Fn(SlotId) -> u64) {
-        let groups = groups_for(min.max(self.len));
-        if groups < self.groups.len() {
-            self.rebuild(groups, rehash);
+    /// Rebuilds the table with `groups` groups from `entries`, which must yield every indexed
+    /// (hash, slot) once. The shard passes its slab, read in order: a resize then reads memory
+    /// sequentially, where walking the old table would miss the cache once per key on the
+    /// entry it needs the hash of. The new table's home groups are prefetched a few keys ahead.
+    pub(crate) fn rebuild_from(
+        &mut self,
+        groups: usize,
+        entries: impl Iterator<Item = (u64, SlotId)>,
+    ) {
+        const AHEAD: usize = 8;
+        self.groups = vec![EMPTY_GROUP; groups];
+        let mask = groups - 1;
+        let mut ring = [(0u64, 0 as SlotId); AHEAD];
+        let mut n = 0;
+        for (hash, slot) in entries {
+            prefetch(std::ptr::from_ref(&self.groups[hash as usize & mask]).cast());
+            if n >= AHEAD {
+                let (h, s) = ring[n % AHEAD];
+                self.place(h, s);
+            }
+            ring[n % AHEAD] = (hash, slot);
+            n += 1;
         }
+        for i in n.saturating_sub(AHEAD)..n {
+            let (h, s) = ring[i % AHEAD];
+            self.place(h, s);
+        }
+        debug_assert_eq!(n, self.len, "rebuild_from saw a different number of keys");
+        self.len = n;
     }
 
     /// Moves every slot into a table of `groups` groups.
@@ -296,7 +318,8 @@ mod tests {
             assert!(index.remove(h(s), s));
         }
         assert!(!index.remove(h(1), 1));
-        index.shrink_to(0, h);
+        let left = (0..n).filter(|s| s % 3 == 0).map(|s| (h(s), s));
+        index.rebuild_from(index.groups_for(0), left);
         for s in 0..n {
             let want = (s % 3 == 0).then_some(s);
             assert_eq!(index.find(h(s), |x| x == s), want);
@@ -310,7 +333,7 @@ mod tests {
         // on; removing them all must leave no stale count behind.
         let mut index = SlotIndex::new();
         let same = |_: SlotId| 42u64 << 56 | 7;
-        index.reserve(400, same);
+        index.rebuild_from(index.groups_for(400), std::iter::empty());
         for s in 0..200 {
             index.insert(same(s), s, same);
         }
@@ -324,9 +347,27 @@ mod tests {
     }
 
     #[test]
+    fn rebuild_from_a_list_of_entries() {
+        let mut index = SlotIndex::new();
+        for s in 0..1000 {
+            index.insert(h(s), s, h);
+        }
+        let groups = index.groups_for(index.capacity() + 1);
+        index.rebuild_from(groups, (0..1000).map(|s| (h(s), s)));
+        assert_eq!(index.groups.len(), groups);
+        assert_eq!(index.len(), 1000);
+        for s in 0..1000 {
+            assert_eq!(index.find(h(s), |x| x == s), Some(s));
+        }
+        index.rebuild_from(index.groups_for(0), (0..1000).map(|s| (h(s), s)));
+        assert!(index.groups.len() < groups);
+        assert_eq!(index.find(h(999), |x| x == 999), Some(999));
+    }
+
+    #[test]
     fn probing_covers_every_group() {
         let mut index = SlotIndex::new();
-        index.reserve(8 * MAX_FILL, h);
+        index.rebuild_from(index.groups_for(8 * MAX_FILL), std::iter::empty());
         let groups = index.groups.len();
         let mut seen = vec![false; groups];
         let mut g = 5 % groups;

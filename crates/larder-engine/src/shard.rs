@@ -313,11 +313,15 @@ impl Shard {
         entry.expire_at_ms = expire_at_ms;
         entry.access = self.policy.initial(now_ms);
         self.used_bytes += entry.memory_bytes();
+        // Grow first: a rebuild reads the slab, which must not hold the new entry yet.
+        self.grow_early();
+        if self.index.len() >= self.index.capacity() {
+            self.rebuild_index(self.index.capacity() + 1);
+        }
         let slot = self.alloc_slot(entry);
         if expire_at_ms != 0 {
             self.expires.insert((expire_at_ms, slot));
         }
-        self.grow_early();
         let chunks = &self.chunks;
         self.index.insert(table_hash(tag), slot, |s| {
             table_hash(slot_in(chunks, s).hash_tag)
@@ -347,10 +351,22 @@ impl Shard {
             return;
         }
         if len >= early_fill(cap, self.position()) {
-            let chunks = &self.chunks;
-            self.index
-                .reserve(cap - len + 1, |s| table_hash(slot_in(chunks, s).hash_tag));
+            self.rebuild_index(cap + 1);
         }
+    }
+
+    /// Rebuilds the index with room for `keys` keys (at least the present ones), from the
+    /// slab's live entries in slab order (see `SlotIndex::rebuild_from`).
+    fn rebuild_index(&mut self, keys: usize) {
+        let groups = self.index.groups_for(keys);
+        let live = self.chunks.iter().enumerate().flat_map(|(c, chunk)| {
+            chunk
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| !e.is_vacant())
+                .map(move |(i, e)| (table_hash(e.hash_tag), ((c << CHUNK_SHIFT) | i) as SlotId))
+        });
+        self.index.rebuild_from(groups, live);
     }
 
     /// Insert a copy of `entry` under `key` (which must be absent), keeping its deadline.
@@ -387,10 +403,7 @@ impl Shard {
         }
         let cap = self.index.capacity();
         if cap > 64 && self.index.len() * 8 < cap {
-            let chunks = &self.chunks;
-            self.index.shrink_to(self.index.len() * 2, |s| {
-                table_hash(slot_in(chunks, s).hash_tag)
-            });
+            self.rebuild_index(self.index.len() * 2);
         }
     }
 
