@@ -18,6 +18,10 @@ pub const OUTPUT_HIGH_WATER: usize = 4 * 1024 * 1024;
 /// Reads per readiness turn before yielding to other connections, so a client streaming a
 /// huge pipeline cannot starve the others on its worker.
 pub const READS_PER_TURN: usize = 4;
+/// Bytes read per readiness turn before yielding, whatever the number of reads: large
+/// arguments are read up to 1 MiB at a time, and four of those per turn let one pipelining
+/// client hold the worker for several milliseconds while the others wait.
+pub const BYTES_PER_TURN: usize = 256 * 1024;
 /// Give back read/write buffer memory above this once a connection goes quiet.
 const BUFFER_KEEP: usize = 64 * 1024;
 
@@ -190,6 +194,7 @@ impl<H: Handler> Conn<H> {
             .store(now_ms, Ordering::Relaxed);
         let limit = self.handler.input_limit(server);
         let mut reads = 0;
+        let mut read_bytes = 0;
         loop {
             reads += 1;
             let drained = if self.rbuf.is_empty() {
@@ -204,6 +209,7 @@ impl<H: Handler> Conn<H> {
                     }
                     Ok(n) => {
                         self.count_input(server, n);
+                        read_bytes += n;
                         // Fast path: parse straight from the scratch buffer; keep only a
                         // trailing partial request.
                         let used = self.process(server, &scratch[..n]);
@@ -231,6 +237,7 @@ impl<H: Handler> Conn<H> {
                     }
                     Ok(n) => {
                         self.count_input(server, n);
+                        read_bytes += n;
                         self.process_buffered(server);
                         n < want
                     }
@@ -267,7 +274,7 @@ impl<H: Handler> Conn<H> {
             if drained && !self.read_closed {
                 break;
             }
-            if reads >= READS_PER_TURN {
+            if reads >= READS_PER_TURN || read_bytes >= BYTES_PER_TURN {
                 self.handler.yielded();
                 self.more = true;
                 break;
