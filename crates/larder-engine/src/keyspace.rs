@@ -166,25 +166,17 @@ impl Db {
             *r = Db::route(key);
             crate::entry::prefetch(std::ptr::from_ref(&self.cells[r.0]).cast());
         }
-        let routed = &routed[..n];
-        for &(shard, hash) in routed {
-            if let Some(s) = self.cells[shard].shard.try_lock() {
-                s.prefetch_index(hash);
-            }
-        }
-        for &(shard, hash) in routed {
-            if let Some(s) = self.cells[shard].shard.try_lock() {
-                s.prefetch_entries(hash);
-            }
-        }
-        for &(shard, hash) in routed {
-            if let Some(s) = self.cells[shard].shard.try_lock() {
-                s.prefetch_block(hash);
-            }
-        }
-        for &(shard, hash) in routed {
-            if let Some(s) = self.cells[shard].shard.try_lock() {
-                s.prefetch_value(hash);
+        let steps: [fn(&Shard, u64); 4] = [
+            Shard::prefetch_index,
+            Shard::prefetch_entries,
+            Shard::prefetch_block,
+            Shard::prefetch_value,
+        ];
+        for step in steps {
+            for &(shard, hash) in &routed[..n] {
+                if let Some(s) = self.cells[shard].shard.try_lock() {
+                    step(&s, hash);
+                }
             }
         }
     }

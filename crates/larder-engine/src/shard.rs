@@ -187,25 +187,24 @@ impl Shard {
     /// Third step: start loading the key and value of the candidate whose 32-bit tag matches.
     #[inline]
     pub(crate) fn prefetch_block(&self, hash: u64) {
-        let chunks = &self.chunks;
-        let tag = tag_of(hash);
-        self.index.home_candidates(table_hash(tag), |slot| {
-            let e = slot_in(chunks, slot);
-            if e.hash_tag == tag {
-                e.prefetch_block();
-            }
-        });
+        self.home_matches(hash, Entry::prefetch_block);
     }
 
     /// Fourth step: start loading the rest of the matching candidate's value.
     #[inline]
     pub(crate) fn prefetch_value(&self, hash: u64) {
+        self.home_matches(hash, Entry::prefetch_value);
+    }
+
+    /// Calls `f` on the entries of the home group of `hash` whose 32-bit tag matches.
+    #[inline]
+    fn home_matches(&self, hash: u64, f: impl Fn(&Entry)) {
         let chunks = &self.chunks;
         let tag = tag_of(hash);
         self.index.home_candidates(table_hash(tag), |slot| {
             let e = slot_in(chunks, slot);
             if e.hash_tag == tag {
-                e.prefetch_value();
+                f(e);
             }
         });
     }
