@@ -226,8 +226,9 @@ impl<H: Handler> Conn<H> {
                     }
                 }
             } else {
-                // A large argument is arriving: room for all of it (up to 1 MiB at a time) in one
-                // reservation, so the buffer is not regrown, and copied, read after read.
+                // A request spans reads. If a large argument is arriving, make room for all of
+                // it (up to 1 MiB at a time) at once, so the buffer is not regrown, and copied,
+                // read after read.
                 let pending = self.handler.min_total().saturating_sub(self.rbuf.len());
                 let want = READ_CHUNK.max(pending.min(1 << 20));
                 match read_appending(&self.stream, &mut self.rbuf, want) {
