@@ -365,6 +365,47 @@ mod tests {
     }
 
     #[test]
+    fn random_operations_agree_with_a_model() {
+        // Hashes drawn from 40 home groups' worth of values, so tags collide, groups fill and
+        // overflow counts go up and down; the table is rebuilt (grown and shrunk) every 5000
+        // steps as well as when it fills.
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let hash_of = |slot: SlotId| h(slot % 40) ^ u64::from(slot % 7) << 60;
+        let mut index = SlotIndex::new();
+        let mut model = std::collections::BTreeSet::new();
+        for step in 0..60_000u32 {
+            let slot = (next() % 2_000) as SlotId;
+            match next() % 10 {
+                0..=4 if !model.contains(&slot) => {
+                    index.insert(hash_of(slot), slot, hash_of);
+                    model.insert(slot);
+                }
+                5..=7 => assert_eq!(index.remove(hash_of(slot), slot), model.remove(&slot)),
+                _ if step % 5_000 == 0 => {
+                    let keys = index.len() + (next() % 500) as usize;
+                    let live = model.iter().map(|&s| (hash_of(s), s));
+                    index.rebuild_from(index.groups_for(keys), live);
+                }
+                _ => {}
+            }
+            let probe = (next() % 2_000) as SlotId;
+            let want = model.contains(&probe).then_some(probe);
+            assert_eq!(
+                index.find(hash_of(probe), |x| x == probe),
+                want,
+                "step {step}"
+            );
+            assert_eq!(index.len(), model.len());
+        }
+    }
+
+    #[test]
     fn probing_covers_every_group() {
         let mut index = SlotIndex::new();
         index.rebuild_from(index.groups_for(8 * MAX_FILL), std::iter::empty());
