@@ -166,7 +166,10 @@ impl SlotIndex {
             .map(|(g, i)| self.groups[g].slots[i])
     }
 
-    /// Adds `slot` under `hash`; the caller knows it is not there yet.
+    /// Adds `slot` under `hash`; the caller knows it is not there yet. A full table grows by
+    /// walking itself, with `rehash` giving each slot's hash; the shard grows it beforehand
+    /// from its slab instead ([`SlotIndex::rebuild_from`], cheaper), so there this is only the
+    /// guarantee that an insert always finds room.
     pub(crate) fn insert(&mut self, hash: u64, slot: SlotId, rehash: impl Fn(SlotId) -> u64) {
         if self.len >= self.capacity() {
             self.rebuild(groups_for(self.len + 1).max(self.groups.len() * 2), rehash);
