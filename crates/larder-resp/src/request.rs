@@ -195,6 +195,9 @@ pub struct Progress {
     pos: usize,
     /// Data spans of the arguments parsed so far.
     spans: Vec<(usize, usize)>,
+    /// Data start and length of the argument whose header is parsed but whose data (or its
+    /// two trailing bytes) has not all arrived.
+    bulk: Option<(usize, usize)>,
 }
 
 impl Progress {
@@ -203,6 +206,21 @@ impl Progress {
         self.count = 0;
         self.pos = 0;
         self.spans.clear();
+        self.bulk = None;
+    }
+
+    /// When the incomplete request waits only for the data of its last argument: where that
+    /// data starts in the buffer and how long it is (the two bytes after it not counted). A
+    /// server can then read that argument into a buffer of its own and hand it to the command
+    /// whole, as Redis does with large arguments, instead of copying it out of the input.
+    pub fn pending_last_bulk(&self) -> Option<(usize, usize)> {
+        self.bulk.filter(|_| self.spans.len() + 1 == self.count)
+    }
+
+    /// Appends the arguments parsed so far (all but the pending one) to `args`; `buf` is the
+    /// buffer they were parsed from.
+    pub fn parsed_args<'a>(&self, buf: &'a [u8], args: &mut Vec<&'a [u8]>) {
+        args.extend(self.spans.iter().map(|&(s, e)| &buf[s..e]));
     }
 }
 
@@ -284,6 +302,7 @@ fn parse_multibulk_resumable<'a>(
         p.count = count;
         p.pos = pos;
         p.spans.clear();
+        p.bulk = None;
     }
     multibulk_args(buf, limits, argv, count, pos, progress)
 }
@@ -306,6 +325,7 @@ fn multibulk_args<'a>(
         let Some((len, data_start)) = bulk_header(buf, pos, limits)? else {
             if let Some(p) = progress.as_deref_mut() {
                 p.pos = pos;
+                p.bulk = None;
             }
             return Ok(Parsed::Incomplete {
                 min_total: buf.len() + 1,
@@ -317,6 +337,7 @@ fn multibulk_args<'a>(
         if buf.len() < next {
             if let Some(p) = progress.as_deref_mut() {
                 p.pos = pos;
+                p.bulk = Some((data_start, len));
             }
             return Ok(Parsed::Incomplete { min_total: next });
         }
@@ -1030,5 +1051,40 @@ mod resume_tests {
             parse_request_resume(bad, &limits, &mut argv, &mut progress),
             Err(ParseError::ExpectedDollar { got: b'+' })
         );
+    }
+
+    /// The pending last argument is reported only while its data is what the request still
+    /// waits for, and only for the last argument.
+    #[test]
+    fn pending_last_bulk_names_the_last_arguments_data() {
+        let req = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$10\r\n0123456789\r\n";
+        let data_start = req.len() - 12;
+        let limits = Limits::default();
+        let pending = |end: usize| {
+            let mut progress = Progress::default();
+            let mut argv = Vec::new();
+            let parsed = parse_request_resume(&req[..end], &limits, &mut argv, &mut progress);
+            let mut args = Vec::new();
+            progress.parsed_args(&req[..end], &mut args);
+            (parsed, progress.pending_last_bulk(), args.len())
+        };
+        // The header of the last argument is not complete: nothing to report yet.
+        assert_eq!(pending(data_start - 2).1, None);
+        // Waiting for the first argument's data: not the last argument.
+        assert_eq!(pending(10).1, None);
+        for end in data_start..req.len() {
+            let (parsed, bulk, parsed_args) = pending(end);
+            assert!(matches!(parsed, Ok(Parsed::Incomplete { .. })), "end {end}");
+            assert_eq!(bulk, Some((data_start, 10)), "end {end}");
+            assert_eq!(parsed_args, 2);
+        }
+        let (parsed, bulk, _) = pending(req.len());
+        assert_eq!(
+            parsed,
+            Ok(Parsed::Complete {
+                consumed: req.len()
+            })
+        );
+        assert_eq!(bulk, None);
     }
 }
