@@ -57,6 +57,11 @@ impl ObjectKind {
 pub enum Object {
     /// A string that has been modified in place.
     Str(Vec<u8>),
+    /// A large string kept in the buffer it arrived in: the server reads a large last
+    /// argument into a buffer of its own, and SET stores that buffer instead of copying it.
+    /// The connection holds it too until the command returns, and COPY shares it, which is
+    /// why it is never modified in place: [`Entry::string_mut`] turns it into a `Str` first.
+    Shared(std::sync::Arc<Vec<u8>>),
     /// A list, head first. Never empty while stored: commands delete a list that empties.
     List(std::collections::VecDeque<Box<[u8]>>),
 }
@@ -64,7 +69,7 @@ pub enum Object {
 impl Object {
     pub fn kind(&self) -> ObjectKind {
         match self {
-            Object::Str(_) => ObjectKind::String,
+            Object::Str(_) | Object::Shared(_) => ObjectKind::String,
             Object::List(_) => ObjectKind::List,
         }
     }
@@ -74,6 +79,9 @@ impl Object {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Object::Str(v) => v.capacity(),
+            // The buffer and the `Arc`'s two counters; a copy of the key (COPY) counts it
+            // again, as it would a buffer of its own.
+            Object::Shared(v) => v.capacity() + 2 * std::mem::size_of::<usize>(),
             Object::List(l) => {
                 l.capacity() * std::mem::size_of::<Box<[u8]>>()
                     + l.iter().map(|e| e.len().next_multiple_of(8)).sum::<usize>()
@@ -417,6 +425,7 @@ impl Entry {
             }
             Block::Object(p) => match self.object_at(p) {
                 Object::Str(v) => Some(v),
+                Object::Shared(v) => Some(v),
                 Object::List(_) => None,
             },
         }
@@ -467,6 +476,13 @@ impl Entry {
         if self.object().is_none() {
             let value = self.string().unwrap_or_default().to_vec();
             self.set_object(Object::Str(value));
+        }
+        if let Some(o @ Object::Shared(_)) = self.object_mut() {
+            let Object::Shared(shared) = std::mem::replace(o, Object::Str(Vec::new())) else {
+                unreachable!("matched as shared just above");
+            };
+            // Unique once the connection that read it has let go, unless COPY shared it.
+            *o = Object::Str(std::sync::Arc::unwrap_or_clone(shared));
         }
         match self.object_mut() {
             Some(Object::Str(v)) => Some(v),
@@ -829,6 +845,32 @@ mod tests {
             o.memory_bytes(),
             slot + (OBJECT_KEY_OFFSET + 3).next_multiple_of(8) + 10
         );
+    }
+
+    /// A shared string reads like any string, COPY shares it, and changing it in place
+    /// unshares it first: the other holders never see the change.
+    #[test]
+    fn shared_string_is_copied_before_it_changes() {
+        let buf = std::sync::Arc::new(b"abc".to_vec());
+        let mut e = Entry::new_object(b"k", Object::Shared(std::sync::Arc::clone(&buf)));
+        assert_eq!(e.string(), Some(&b"abc"[..]));
+        assert_eq!(e.kind(), ObjectKind::String);
+        assert!(!e.is_grown_string());
+        let copy = e.clone_with_key(b"c");
+        assert_eq!(std::sync::Arc::strong_count(&buf), 3);
+        e.string_mut().expect("a string").push(b'd');
+        assert_eq!(e.string(), Some(&b"abcd"[..]));
+        assert!(e.is_grown_string());
+        assert_eq!(copy.string(), Some(&b"abc"[..]));
+        assert_eq!(*buf, b"abc");
+        assert_eq!(std::sync::Arc::strong_count(&buf), 2);
+        drop(copy);
+        // The last holder: unshared without a copy.
+        let mut e = Entry::new_object(b"k", Object::Shared(buf));
+        let before = e.string().map(<[u8]>::as_ptr);
+        e.string_mut().expect("a string").truncate(1);
+        assert_eq!(e.string().map(<[u8]>::as_ptr), before);
+        assert_eq!(e.string(), Some(&b"a"[..]));
     }
 
     #[test]

@@ -818,7 +818,7 @@ mod tests {
                 l.push_back(Box::from(&[7u8; 100][..]));
                 l.len()
             }
-            Object::Str(_) => 0,
+            Object::Str(_) | Object::Shared(_) => 0,
         });
         assert_eq!(len, 1);
         assert!(s.entry(slot).version() > v0);
