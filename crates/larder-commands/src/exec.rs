@@ -33,6 +33,10 @@ pub struct ConnState {
     pub handle: Arc<ClientHandle>,
     /// Close the connection once pending replies are written (QUIT, protocol errors, KILL).
     pub close_after_reply: bool,
+    /// The buffer holding the running command's last argument, when the connection read a
+    /// large one into a buffer of its own: a command that stores that argument whole takes
+    /// the buffer ([`Cmd::adopt`]) instead of copying it. Set for one command only.
+    pub owned_arg: Option<Arc<Vec<u8>>>,
 }
 
 impl ConnState {
@@ -46,6 +50,7 @@ impl ConnState {
             worker,
             handle,
             close_after_reply: false,
+            owned_arg: None,
         }
     }
 }
@@ -86,6 +91,16 @@ impl<'a> Cmd<'a> {
         } else {
             larder_engine::Access::Touch
         }
+    }
+
+    /// The buffer that holds `arg`, when the connection read this argument into one of its
+    /// own ([`ConnState::owned_arg`]): storing it costs no copy. Taken, so at most one key
+    /// stores it.
+    #[inline]
+    pub fn adopt(&mut self, arg: &[u8]) -> Option<Arc<Vec<u8>>> {
+        self.conn
+            .owned_arg
+            .take_if(|owned| std::ptr::eq(owned.as_slice(), arg))
     }
 
     /// Count a keyspace hit or miss (INFO stats).

@@ -11,7 +11,9 @@ mod counter;
 mod long_double;
 mod range;
 
-use larder_engine::{Shard, SlotId};
+use std::sync::Arc;
+
+use larder_engine::{Object, Shard, SlotId};
 
 use crate::args::Args;
 use crate::error::{self, Error, Result};
@@ -238,6 +240,23 @@ fn parse_extended<'a>(args: &mut Args<'a>, which: Extended) -> Result<ExtendedOp
     Ok(o)
 }
 
+/// A string value to store: the request's bytes, copied into the key's block, or the buffer
+/// the connection read a large argument into ([`Cmd::adopt`]), stored as it is.
+pub(crate) enum Value<'a> {
+    Bytes(&'a [u8]),
+    Adopted(Arc<Vec<u8>>),
+}
+
+impl<'a> Value<'a> {
+    /// The argument `arg` of the running command, adopted when the connection can give it up.
+    pub(crate) fn of(c: &mut Cmd<'_>, arg: &'a [u8]) -> Value<'a> {
+        match c.adopt(arg) {
+            Some(owned) => Value::Adopted(owned),
+            None => Value::Bytes(arg),
+        }
+    }
+}
+
 /// Write a string value under `key` (found at `found`, or absent) as Redis's `setKey` does:
 /// any type is replaced, the access time is now (a new value is a new object in Redis), and
 /// the deadline follows `expiry`.
@@ -246,13 +265,16 @@ fn store(
     key: &[u8],
     hash: u64,
     found: Option<SlotId>,
-    value: &[u8],
+    value: Value<'_>,
     expiry: Expiry,
     now_ms: u64,
 ) {
     match found {
         Some(slot) => {
-            shard.set_string(slot, value);
+            match value {
+                Value::Bytes(v) => shard.set_string(slot, v),
+                Value::Adopted(owned) => shard.set_object(slot, Object::Shared(owned)),
+            }
             // A RESP write replaces the value and its memcached flags with it (a new object).
             shard.set_flags(slot, 0);
             shard.touch(slot, now_ms);
@@ -271,7 +293,12 @@ fn store(
                 Expiry::At(at) => at,
                 Expiry::Keep | Expiry::Clear => 0,
             };
-            shard.insert_string(key, hash, value, at, now_ms);
+            match value {
+                Value::Bytes(v) => shard.insert_string(key, hash, v, at, now_ms),
+                Value::Adopted(owned) => {
+                    shard.insert_object(key, hash, Object::Shared(owned), at, now_ms)
+                }
+            };
         }
     }
 }
@@ -281,6 +308,7 @@ fn set(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let value = c.args.next_arg()?;
     let o = parse_extended(&mut c.args, Extended::Set)?;
+    let value = Value::of(c, value);
     let expiry = match o.ttl {
         TtlOption::KeepTtl => Expiry::Keep,
         ttl => match ttl.deadline(c.now_ms, c.resolved.full_name)? {
@@ -349,6 +377,7 @@ fn set_with_ttl(c: &mut Cmd<'_>, unit_ms: i64) -> Result<()> {
     let ttl = c.args.next_arg()?;
     let value = c.args.next_arg()?;
     let at = parse_deadline(ttl, unit_ms, false, c.now_ms, c.resolved.full_name)?;
+    let value = Value::of(c, value);
     let (mut shard, hash) = c.db().lock_key(key);
     let found = shard.find(key, hash, c.now_ms);
     store(
@@ -369,6 +398,7 @@ fn set_with_ttl(c: &mut Cmd<'_>, unit_ms: i64) -> Result<()> {
 fn getset(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let value = c.args.next_arg()?;
+    let value = Value::of(c, value);
     let (mut shard, hash) = c.db().lock_key(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
@@ -769,5 +799,68 @@ mod tests {
         assert_eq!(h.run(&["SET", "k", "v", "PXAT", "1"]), ok());
         assert_eq!(h.run(&["SET", "k", "w", "XX"]), null());
         assert_eq!(h.run(&["MSETNX", "k", "1"]), int(1));
+    }
+
+    /// SET and friends store the buffer the connection read a large last argument into
+    /// (`ConnState::owned_arg`) instead of a copy; anything else leaves it alone.
+    #[test]
+    fn set_adopts_the_connections_buffer() {
+        use std::sync::Arc;
+        let mut h = Harness::new();
+        let run_owned = |h: &mut Harness, argv: &[&[u8]], owned: &Arc<Vec<u8>>| {
+            h.conn.owned_arg = Some(Arc::clone(owned));
+            let reply = h.run_bytes(argv);
+            h.conn.owned_arg = None;
+            reply
+        };
+        for cmd in [
+            &[&b"SET"[..], b"k"][..],
+            &[b"SETEX", b"k", b"100"],
+            &[b"PSETEX", b"k", b"100000"],
+            &[b"GETSET", b"k"],
+            &[b"MSET", b"a", b"1", b"k"],
+        ] {
+            let owned = Arc::new(vec![7u8; 40_000]);
+            let mut argv = cmd.to_vec();
+            argv.push(owned.as_slice());
+            run_owned(&mut h, &argv, &owned);
+            assert_eq!(
+                Arc::strong_count(&owned),
+                2,
+                "{:?} did not keep the buffer",
+                cmd[0]
+            );
+            let (shard, hash) = h.server.keyspace.db(0).lock_key(b"k");
+            let slot = shard.find_raw(b"k", hash).expect("stored");
+            assert!(matches!(
+                shard.entry(slot).object(),
+                Some(larder_engine::Object::Shared(b)) if Arc::ptr_eq(b, &owned)
+            ));
+        }
+        // A copy of the bytes elsewhere in the request is not the buffer: copied, not adopted.
+        let owned = Arc::new(vec![8u8; 40_000]);
+        let copy = owned.to_vec();
+        run_owned(&mut h, &[b"SET", b"k", &copy], &owned);
+        assert_eq!(Arc::strong_count(&owned), 1);
+        // SET ... NX that does not write, and commands that only read, leave it.
+        run_owned(&mut h, &[b"SET", b"k", &owned, b"NX"], &owned);
+        run_owned(&mut h, &[b"ECHO", &owned], &owned);
+        assert_eq!(Arc::strong_count(&owned), 1);
+        assert_eq!(h.run(&["STRLEN", "k"]), int(40_000));
+        // The adopted value is an ordinary string: grown in place after it is unshared,
+        // and a COPY of it is independent.
+        let owned = Arc::new(b"x".repeat(40_000));
+        run_owned(&mut h, &[b"SET", b"s", &owned], &owned);
+        drop(owned);
+        assert_eq!(h.run(&["COPY", "s", "t"]), int(1));
+        assert_eq!(h.run(&["APPEND", "s", "yz"]), int(40_002));
+        assert_eq!(h.run(&["SETRANGE", "t", "0", "Q"]), int(40_000));
+        assert_eq!(h.run(&["GETRANGE", "s", "39998", "-1"]), bulk("xxyz"));
+        assert_eq!(h.run(&["GETRANGE", "t", "0", "1"]), bulk("Qx"));
+        assert_eq!(h.run(&["OBJECT", "ENCODING", "t"]), bulk("raw"));
+        assert_eq!(
+            h.run(&["INCR", "t"]),
+            err("ERR value is not an integer or out of range")
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use larder_engine::{Db, Shard};
 
-use super::{count_hits, store, Condition, Expiry};
+use super::{count_hits, store, Condition, Expiry, Value};
 use crate::error::{self, Result};
 use crate::exec::Cmd;
 
@@ -104,6 +104,7 @@ fn mset_generic(c: &mut Cmd<'_>, cond: Condition) -> Result<()> {
         let (shard, hash) = Db::route(key);
         let shard = guards.get(db_index, shard);
         let found = shard.find(key, hash, c.now_ms);
+        let value = Value::of(c, value);
         store(shard, key, hash, found, value, Expiry::Clear, c.now_ms);
     }
     drop(guards);
