@@ -599,6 +599,22 @@ def test_client_pause_write_lets_reads_through(server):
     assert admin.call("GET", "k") == b"v2"
 
 
+def test_client_pause_holds_a_large_set_until_unpaused(server):
+    # A value of 32 KiB or more is read into a buffer of its own; the paused request must keep
+    # it, and the request after it must wait its turn.
+    admin, other = server.raw(), server.raw()
+    v = bytes(range(256)) * 1024
+    assert admin.call("CLIENT", "PAUSE", "3000", "WRITE") == "OK"
+    req = RawConn.encode("SET", "big", v) + RawConn.encode("STRLEN", "big")
+    other.send(req[:1000])
+    other.send(req[1000:])
+    assert not _reply_within(other, 0.3), "a write ran during CLIENT PAUSE WRITE"
+    assert admin.call("CLIENT", "UNPAUSE") == "OK"
+    assert other.read_reply() == "OK"
+    assert other.read_reply() == len(v)
+    assert admin.call("GET", "big") == v
+
+
 def test_client_pause_expires(server):
     admin, other = server.raw(), server.raw()
     start = time.monotonic()

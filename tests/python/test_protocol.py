@@ -3,6 +3,7 @@
 Expected bytes and error texts are Redis 7.0's; `--target=redis` checks them.
 """
 
+import random
 import socket
 
 import pytest
@@ -96,6 +97,94 @@ def test_large_value_roundtrip(raw):
     raw.send_command("SET", "big", value)
     assert raw.read_reply() == "OK"
     assert raw.call("GET", "big") == value
+
+
+# --- large arguments ---------------------------------------------------------------------------
+# A last argument of 32 KiB or more (Redis's PROTO_MBULK_BIG_ARG) is read into a buffer of its
+# own, which SET and friends store as the value instead of copying it; the request before it and
+# the requests after it stay in the ordinary input buffer. These tests cut the input at every
+# kind of boundary around such arguments.
+
+BIG = 32 * 1024
+
+
+def _values():
+    # Deterministic, distinct, binary, with CR LF inside; around the threshold and well over.
+    sizes = [BIG - 1, BIG, BIG + 1, 200 * 1024, 2 * 1024 * 1024 + 3]
+    return [(bytes([i]) + b"\r\n" + bytes(range(256)) * (n // 256 + 1))[:n]
+            for i, n in enumerate(sizes)]
+
+
+def _big_pipeline():
+    """Requests mixing large last arguments, large middle arguments and small commands, with
+    the replies they must get."""
+    cmds, want = [], []
+    for i, v in enumerate(_values()):
+        cmds += [RawConn.encode("SET", f"big{i}", v), RawConn.encode("PING"),
+                 RawConn.encode("GET", f"big{i}"), RawConn.encode("STRLEN", f"big{i}"),
+                 RawConn.encode("SET", f"mid{i}", v, "PX", "100000"),  # large, not last
+                 RawConn.encode("GETRANGE", f"mid{i}", "-3", "-1"),
+                 RawConn.encode("ECHO", v), RawConn.encode("APPEND", f"big{i}", v),
+                 RawConn.encode("GETSET", f"big{i}", v)]
+        want += ["OK", "PONG", v, len(v), "OK", v[-3:], v, 2 * len(v), v + v]
+    return b"".join(cmds), want
+
+
+def test_large_last_arguments_in_one_write(raw):
+    data, want = _big_pipeline()
+    raw.send(data)
+    assert [raw.read_reply() for _ in want] == want
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_large_last_arguments_cut_anywhere(raw, seed):
+    rng = random.Random(seed)
+    data, want = _big_pipeline()
+    # Pieces from 1 byte to 100 KiB, so cuts fall inside headers, inside the large data, right
+    # before its CR LF and between it and the next request.
+    pos = 0
+    while pos < len(data):
+        n = rng.choice([1, 2, 3, 17, 4096, BIG - 5, 100_000])
+        raw.send(data[pos:pos + n])
+        pos += n
+    assert [raw.read_reply() for _ in want] == want
+
+
+def test_large_argument_sent_a_byte_at_a_time_at_its_edges(raw):
+    v = bytes(range(256)) * 200
+    req = RawConn.encode("SET", "edge", v) + RawConn.encode("GET", "edge")
+    start = req.index(b"\r\n", req.index(b"$%d" % len(v))) + 2
+    end = start + len(v)
+    # The header, then the data byte by byte at its start and end, then the CR, the LF and the
+    # next request one byte at a time.
+    raw.send(req[:start])
+    for b in range(start, start + 3):
+        raw.send(req[b:b + 1])
+    raw.send(req[start + 3:end - 3])
+    for b in range(end - 3, len(req)):
+        raw.send(req[b:b + 1])
+    assert raw.read_reply() == "OK"
+    assert raw.read_reply() == v
+
+
+def test_a_stored_large_value_is_an_ordinary_string(raw):
+    v = b"x" * (BIG + 100)
+    assert raw.call("SET", "s", v) == "OK"
+    assert raw.call("SETEX", "e", "100", v) == "OK"
+    assert raw.call("MSET", "m1", "1", "m2", v) == "OK"
+    assert raw.call("COPY", "s", "t") == 1
+    assert raw.call("APPEND", "s", "yz") == len(v) + 2
+    assert raw.call("SETRANGE", "t", "0", "Q") == len(v)
+    assert raw.call("GET", "s") == v + b"yz"
+    assert raw.call("GET", "t") == b"Q" + v[1:]
+    assert raw.call("GET", "e") == v and 0 < raw.call("TTL", "e") <= 100
+    assert raw.call("GET", "m2") == v
+    assert raw.call("TYPE", "s") == "string"
+    assert raw.call("OBJECT", "ENCODING", "m2") == b"raw"
+    assert raw.call("INCR", "m2") == Err("ERR value is not an integer or out of range")
+    assert raw.call("MEMORY", "USAGE", "m2") >= len(v)
+    assert raw.call("SET", "s", "small") == "OK"
+    assert raw.call("GET", "s") == b"small"
 
 
 def test_empty_multibulk_is_ignored(raw):

@@ -5,6 +5,7 @@
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use larder_commands::state::{bump, ClientHandle};
 use larder_commands::Server;
@@ -24,6 +25,9 @@ pub const READS_PER_TURN: usize = 4;
 pub const BYTES_PER_TURN: usize = 256 * 1024;
 /// Give back read/write buffer memory above this once a connection goes quiet.
 const BUFFER_KEEP: usize = 64 * 1024;
+/// A last argument at least this long is read into a buffer of its own, which the command
+/// may keep ([`Handler::big_arg`]). Redis's PROTO_MBULK_BIG_ARG.
+pub const BIG_ARG: usize = 32 * 1024;
 
 /// Reads at most `want` bytes from `stream` onto the end of `buf`, into its spare capacity:
 /// unlike `resize` then `read`, it does not zero the room first (a 200 KiB SET spent 7% of the
@@ -74,6 +78,30 @@ pub struct Processed {
     pub paused_until_ms: Option<u64>,
 }
 
+/// A large last argument that has begun to arrive (see [`Handler::big_arg`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BigArg {
+    /// Where its data starts in the unparsed input.
+    pub start: usize,
+    /// Its length.
+    pub len: usize,
+    /// Bytes after the data that belong to it (RESP's `\r\n`).
+    pub trailer: usize,
+}
+
+/// A large last argument read into a buffer of its own.
+enum Big {
+    /// Arriving: `buf` fills up to `len + trailer` bytes, and no further, so that it never
+    /// holds the next request's bytes.
+    Reading {
+        buf: Vec<u8>,
+        len: usize,
+        total: usize,
+    },
+    /// Complete, its request held back by CLIENT PAUSE.
+    Ready(Arc<Vec<u8>>),
+}
+
 /// The protocol half of a connection: turns the bytes read into answers.
 pub trait Handler {
     /// Parses and runs the complete requests at the front of `buf`, appending answers to
@@ -102,6 +130,26 @@ pub trait Handler {
 
     /// The connection gave up its turn with input possibly left unread.
     fn yielded(&self) {}
+
+    /// After a [`Handler::process`] that stopped at an incomplete request: whether all that
+    /// request still lacks is a last argument of [`BIG_ARG`] bytes or more. The connection
+    /// then reads that argument into a buffer of its own, sized for it once, and hands it to
+    /// [`Handler::process_big`], which may keep it as the stored value: Redis does the same,
+    /// and it saves copying the value out of the input buffer.
+    fn big_arg(&self) -> Option<BigArg>;
+
+    /// Runs the request whose arguments but the last are in `front` (the unparsed input up
+    /// to where [`Handler::big_arg`] said the last one starts) and whose last argument is
+    /// `arg`. Consumes all of `front`, unless CLIENT PAUSE holds the request back (then
+    /// nothing, and the connection calls again later). Only called after `big_arg` said so.
+    fn process_big(
+        &mut self,
+        server: &Server,
+        front: &[u8],
+        arg: &Arc<Vec<u8>>,
+        out: &mut Vec<u8>,
+        stop_at: usize,
+    ) -> Processed;
 }
 
 /// A client connection: its socket, buffers and protocol handler.
@@ -112,6 +160,8 @@ pub struct Conn<H> {
     worker: usize,
     /// Bytes received but not yet parsed (only when a request spans reads).
     rbuf: Vec<u8>,
+    /// The large last argument of the request at the front of `rbuf`, when there is one.
+    big: Option<Big>,
     out: Vec<u8>,
     /// Bytes of `out` already written.
     written: usize,
@@ -141,6 +191,7 @@ impl<H: Handler> Conn<H> {
             handler,
             worker,
             rbuf: Vec::new(),
+            big: None,
             out: Vec::new(),
             written: 0,
             paused_until_ms: None,
@@ -197,7 +248,31 @@ impl<H: Handler> Conn<H> {
         let mut read_bytes = 0;
         loop {
             reads += 1;
-            let drained = if self.rbuf.is_empty() {
+            let drained = if let Some(Big::Reading { buf, total, .. }) = &mut self.big {
+                // Exactly the rest of the argument: the next request goes to the scratch
+                // buffer once it is complete.
+                let want = *total - buf.len();
+                match read_appending(&self.stream, buf, want) {
+                    Ok(0) => {
+                        self.eof = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        self.count_input(server, n);
+                        read_bytes += n;
+                        if n == want {
+                            self.run_big(server);
+                        }
+                        n < want
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        self.closing = Some(Close::Peer);
+                        return;
+                    }
+                }
+            } else if self.rbuf.is_empty() {
                 // Sized once per worker; not cleared, so no 16 KiB memset per read.
                 if scratch.len() < READ_CHUNK {
                     scratch.resize(READ_CHUNK, 0);
@@ -215,6 +290,7 @@ impl<H: Handler> Conn<H> {
                         let used = self.process(server, &scratch[..n]);
                         if used < n && self.closing.is_none() {
                             self.rbuf.extend_from_slice(&scratch[used..n]);
+                            self.start_big();
                         }
                         n < READ_CHUNK
                     }
@@ -250,7 +326,7 @@ impl<H: Handler> Conn<H> {
                     }
                 }
             };
-            if self.rbuf.len() > limit {
+            if self.query_buf_len() > limit {
                 // Redis closes such a client without a reply.
                 tracing::warn!(
                     client = %self.handler.handle().addr,
@@ -262,7 +338,7 @@ impl<H: Handler> Conn<H> {
             self.handler
                 .handle()
                 .query_buf_bytes
-                .store(self.rbuf.len(), Ordering::Relaxed);
+                .store(self.query_buf_len(), Ordering::Relaxed);
             if self.closing.is_some() || self.paused_until_ms.is_some() {
                 break;
             }
@@ -299,8 +375,23 @@ impl<H: Handler> Conn<H> {
         self.handler.count_io(n, 0);
     }
 
+    /// Input held: unparsed bytes and a large argument's.
+    fn query_buf_len(&self) -> usize {
+        self.rbuf.len()
+            + match &self.big {
+                None => 0,
+                Some(Big::Reading { buf, .. }) => buf.len(),
+                Some(Big::Ready(arg)) => arg.len(),
+            }
+    }
+
     /// Parses and runs requests held in `rbuf`.
     fn process_buffered(&mut self, server: &Server) {
+        if self.big.is_some() {
+            self.paused_until_ms = None;
+            self.run_big(server);
+            return;
+        }
         if self.rbuf.is_empty() || self.rbuf.len() < self.handler.min_total() {
             self.paused_until_ms = None;
             return;
@@ -310,6 +401,63 @@ impl<H: Handler> Conn<H> {
         let mut buf = buf;
         buf.drain(..used);
         self.rbuf = buf;
+        if !self.rbuf.is_empty() && self.closing.is_none() {
+            self.start_big();
+        }
+    }
+
+    /// If the handler says a large last argument has begun to arrive, moves what `rbuf`
+    /// holds of it into a buffer of its own, allocated once at its full size.
+    fn start_big(&mut self) {
+        let Some(arg) = self.handler.big_arg() else {
+            return;
+        };
+        let total = arg.len.saturating_add(arg.trailer);
+        // What the input holds of it: the handler's word is checked, not trusted.
+        let have = self.rbuf.len().checked_sub(arg.start);
+        if self.big.is_some() || arg.len < BIG_ARG || have.is_none_or(|have| have >= total) {
+            return;
+        }
+        let mut buf = Vec::with_capacity(total);
+        buf.extend_from_slice(&self.rbuf[arg.start..]);
+        self.rbuf.truncate(arg.start);
+        self.big = Some(Big::Reading {
+            buf,
+            len: arg.len,
+            total,
+        });
+    }
+
+    /// Runs the request of the large argument if the argument is complete.
+    fn run_big(&mut self, server: &Server) {
+        let arg = match self.big.take() {
+            Some(Big::Reading {
+                mut buf,
+                len,
+                total,
+            }) if buf.len() == total => {
+                buf.truncate(len);
+                Arc::new(buf)
+            }
+            Some(Big::Ready(arg)) => arg,
+            other => {
+                self.big = other;
+                return;
+            }
+        };
+        let stop_at = self.written + OUTPUT_HIGH_WATER;
+        let done = self
+            .handler
+            .process_big(server, &self.rbuf, &arg, &mut self.out, stop_at);
+        self.paused_until_ms = done.paused_until_ms;
+        if done.close.is_some() {
+            self.closing = done.close;
+        }
+        if done.paused_until_ms.is_some() {
+            self.big = Some(Big::Ready(arg));
+        } else {
+            self.rbuf.drain(..done.used.min(self.rbuf.len()));
+        }
     }
 
     /// Parses and runs complete requests at the front of `buf`; returns the bytes consumed.

@@ -22,7 +22,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
 
-use crate::conn::{Close, Conn, Handler, Processed};
+use crate::conn::{BigArg, Close, Conn, Handler, Processed};
 use crate::memcache::{McHandler, McShared};
 use crate::resp::RespHandler;
 
@@ -100,6 +100,27 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.yielded(),
             DoorHandler::Memcache(h) => h.yielded(),
+        }
+    }
+
+    fn big_arg(&self) -> Option<BigArg> {
+        match self {
+            DoorHandler::Resp(h) => h.big_arg(),
+            DoorHandler::Memcache(h) => h.big_arg(),
+        }
+    }
+
+    fn process_big(
+        &mut self,
+        server: &Server,
+        front: &[u8],
+        arg: &Arc<Vec<u8>>,
+        out: &mut Vec<u8>,
+        stop_at: usize,
+    ) -> Processed {
+        match self {
+            DoorHandler::Resp(h) => h.process_big(server, front, arg, out, stop_at),
+            DoorHandler::Memcache(h) => h.process_big(server, front, arg, out, stop_at),
         }
     }
 }

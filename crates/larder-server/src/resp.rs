@@ -2,6 +2,7 @@
 //! encode the replies. The I/O rules are [`crate::conn::Conn`]'s.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use larder_commands::config::Param;
 use larder_commands::state::ClientHandle;
@@ -11,7 +12,7 @@ use larder_resp::{
     parse_request, parse_request_resume, Limits, Parsed, Progress, Protocol, ReplyBuf,
 };
 
-use crate::conn::{Close, Handler, Processed};
+use crate::conn::{BigArg, Close, Handler, Processed, BIG_ARG};
 
 /// A RESP connection's protocol state.
 pub struct RespHandler {
@@ -215,5 +216,43 @@ impl Handler for RespHandler {
 
     fn input_limit(&self, server: &Server) -> usize {
         server.config.num(Param::ClientQueryBufferLimit).max(0) as usize
+    }
+
+    fn big_arg(&self) -> Option<BigArg> {
+        if self.min_total == 0 {
+            // The last `process` did not stop at an incomplete request.
+            return None;
+        }
+        let (start, len) = self.progress.pending_last_bulk()?;
+        (len >= BIG_ARG).then_some(BigArg {
+            start,
+            len,
+            trailer: 2,
+        })
+    }
+
+    fn process_big(
+        &mut self,
+        server: &Server,
+        front: &[u8],
+        arg: &Arc<Vec<u8>>,
+        out: &mut Vec<u8>,
+        stop_at: usize,
+    ) -> Processed {
+        std::mem::swap(&mut self.reply.buf, out);
+        let mut args = Vec::new();
+        self.progress.parsed_args(front, &mut args);
+        args.push(arg.as_slice());
+        // SET and friends may take the buffer as the stored value (`Cmd::adopt`).
+        self.state.owned_arg = Some(Arc::clone(arg));
+        let mut done = Processed::default();
+        self.exec(server, &args, front.len(), &mut done, stop_at);
+        self.state.owned_arg = None;
+        if done.paused_until_ms.is_none() {
+            self.progress.reset();
+            self.min_total = 0;
+        }
+        std::mem::swap(&mut self.reply.buf, out);
+        done
     }
 }
