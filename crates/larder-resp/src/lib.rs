@@ -33,5 +33,5 @@ pub mod reply;
 pub mod request;
 
 pub use frame::{decode, encode_command, Frame, FrameError};
-pub use reply::{Protocol, ReplyBuf};
+pub use reply::{Attachments, Protocol, ReplyBuf};
 pub use request::{parse_request, parse_request_resume, Limits, ParseError, Parsed, Progress};

@@ -2,6 +2,8 @@
 //! connection negotiated with `HELLO`. Each encoder mirrors the Redis 7 `addReply*` function
 //! of the same meaning, including how RESP3-only types degrade in RESP2.
 
+use std::sync::Arc;
+
 use memchr::memchr2;
 
 use crate::number::{format_double, put_header, put_signed_header};
@@ -16,14 +18,85 @@ pub enum Protocol {
     Resp3,
 }
 
+/// Large values that replies send by reference instead of copying them into the reply
+/// bytes (see [`ReplyBuf::bulk_shared`]). Each goes out right before the reply byte at its
+/// position, and positions only grow.
+#[derive(Clone, Debug, Default)]
+pub struct Attachments {
+    list: Vec<(usize, Arc<Vec<u8>>)>,
+    /// Their total length.
+    bytes: usize,
+}
+
+impl Attachments {
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Their total length in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The `i`th: the reply byte it goes before, and its bytes.
+    pub fn get(&self, i: usize) -> Option<(usize, &[u8])> {
+        self.list.get(i).map(|(at, v)| (*at, v.as_slice()))
+    }
+
+    /// Adds `value`, to go out before reply byte `at` (no smaller than any before it).
+    pub fn push(&mut self, at: usize, value: Arc<Vec<u8>>) {
+        debug_assert!(self.list.last().is_none_or(|(last, _)| *last <= at));
+        self.bytes += value.len();
+        self.list.push((at, value));
+    }
+
+    /// Drops those that go before reply byte `len` or later: what [`ReplyBuf::truncate`]
+    /// cuts away.
+    pub fn truncate(&mut self, len: usize) {
+        while let Some((at, v)) = self.list.last() {
+            if *at < len {
+                break;
+            }
+            self.bytes -= v.len();
+            self.list.pop();
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.list.clear();
+        self.bytes = 0;
+    }
+
+    /// `bytes` with the attachments put in place: what goes on the wire.
+    pub fn splice(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len() + self.bytes);
+        let mut pos = 0;
+        for (at, v) in &self.list {
+            out.extend_from_slice(&bytes[pos..*at]);
+            out.extend_from_slice(v);
+            pos = *at;
+        }
+        out.extend_from_slice(&bytes[pos..]);
+        out
+    }
+}
+
 /// An output buffer that encodes replies for one connection's negotiated protocol.
 ///
 /// Encoders only append; the caller drains `buf` to the socket and clears it, keeping its
-/// capacity for the next batch of replies.
+/// capacity for the next batch of replies. Large shared values are not copied into `buf`
+/// but attached (`attached`), and the caller writes them in place.
 #[derive(Clone, Debug, Default)]
 pub struct ReplyBuf {
     /// Encoded bytes not yet written to the socket.
     pub buf: Vec<u8>,
+    /// Values that go out between the bytes of `buf`.
+    pub attached: Attachments,
     /// The protocol replies are encoded for.
     pub proto: Protocol,
 }
@@ -33,8 +106,40 @@ impl ReplyBuf {
     pub fn new(proto: Protocol) -> Self {
         Self {
             buf: Vec::new(),
+            attached: Attachments::default(),
             proto,
         }
+    }
+
+    /// The length of the replies: bytes and attachments.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.buf.len() + self.attached.bytes()
+    }
+
+    /// Whether no reply has been written.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty() && self.attached.is_empty()
+    }
+
+    /// Drops what was written after the first `len` bytes of `buf` (a reply CLIENT REPLY
+    /// suppresses), attachments included.
+    pub fn truncate(&mut self, len: usize) {
+        self.buf.truncate(len);
+        self.attached.truncate(len);
+    }
+
+    /// The replies as they go on the wire, attachments in place; the buffer is left empty.
+    pub fn take_bytes(&mut self) -> Vec<u8> {
+        let bytes = if self.attached.is_empty() {
+            std::mem::take(&mut self.buf)
+        } else {
+            self.attached.splice(&self.buf)
+        };
+        self.buf.clear();
+        self.attached.clear();
+        bytes
     }
 
     /// A status reply: `+OK`. CR and LF in `s` become spaces so the reply stays one line.
@@ -64,6 +169,16 @@ impl ReplyBuf {
         self.buf.reserve(v.len() + 16);
         put_header(&mut self.buf, b'$', false, v.len() as u64);
         self.buf.extend_from_slice(v);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// A bulk string sent by reference: the same bytes on the wire as [`ReplyBuf::bulk`],
+    /// without copying `v`, which the caller writes in place from [`ReplyBuf::attached`].
+    /// Worth it for large values only: each attachment is one more piece of a `writev`.
+    #[inline]
+    pub fn bulk_shared(&mut self, v: &Arc<Vec<u8>>) {
+        put_header(&mut self.buf, b'$', false, v.len() as u64);
+        self.attached.push(self.buf.len(), Arc::clone(v));
         self.buf.extend_from_slice(b"\r\n");
     }
 
@@ -351,5 +466,31 @@ mod tests {
                 },
             ])
         );
+    }
+
+    #[test]
+    fn shared_bulk_is_a_bulk_sent_in_place() {
+        let v = Arc::new(b"0123456789".to_vec());
+        let mut r = ReplyBuf::new(Protocol::Resp3);
+        r.simple("OK");
+        r.bulk_shared(&v);
+        r.int(1);
+        let cut = r.buf.len();
+        r.bulk_shared(&v);
+        r.bulk(b"x");
+        assert_eq!(r.len(), r.buf.len() + 20);
+        assert_eq!(Arc::strong_count(&v), 3);
+        // Truncating to the end of a reply drops the attachments after it, not before.
+        r.truncate(cut);
+        assert_eq!(r.attached.len(), 1);
+        assert_eq!(Arc::strong_count(&v), 2);
+        assert_eq!(r.take_bytes(), b"+OK\r\n$10\r\n0123456789\r\n:1\r\n");
+        assert!(r.is_empty());
+        assert_eq!(Arc::strong_count(&v), 1);
+        let mut plain = ReplyBuf::new(Protocol::Resp3);
+        plain.bulk(&v);
+        let mut shared = ReplyBuf::new(Protocol::Resp3);
+        shared.bulk_shared(&v);
+        assert_eq!(plain.take_bytes(), shared.take_bytes());
     }
 }
