@@ -5,6 +5,7 @@ Expected bytes and error texts are Redis 7.0's; `--target=redis` checks them.
 
 import random
 import socket
+import time
 
 import pytest
 
@@ -164,6 +165,35 @@ def test_large_argument_sent_a_byte_at_a_time_at_its_edges(raw):
     for b in range(end - 3, len(req)):
         raw.send(req[b:b + 1])
     assert raw.read_reply() == "OK"
+    assert raw.read_reply() == v
+
+
+def test_large_values_to_a_client_that_reads_late(raw):
+    # GET sends a large stored value from where it is stored; 24 MiB of replies fill the
+    # socket, so the server writes them in many pieces, some ending inside a value.
+    values = [bytes([i]) * (BIG + 1) + bytes(range(256)) * (4096 * (1 + i % 3))
+              for i in range(8)]
+    for i, v in enumerate(values):
+        assert raw.call("SET", f"v{i}", v) == "OK"
+    want = []
+    cmds = []
+    for _ in range(3):
+        for i, v in enumerate(values):
+            cmds += [RawConn.encode("GET", f"v{i}"), RawConn.encode("ECHO", f"e{i}")]
+            want += [v, f"e{i}".encode()]
+    cmds.append(RawConn.encode("MGET", "v0", "nokey", "v1"))
+    want.append([values[0], None, values[1]])
+    raw.send(b"".join(cmds))
+    time.sleep(0.3)
+    assert [raw.read_reply() for _ in want] == want
+
+
+def test_client_reply_skip_drops_a_large_value_sent_by_reference(raw):
+    v = b"s" * (BIG * 2)
+    assert raw.call("SET", "sk", v) == "OK"
+    raw.send(RawConn.encode("CLIENT", "REPLY", "SKIP") + RawConn.encode("GET", "sk")
+             + RawConn.encode("GETRANGE", "sk", "0", "2") + RawConn.encode("GET", "sk"))
+    assert raw.read_reply() == b"sss"
     assert raw.read_reply() == v
 
 

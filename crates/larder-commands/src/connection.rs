@@ -1612,7 +1612,7 @@ mod tests {
             execute(&h.server, &mut h.conn, set, &mut out),
             Outcome::Paused { until_ms: until }
         );
-        assert!(out.buf.is_empty());
+        assert!(out.is_empty());
         assert_eq!(h.run(&["GET", "k"]), Frame::Null);
         // A shorter pause keeps the later end but takes the stricter mode.
         assert_eq!(h.run(&["CLIENT", "PAUSE", "10", "all"]), ok());

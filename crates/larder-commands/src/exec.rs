@@ -251,11 +251,11 @@ pub fn execute(
 fn finish_reply(conn: &mut ConnState, out: &mut ReplyBuf, reply_start: usize) {
     match conn.reply_mode {
         ReplyMode::On => {}
-        ReplyMode::Off => out.buf.truncate(reply_start),
+        ReplyMode::Off => out.truncate(reply_start),
         // CLIENT REPLY SKIP just ran (its own reply is empty): skip the next command's.
         ReplyMode::SkipNext => conn.reply_mode = ReplyMode::Skip,
         ReplyMode::Skip => {
-            out.buf.truncate(reply_start);
+            out.truncate(reply_start);
             conn.reply_mode = ReplyMode::On;
         }
     }

@@ -13,7 +13,8 @@ mod range;
 
 use std::sync::Arc;
 
-use larder_engine::{Object, Shard, SlotId};
+use larder_engine::{Entry, Object, Shard, SlotId};
+use larder_resp::ReplyBuf;
 
 use crate::args::Args;
 use crate::error::{self, Error, Result};
@@ -91,6 +92,17 @@ pub(crate) fn string_at(shard: &Shard, slot: SlotId) -> Result<&[u8]> {
         .ok_or(Error::Static(error::WRONGTYPE))
 }
 
+/// Replies with `entry`'s string value: a large value kept in its arrival buffer
+/// (`Object::Shared`) by reference, so it is not copied into the output, others as a copy.
+/// Fails with WRONGTYPE for another type.
+pub(crate) fn reply_string(out: &mut ReplyBuf, entry: &Entry) -> Result<()> {
+    match entry.object() {
+        Some(Object::Shared(v)) => out.bulk_shared(v),
+        _ => out.bulk(entry.string().ok_or(Error::Static(error::WRONGTYPE))?),
+    }
+    Ok(())
+}
+
 /// GET key
 fn get(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
@@ -98,7 +110,7 @@ fn get(c: &mut Cmd<'_>) -> Result<()> {
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     match found {
-        Some(slot) => c.out.bulk(string_at(&shard, slot)?),
+        Some(slot) => reply_string(c.out, shard.entry(slot))?,
         None => c.out.null(),
     }
     Ok(())
@@ -321,7 +333,7 @@ fn set(c: &mut Cmd<'_>) -> Result<()> {
         let found = shard.find_touch(key, hash, c.now_ms, c.access());
         c.hit(found.is_some());
         match found {
-            Some(slot) => c.out.bulk(string_at(&shard, slot)?),
+            Some(slot) => reply_string(c.out, shard.entry(slot))?,
             None => c.out.null(),
         }
         found
@@ -403,7 +415,7 @@ fn getset(c: &mut Cmd<'_>) -> Result<()> {
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     match found {
-        Some(slot) => c.out.bulk(string_at(&shard, slot)?),
+        Some(slot) => reply_string(c.out, shard.entry(slot))?,
         None => c.out.null(),
     }
     store(&mut shard, key, hash, found, value, Expiry::Clear, c.now_ms);
@@ -418,7 +430,7 @@ fn getdel(c: &mut Cmd<'_>) -> Result<()> {
     c.hit(found.is_some());
     match found {
         Some(slot) => {
-            c.out.bulk(string_at(&shard, slot)?);
+            reply_string(c.out, shard.entry(slot))?;
             shard.remove(slot);
         }
         None => c.out.null(),
@@ -438,9 +450,9 @@ fn getex(c: &mut Cmd<'_>) -> Result<()> {
         c.out.null();
         return Ok(());
     };
-    let value = string_at(&shard, slot)?;
+    string_at(&shard, slot)?;
     let deadline = o.ttl.deadline(c.now_ms, c.resolved.full_name)?;
-    c.out.bulk(value);
+    reply_string(c.out, shard.entry(slot))?;
     match (deadline, o.ttl) {
         // An absolute deadline already past deletes the key.
         (Some(at), _) if at <= c.now_ms => {

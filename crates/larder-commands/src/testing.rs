@@ -91,10 +91,10 @@ impl Harness {
 
     /// Run a command and return the raw reply bytes.
     pub fn run_raw(&mut self, argv: &[&[u8]]) -> Vec<u8> {
-        self.out.buf.clear();
+        self.out.truncate(0);
         let outcome = execute(&self.server, &mut self.conn, argv, &mut self.out);
         assert_eq!(outcome, Outcome::Continue);
-        std::mem::take(&mut self.out.buf)
+        self.out.take_bytes()
     }
 }
 

@@ -3,12 +3,13 @@
 //! business (RESP in `resp.rs`, memcached in `memcache/conn.rs`), so both doors share one set
 //! of I/O rules.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use larder_commands::state::{bump, ClientHandle};
 use larder_commands::Server;
+use larder_resp::Attachments;
 use mio::net::TcpStream;
 
 /// Size of one read. Matches Redis's PROTO_IOBUF_LEN.
@@ -54,6 +55,18 @@ fn read_appending(stream: &TcpStream, buf: &mut Vec<u8>, want: usize) -> io::Res
     // SAFETY: `recv` initialised the first `n` bytes of the spare capacity (n <= want).
     unsafe { buf.set_len(buf.len() + n) };
     Ok(n)
+}
+
+/// Pieces of output one `writev` sends at most.
+const MAX_IOV: usize = 64;
+
+/// A connection's pending output: bytes, and large values sent by reference from where they
+/// are stored instead of being copied into the bytes (RESP's `ReplyBuf::bulk_shared`).
+#[derive(Debug, Default)]
+pub struct Output {
+    pub bytes: Vec<u8>,
+    /// Each goes out right before the byte of `bytes` at its position.
+    pub attached: Attachments,
 }
 
 /// Why a connection is being closed.
@@ -110,7 +123,7 @@ pub trait Handler {
         &mut self,
         server: &Server,
         buf: &[u8],
-        out: &mut Vec<u8>,
+        out: &mut Output,
         stop_at: usize,
     ) -> Processed;
 
@@ -147,7 +160,7 @@ pub trait Handler {
         server: &Server,
         front: &[u8],
         arg: &Arc<Vec<u8>>,
-        out: &mut Vec<u8>,
+        out: &mut Output,
         stop_at: usize,
     ) -> Processed;
 }
@@ -162,9 +175,9 @@ pub struct Conn<H> {
     rbuf: Vec<u8>,
     /// The large last argument of the request at the front of `rbuf`, when there is one.
     big: Option<Big>,
-    out: Vec<u8>,
-    /// Bytes of `out` already written.
-    written: usize,
+    out: Output,
+    /// How much of `out` is written.
+    sent: Sent,
     /// Set while CLIENT PAUSE holds back the next request.
     pub paused_until_ms: Option<u64>,
     pub closing: Option<Close>,
@@ -192,8 +205,8 @@ impl<H: Handler> Conn<H> {
             worker,
             rbuf: Vec::new(),
             big: None,
-            out: Vec::new(),
-            written: 0,
+            out: Output::default(),
+            sent: Sent::default(),
             paused_until_ms: None,
             closing: None,
             want_write: false,
@@ -206,7 +219,7 @@ impl<H: Handler> Conn<H> {
 
     /// Pending output bytes.
     pub fn pending_output(&self) -> usize {
-        self.out.len() - self.written
+        self.sent.pending(&self.out)
     }
 
     /// Handles readiness: reads what is available, runs complete requests, writes answers.
@@ -445,7 +458,7 @@ impl<H: Handler> Conn<H> {
                 return;
             }
         };
-        let stop_at = self.written + OUTPUT_HIGH_WATER;
+        let stop_at = self.sent.total() + OUTPUT_HIGH_WATER;
         let done = self
             .handler
             .process_big(server, &self.rbuf, &arg, &mut self.out, stop_at);
@@ -462,7 +475,7 @@ impl<H: Handler> Conn<H> {
 
     /// Parses and runs complete requests at the front of `buf`; returns the bytes consumed.
     fn process(&mut self, server: &Server, buf: &[u8]) -> usize {
-        let stop_at = self.written + OUTPUT_HIGH_WATER;
+        let stop_at = self.sent.total() + OUTPUT_HIGH_WATER;
         let done = self.handler.process(server, buf, &mut self.out, stop_at);
         self.paused_until_ms = done.paused_until_ms;
         if done.close.is_some() {
@@ -473,14 +486,21 @@ impl<H: Handler> Conn<H> {
 
     /// Writes pending output. Sets `want_write` if the socket is full.
     pub fn flush(&mut self, server: &Server) {
-        while self.written < self.out.len() {
-            match self.stream.write(&self.out[self.written..]) {
+        while self.pending_output() > 0 {
+            let result = if self.sent.att_next == self.out.attached.len() {
+                (&self.stream).write(&self.out.bytes[self.sent.bytes..])
+            } else {
+                let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                let n = self.sent.gather(&self.out, &mut iov);
+                (&self.stream).write_vectored(&iov[..n])
+            };
+            match result {
                 Ok(0) => {
                     self.closing = Some(Close::Peer);
                     break;
                 }
                 Ok(n) => {
-                    self.written += n;
+                    self.sent.advance(&self.out, n);
                     bump(
                         &server.stats.threads[self.worker].net_output_bytes,
                         n as u64,
@@ -495,11 +515,12 @@ impl<H: Handler> Conn<H> {
                 }
             }
         }
-        if self.written == self.out.len() {
-            self.out.clear();
-            self.written = 0;
-            if self.out.capacity() > BUFFER_KEEP {
-                self.out = Vec::new();
+        if self.pending_output() == 0 {
+            self.out.bytes.clear();
+            self.out.attached.clear();
+            self.sent = Sent::default();
+            if self.out.bytes.capacity() > BUFFER_KEEP {
+                self.out.bytes = Vec::new();
             }
             self.want_write = false;
         } else {
@@ -517,6 +538,152 @@ impl<H: Handler> Conn<H> {
             None => false,
             Some(Close::Peer) | Some(Close::Now) => true,
             Some(Close::AfterReply) => self.pending_output() == 0,
+        }
+    }
+}
+
+/// How much of an [`Output`] has been written.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Sent {
+    /// Bytes of `Output::bytes`.
+    bytes: usize,
+    /// Attachments written whole; the next one sits at `bytes` once `att_written > 0`.
+    att_next: usize,
+    /// Bytes written of the next attachment.
+    att_written: usize,
+    /// Bytes written of all attachments.
+    att_done: usize,
+}
+
+impl Sent {
+    /// All bytes written so far.
+    fn total(&self) -> usize {
+        self.bytes + self.att_done
+    }
+
+    /// Bytes of `out` not written yet.
+    fn pending(&self, out: &Output) -> usize {
+        (out.bytes.len() - self.bytes) + (out.attached.bytes() - self.att_done)
+    }
+
+    /// Fills `iov` with what of `out` is not written yet, in order; returns how many pieces.
+    fn gather<'a>(&self, out: &'a Output, iov: &mut [IoSlice<'a>; MAX_IOV]) -> usize {
+        let mut k = 0;
+        let mut pos = self.bytes;
+        let mut i = self.att_next;
+        while k + 2 <= MAX_IOV {
+            let Some((at, data)) = out.attached.get(i) else {
+                // Every attachment is in: the bytes after the last one.
+                if pos < out.bytes.len() {
+                    iov[k] = IoSlice::new(&out.bytes[pos..]);
+                    k += 1;
+                }
+                break;
+            };
+            if at > pos {
+                iov[k] = IoSlice::new(&out.bytes[pos..at]);
+                k += 1;
+                pos = at;
+            }
+            let skip = if i == self.att_next {
+                self.att_written
+            } else {
+                0
+            };
+            if data.len() > skip {
+                iov[k] = IoSlice::new(&data[skip..]);
+                k += 1;
+            }
+            i += 1;
+        }
+        k
+    }
+
+    /// Counts `n` more bytes of `out` written (no more than are pending).
+    fn advance(&mut self, out: &Output, mut n: usize) {
+        while n > 0 {
+            match out.attached.get(self.att_next) {
+                Some((at, data)) if at == self.bytes => {
+                    let step = n.min(data.len() - self.att_written);
+                    n -= step;
+                    self.att_written += step;
+                    self.att_done += step;
+                    if self.att_written == data.len() {
+                        self.att_next += 1;
+                        self.att_written = 0;
+                    }
+                }
+                Some((at, _)) => {
+                    let step = n.min(at - self.bytes);
+                    n -= step;
+                    self.bytes += step;
+                }
+                None => {
+                    debug_assert!(
+                        n <= out.bytes.len() - self.bytes,
+                        "more written than pending"
+                    );
+                    self.bytes = (self.bytes + n).min(out.bytes.len());
+                    n = 0;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// Writing an output in pieces of any size, as `gather` lays them out and `advance`
+    /// counts them, sends exactly its bytes with the attachments in place.
+    #[test]
+    fn output_is_sent_in_order_whatever_the_write_sizes() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for round in 0..300 {
+            let mut out = Output::default();
+            for part in 0..next(150) {
+                out.bytes.extend((0..next(5)).map(|b| (part + b) as u8));
+                if next(2) == 0 {
+                    let len = [0, 1, 7, 1000][next(4)];
+                    let v = Arc::new((0..len).map(|b| (b * 31 + part) as u8).collect());
+                    out.attached.push(out.bytes.len(), v);
+                    out.bytes.extend_from_slice(b"\r\n");
+                }
+            }
+            let want = out.attached.splice(&out.bytes);
+            let mut sent = Sent::default();
+            let mut wire = Vec::new();
+            while sent.pending(&out) > 0 {
+                let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                let k = sent.gather(&out, &mut iov);
+                let limit = 1 + next(if round % 2 == 0 { 50 } else { 5000 });
+                let mut n = 0;
+                for piece in &iov[..k] {
+                    let take = piece.len().min(limit - n);
+                    wire.extend_from_slice(&piece[..take]);
+                    n += take;
+                    if n == limit {
+                        break;
+                    }
+                }
+                assert!(
+                    n > 0,
+                    "round {round}: nothing to write with {} pending",
+                    sent.pending(&out)
+                );
+                sent.advance(&out, n);
+            }
+            assert_eq!(wire, want, "round {round}");
+            assert_eq!(sent.total(), want.len());
         }
     }
 }

@@ -22,7 +22,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
 
-use crate::conn::{BigArg, Close, Conn, Handler, Processed};
+use crate::conn::{BigArg, Close, Conn, Handler, Output, Processed};
 use crate::memcache::{McHandler, McShared};
 use crate::resp::RespHandler;
 
@@ -59,7 +59,7 @@ impl Handler for DoorHandler {
         &mut self,
         server: &Server,
         buf: &[u8],
-        out: &mut Vec<u8>,
+        out: &mut Output,
         stop_at: usize,
     ) -> Processed {
         match self {
@@ -115,7 +115,7 @@ impl Handler for DoorHandler {
         server: &Server,
         front: &[u8],
         arg: &Arc<Vec<u8>>,
-        out: &mut Vec<u8>,
+        out: &mut Output,
         stop_at: usize,
     ) -> Processed {
         match self {

@@ -12,7 +12,7 @@ use larder_resp::{
     parse_request, parse_request_resume, Limits, Parsed, Progress, Protocol, ReplyBuf,
 };
 
-use crate::conn::{BigArg, Close, Handler, Processed, BIG_ARG};
+use crate::conn::{BigArg, Close, Handler, Output, Processed, BIG_ARG};
 
 /// A RESP connection's protocol state.
 pub struct RespHandler {
@@ -37,6 +37,13 @@ impl RespHandler {
             progress: Progress::default(),
             reply: ReplyBuf::new(Protocol::Resp2),
         }
+    }
+
+    /// Lends the connection's output to `self.reply` (its buffers are empty between calls),
+    /// or gives it back.
+    fn swap_output(&mut self, out: &mut Output) {
+        std::mem::swap(&mut self.reply.buf, &mut out.bytes);
+        std::mem::swap(&mut self.reply.attached, &mut out.attached);
     }
 
     /// [`Handler::process`] with the output in `self.reply`.
@@ -130,7 +137,7 @@ impl RespHandler {
             done.close = Some(Close::AfterReply);
         }
         done.used += consumed;
-        done.close.is_none() && self.reply.buf.len() < stop_at
+        done.close.is_none() && self.reply.len() < stop_at
     }
 
     /// Warms the CPU caches for the keys of a batch of pipelined requests (`Db::prefetch`),
@@ -197,12 +204,12 @@ impl Handler for RespHandler {
         &mut self,
         server: &Server,
         buf: &[u8],
-        out: &mut Vec<u8>,
+        out: &mut Output,
         stop_at: usize,
     ) -> Processed {
-        std::mem::swap(&mut self.reply.buf, out);
+        self.swap_output(out);
         let done = self.run(server, buf, stop_at);
-        std::mem::swap(&mut self.reply.buf, out);
+        self.swap_output(out);
         done
     }
 
@@ -236,10 +243,10 @@ impl Handler for RespHandler {
         server: &Server,
         front: &[u8],
         arg: &Arc<Vec<u8>>,
-        out: &mut Vec<u8>,
+        out: &mut Output,
         stop_at: usize,
     ) -> Processed {
-        std::mem::swap(&mut self.reply.buf, out);
+        self.swap_output(out);
         let mut args = Vec::new();
         self.progress.parsed_args(front, &mut args);
         args.push(arg.as_slice());
@@ -252,7 +259,7 @@ impl Handler for RespHandler {
             self.progress.reset();
             self.min_total = 0;
         }
-        std::mem::swap(&mut self.reply.buf, out);
+        self.swap_output(out);
         done
     }
 }

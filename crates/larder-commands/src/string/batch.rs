@@ -49,9 +49,9 @@ fn reply_string_or_null(
     match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(slot) => {
             *hits += 1;
-            match shard.entry(slot).string() {
-                Some(v) => c.out.bulk(v),
-                None => c.out.null(),
+            // Another type is a nil in MGET's reply, not an error.
+            if super::reply_string(c.out, shard.entry(slot)).is_err() {
+                c.out.null();
             }
         }
         None => {

@@ -10,7 +10,7 @@ use larder_memcache::{Protocol, HEADER_LEN};
 
 use super::session::Session;
 use super::{limits, Ctx, McShared};
-use crate::conn::{BigArg, Close, Handler, Processed, READS_PER_TURN, READ_CHUNK};
+use crate::conn::{BigArg, Close, Handler, Output, Processed, READS_PER_TURN, READ_CHUNK};
 
 /// One memcached client connection's protocol state.
 pub struct McHandler {
@@ -40,12 +40,12 @@ impl Handler for McHandler {
         &mut self,
         server: &Server,
         buf: &[u8],
-        out: &mut Vec<u8>,
+        out: &mut Output,
         stop_at: usize,
     ) -> Processed {
         let cx = Ctx::new(server, &self.mc, self.worker, self.handle.id);
         let first = self.session.protocol.is_none();
-        let (used, close) = self.session.run(&cx, buf, out, stop_at);
+        let (used, close) = self.session.run(&cx, buf, &mut out.bytes, stop_at);
         if first {
             if let Some(p) = self.session.protocol {
                 self.handle.names.lock().lib_name = match p {
@@ -108,7 +108,7 @@ impl Handler for McHandler {
         _server: &Server,
         _front: &[u8],
         _arg: &Arc<Vec<u8>>,
-        _out: &mut Vec<u8>,
+        _out: &mut Output,
         _stop_at: usize,
     ) -> Processed {
         debug_assert!(false, "process_big without big_arg");
