@@ -4,6 +4,8 @@ client-query-buffer-limit, the multibulk limits, maxclients and timeout.
 
 import time
 
+import pytest
+
 from conftest import Err, RawConn, parse_info, wait_until
 
 MIB = 1024 * 1024
@@ -73,6 +75,32 @@ def test_client_query_buffer_limit_closes_connection(start_server):
     assert bad.is_closed(timeout=5)
     assert not bad.buf, f"expected a silent close, got {bytes(bad.buf[:100])!r}"
     assert ok.call("GET", "half") == b"y" * (MIB // 2)
+    assert ok.call("EXISTS", "k") == 0
+
+
+@pytest.mark.larder_only
+def test_an_announced_bulk_is_not_reserved_before_it_arrives(start_server):
+    # A large last argument is read into a buffer of its own; a header that announces
+    # 400 MiB must not make the server reserve 400 MiB per client before the bytes come.
+    srv = start_server()
+
+    def vm_size_kib():
+        with open(f"/proc/{srv.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1])
+        raise AssertionError("no VmSize line")
+
+    before = vm_size_kib()
+    clients = [srv.raw() for _ in range(8)]
+    for c in clients:
+        c.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % (400 * MIB) + b"x" * 40_000)
+    ok = srv.raw()
+    assert ok.call("PING") == "PONG"
+    grown_mib = (vm_size_kib() - before) / 1024
+    assert grown_mib < 200, f"address space grew by {grown_mib:.0f} MiB"
+    for c in clients:
+        c.close()
     assert ok.call("EXISTS", "k") == 0
 
 

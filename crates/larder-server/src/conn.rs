@@ -29,6 +29,11 @@ const BUFFER_KEEP: usize = 64 * 1024;
 /// A last argument at least this long is read into a buffer of its own, which the command
 /// may keep ([`Handler::big_arg`]). Redis's PROTO_MBULK_BIG_ARG.
 pub const BIG_ARG: usize = 32 * 1024;
+/// A large argument's buffer is allocated at its full size up to this; a larger one grows as
+/// its bytes arrive, so a header that announces 512 MiB does not reserve it all at once.
+const BIG_ARG_UPFRONT: usize = 4 << 20;
+/// Most bytes one read takes of a large argument.
+const BIG_ARG_READ: usize = 1 << 20;
 
 /// Reads at most `want` bytes from `stream` onto the end of `buf`, into its spare capacity:
 /// unlike `resize` then `read`, it does not zero the room first (a 200 KiB SET spent 7% of the
@@ -262,9 +267,14 @@ impl<H: Handler> Conn<H> {
         loop {
             reads += 1;
             let drained = if let Some(Big::Reading { buf, total, .. }) = &mut self.big {
-                // Exactly the rest of the argument: the next request goes to the scratch
+                // No more than the rest of the argument: the next request goes to the scratch
                 // buffer once it is complete.
-                let want = *total - buf.len();
+                let want = (*total - buf.len()).min(BIG_ARG_READ);
+                if buf.spare_capacity_mut().len() < want {
+                    // Past the up-front size: double, but never beyond the argument's size.
+                    let cap = (buf.capacity() * 2).clamp(buf.len() + want, *total);
+                    buf.reserve_exact(cap - buf.len());
+                }
                 match read_appending(&self.stream, buf, want) {
                     Ok(0) => {
                         self.eof = true;
@@ -273,9 +283,7 @@ impl<H: Handler> Conn<H> {
                     Ok(n) => {
                         self.count_input(server, n);
                         read_bytes += n;
-                        if n == want {
-                            self.run_big(server);
-                        }
+                        self.run_big(server);
                         n < want
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -431,7 +439,7 @@ impl<H: Handler> Conn<H> {
         if self.big.is_some() || arg.len < BIG_ARG || have.is_none_or(|have| have >= total) {
             return;
         }
-        let mut buf = Vec::with_capacity(total);
+        let mut buf = Vec::with_capacity(total.min(BIG_ARG_UPFRONT));
         buf.extend_from_slice(&self.rbuf[arg.start..]);
         self.rbuf.truncate(arg.start);
         self.big = Some(Big::Reading {
