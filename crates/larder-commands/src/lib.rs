@@ -50,4 +50,28 @@ mod tests {
             assert!(spec.arity != 0, "{}", spec.name);
         }
     }
+
+    /// A hint only saves work: whatever it is, the command found is the one named.
+    #[test]
+    fn hinted_lookup_finds_what_the_plain_one_does() {
+        let r = super::registry();
+        let names: Vec<&str> = r.commands().iter().map(|s| s.name).collect();
+        for name in names
+            .iter()
+            .chain(&["nosuch", "", "a-name-longer-than-thirty-two-bytes"])
+        {
+            let upper = name.to_ascii_uppercase();
+            let want = r.top(name.as_bytes()).map(|(i, _)| i);
+            for hint in [usize::MAX, 0, 1, want.unwrap_or(0), names.len() + 5] {
+                assert_eq!(r.top_hinted(upper.as_bytes(), hint).map(|(i, _)| i), want);
+            }
+            let mut hint = 0;
+            let resolved = r.resolve_hinted(&[upper.as_bytes(), b"x", b"y"], &mut hint);
+            if let Some(i) = want {
+                assert_eq!(hint, i, "{name}");
+            } else {
+                assert!(resolved.is_err());
+            }
+        }
+    }
 }

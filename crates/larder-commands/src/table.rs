@@ -251,6 +251,19 @@ impl Registry {
     /// Look up a top-level command by name (any case), without allocating.
     #[inline]
     pub fn top(&self, name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
+        self.top_hinted(name, usize::MAX)
+    }
+
+    /// [`Registry::top`], trying the command at index `hint` first: a connection passes the
+    /// one it ran last, since pipelines mostly repeat a command, and a case-insensitive
+    /// compare of a few bytes is cheaper than hashing the lowered name.
+    #[inline]
+    pub fn top_hinted(&self, name: &[u8], hint: usize) -> Option<(usize, &'static CommandSpec)> {
+        if let Some(&spec) = self.top.get(hint) {
+            if spec.name.as_bytes().eq_ignore_ascii_case(name) {
+                return Some((hint, spec));
+            }
+        }
         let mut buf = [0u8; 32];
         if name.len() > buf.len() {
             return None;
@@ -265,9 +278,21 @@ impl Registry {
     /// Resolve argv to the spec that runs: the command, or its subcommand. Errors are the
     /// unknown-command / unknown-subcommand / arity replies.
     pub fn resolve(&self, argv: &[&[u8]]) -> Result<Resolved, crate::error::Error> {
-        let Some((idx, spec)) = self.top(argv[0]) else {
+        let mut no_hint = usize::MAX;
+        self.resolve_hinted(argv, &mut no_hint)
+    }
+
+    /// [`Registry::resolve`] with the hint of [`Registry::top_hinted`], which it updates to
+    /// the command found.
+    pub fn resolve_hinted(
+        &self,
+        argv: &[&[u8]],
+        hint: &mut usize,
+    ) -> Result<Resolved, crate::error::Error> {
+        let Some((idx, spec)) = self.top_hinted(argv[0], *hint) else {
             return Err(crate::error::unknown_command(argv));
         };
+        *hint = idx;
         if spec.subcommands.is_empty() {
             let stat_index = self.sub_base[idx];
             if !spec.arity_ok(argv.len()) {
