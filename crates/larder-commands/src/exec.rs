@@ -37,6 +37,16 @@ pub struct ConnState {
     /// large one into a buffer of its own: a command that stores that argument whole takes
     /// the buffer ([`Cmd::adopt`]) instead of copying it. Set for one command only.
     pub owned_arg: Option<Arc<Vec<u8>>>,
+    /// The registry index of the last command run, tried first when resolving the next
+    /// (`Registry::top_hinted`).
+    pub last_top: usize,
+    /// Set by the network layer while it runs a batch of pipelined requests: each command
+    /// then records when it ended in `clock_us`, and the next takes that as its start
+    /// instead of reading the clock again (one clock read per command, not two; the read
+    /// was 6% of a pipelined GET's CPU). The layer clears both when the batch ends.
+    pub batching: bool,
+    /// When the previous command of this batch ended (Unix µs); see `batching`.
+    pub clock_us: Option<u64>,
 }
 
 impl ConnState {
@@ -51,6 +61,9 @@ impl ConnState {
             handle,
             close_after_reply: false,
             owned_arg: None,
+            last_top: usize::MAX,
+            batching: false,
+            clock_us: None,
         }
     }
 }
@@ -138,7 +151,7 @@ pub fn execute(
     }
     let reply_start = out.buf.len();
     let thread = &server.stats.threads[conn.worker];
-    let resolved = match server.registry.resolve(argv) {
+    let resolved = match server.registry.resolve_hinted(argv, &mut conn.last_top) {
         Ok(r) => r,
         Err(e) => {
             // Arity or unknown subcommand on a known command counts as a rejected call.
@@ -159,8 +172,12 @@ pub fn execute(
         finish_reply(conn, out, reply_start);
         return Outcome::Continue;
     }
-    // One clock read serves the command's notion of now and the start of its duration.
-    let mut started_us = larder_engine::now_us();
+    // One clock read serves the command's notion of now and the start of its duration; in a
+    // batch, the previous command's end is that read.
+    let mut started_us = match conn.clock_us.take() {
+        Some(us) => us,
+        None => larder_engine::now_us(),
+    };
     let now_ms = started_us / 1000;
     let writes = spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
     if let Some(until_ms) = server.pause.holds(writes, now_ms) {
@@ -227,7 +244,11 @@ pub fn execute(
     let conn = cmd.conn;
     let out = cmd.out;
     // Wall-clock microseconds, as Redis's `ustime()`; a clock step back counts as 0.
-    let elapsed_us = larder_engine::now_us().saturating_sub(started_us);
+    let ended_us = larder_engine::now_us();
+    let elapsed_us = ended_us.saturating_sub(started_us);
+    if conn.batching {
+        conn.clock_us = Some(ended_us);
+    }
 
     let stat = &thread.per_command[resolved.stat_index];
     bump(&stat.calls, 1);
@@ -356,5 +377,24 @@ mod tests {
             .entries
             .iter()
             .any(|e| e.argv.iter().any(|a| a == b"(redacted)")));
+    }
+
+    /// In a batch, a command starts when the previous one ended (one clock read each);
+    /// outside one, every command reads the clock at its start.
+    #[test]
+    fn batched_commands_chain_their_clock_reads() {
+        let mut h = Harness::new();
+        h.run(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        h.run(&["PING"]);
+        assert_eq!(h.conn.clock_us, None, "recorded outside a batch");
+        h.conn.batching = true;
+        h.run(&["PING"]);
+        let ended = h.conn.clock_us.expect("recorded in a batch");
+        assert!(ended.abs_diff(larder_engine::now_us()) < 10_000_000);
+        // Taken as the next command's start: a start a second back makes it a second long.
+        h.conn.clock_us = Some(ended - 1_000_000);
+        h.run(&["ECHO", "x"]);
+        let newest = h.server.slowlog.lock().entries[0].duration_us;
+        assert!(newest >= 1_000_000, "{newest}");
     }
 }

@@ -48,6 +48,9 @@ struct WorkerLink {
 }
 
 /// The protocol half of a connection of either door.
+// Not boxed: most connections are RESP ones, and a box would be one more pointer to chase on
+// every read; a few hundred bytes per connection is nothing beside its buffers.
+#[allow(clippy::large_enum_variant)]
 enum DoorHandler {
     Resp(RespHandler),
     Memcache(McHandler),

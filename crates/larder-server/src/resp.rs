@@ -27,6 +27,11 @@ pub struct RespHandler {
     /// The reply encoder. Its buffer is empty between calls: [`Handler::process`] lends it
     /// the connection's output buffer.
     reply: ReplyBuf,
+    /// Empty, with the capacity of the argument lists `run` used last, so it need not
+    /// allocate them again for every read.
+    spare_argv: Vec<Cow<'static, [u8]>>,
+    spare_args: Vec<&'static [u8]>,
+    batch: Vec<(usize, usize, usize)>,
 }
 
 impl RespHandler {
@@ -36,6 +41,9 @@ impl RespHandler {
             min_total: 0,
             progress: Progress::default(),
             reply: ReplyBuf::new(Protocol::Resp2),
+            spare_argv: Vec::new(),
+            spare_args: Vec::new(),
+            batch: Vec::new(),
         }
     }
 
@@ -52,11 +60,13 @@ impl RespHandler {
             proto_max_bulk_len: server.config.num(Param::ProtoMaxBulkLen).max(0) as u64,
             ..Limits::default()
         };
-        let mut argv: Vec<Cow<'_, [u8]>> = Vec::new();
+        let mut argv: Vec<Cow<'_, [u8]>> = recycle(std::mem::take(&mut self.spare_argv));
         // The arguments of a batch of requests, back to back, and each request's span of
         // them with the input bytes it took.
-        let mut args: Vec<&[u8]> = Vec::new();
-        let mut batch: Vec<(usize, usize, usize)> = Vec::new();
+        let mut args: Vec<&[u8]> = recycle(std::mem::take(&mut self.spare_args));
+        let mut batch = std::mem::take(&mut self.batch);
+        // Commands of this batch chain their clock reads (`ConnState::batching`).
+        self.state.batching = true;
         let mut done = Processed::default();
         self.min_total = 0;
         'requests: while done.used < buf.len() && done.close.is_none() {
@@ -114,6 +124,15 @@ impl RespHandler {
                 }
             }
         }
+        // Kept for the next call unless a huge request (a 1M-argument MSET) grew them.
+        if argv.capacity() <= SPARE_ARGS_MAX && args.capacity() <= SPARE_ARGS_MAX {
+            self.spare_argv = recycle(argv);
+            self.spare_args = recycle(args);
+        }
+        batch.clear();
+        self.batch = batch;
+        self.state.batching = false;
+        self.state.clock_us = None;
         done
     }
 
@@ -156,6 +175,18 @@ impl RespHandler {
             server.keyspace.db(self.state.db).prefetch(&keys[..n]);
         }
     }
+}
+
+/// The most arguments `RespHandler` keeps room for between calls.
+const SPARE_ARGS_MAX: usize = 1024;
+
+/// An empty vector with `v`'s allocation, for items of another lifetime: the in-place
+/// `collect` of an empty iterator keeps the buffer, since both item types have one layout.
+fn recycle<A, B>(mut v: Vec<A>) -> Vec<B> {
+    v.clear();
+    v.into_iter()
+        .map(|_| unreachable!("the vector is empty"))
+        .collect()
 }
 
 /// Appends the arguments to `args` if all of them borrow from the input; false if one is owned.
