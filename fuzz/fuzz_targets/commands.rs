@@ -6,7 +6,10 @@
 //! Input: one command per line, arguments separated by spaces. A first token of one byte picks
 //! a command from the table by index (so every command is reachable without spelling it);
 //! argument tokens `#k` become one of a few shared key names, so commands meet each other's
-//! keys and types. The keyspace is flushed before each input.
+//! keys and types. A last token that starts with `@` is passed the way a connection passes a
+//! large last argument it read into a buffer of its own (`ConnState::owned_arg`), so SET and
+//! friends store it shared and later commands read, grow and send it. The keyspace is flushed
+//! before each input.
 //!
 //! Left out, because they are meant to stop or stall the caller, not because they may panic:
 //! `CLIENT PAUSE` (its held commands are the connection's business) and `DEBUG`. `CONFIG SET`
@@ -14,7 +17,7 @@
 
 #![no_main]
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use larder_commands::config::Config;
 use larder_commands::testing::Harness;
@@ -75,6 +78,25 @@ fuzz_target!(|data: &[u8]| {
         .map(|spec| spec.name)
         .collect();
     for line in data.split(|&b| b == b'\n').take(64) {
+        // `@bytes` as the last token: an owned argument of those bytes repeated to 40 KiB.
+        let owned = line
+            .rsplit(|&b| b == b' ')
+            .next()
+            .and_then(|last| last.strip_prefix(b"@"))
+            .filter(|_| line.contains(&b' '))
+            .map(|seed| {
+                Arc::new(
+                    seed.iter()
+                        .copied()
+                        .cycle()
+                        .take(40 * 1024)
+                        .collect::<Vec<u8>>(),
+                )
+            });
+        let line = match owned {
+            Some(_) => &line[..line.iter().rposition(|&b| b == b' ').unwrap_or(0)],
+            None => line,
+        };
         let mut argv: Vec<&[u8]> = Vec::new();
         for (i, token) in line.split(|&b| b == b' ').enumerate() {
             argv.push(match token {
@@ -83,10 +105,15 @@ fuzz_target!(|data: &[u8]| {
                 _ => token,
             });
         }
+        if let Some(owned) = &owned {
+            argv.push(owned.as_slice());
+        }
         if !allowed(&argv) {
             continue;
         }
+        h.conn.owned_arg = owned.clone();
         let reply = h.run_raw(&argv);
+        h.conn.owned_arg = None;
         // Zero replies (CLIENT REPLY OFF/SKIP) or one well-formed frame.
         if !reply.is_empty() {
             match larder_resp::decode(&reply) {

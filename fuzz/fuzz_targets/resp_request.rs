@@ -1,5 +1,7 @@
 //! Fuzzes `larder_resp::parse_request` the way a connection drives it: parse requests back to
-//! back from one buffer, and feed the same bytes again in pieces, honouring `min_total`.
+//! back from one buffer, and feed the same bytes again in pieces, honouring `min_total`, both
+//! statelessly and with `parse_request_resume`, checking what `Progress` says about a pending
+//! last argument against the request once it is complete.
 //!
 //! The first input byte picks small limits so the size checks are reachable.
 
@@ -7,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use larder_resp::{parse_request, Limits, Parsed};
+use larder_resp::{parse_request, parse_request_resume, Limits, Parsed, Progress};
 use libfuzzer_sys::fuzz_target;
 
 /// The outcome of parsing one request, with its arguments copied out of the buffer.
@@ -70,7 +72,10 @@ fn piecewise(data: &[u8], limits: &Limits, step: usize) -> (Vec<Outcome>, usize)
                     if let Some(short) = data.get(start..start + min_total - 1) {
                         let mut scratch = Vec::new();
                         let parsed = parse_request(short, limits, &mut scratch);
-                        assert!(matches!(parsed, Ok(Parsed::Incomplete { .. })), "{parsed:?}");
+                        assert!(
+                            matches!(parsed, Ok(Parsed::Incomplete { .. })),
+                            "{parsed:?}"
+                        );
                     }
                     need = min_total;
                 }
@@ -78,6 +83,50 @@ fn piecewise(data: &[u8], limits: &Limits, step: usize) -> (Vec<Outcome>, usize)
                     outcomes.push(Err(e.message()));
                     return (outcomes, start);
                 }
+            }
+        }
+    }
+    (outcomes, start)
+}
+
+/// Like `piecewise`, with `parse_request_resume` and one `Progress` per request. Whenever the
+/// request waits for its last argument's data, the arguments parsed so far and where that data
+/// starts must be what the complete request then holds.
+fn resumed(data: &[u8], limits: &Limits, step: usize) -> (Vec<Outcome>, usize) {
+    let mut argv: Vec<Cow<'_, [u8]>> = Vec::new();
+    let mut progress = Progress::default();
+    let mut outcomes = Vec::new();
+    let mut start = 0;
+    let mut end = 0;
+    // What the last incomplete parse said of the pending last argument.
+    let mut pending: Option<(Vec<Vec<u8>>, usize, usize)> = None;
+    while end < data.len() {
+        end = (end + step).min(data.len());
+        let buf = &data[start..end];
+        match parse_request_resume(buf, limits, &mut argv, &mut progress) {
+            Ok(Parsed::Complete { consumed }) => {
+                let args: Vec<Vec<u8>> = argv.iter().map(|a| a.to_vec()).collect();
+                if let Some((front, at, len)) = pending.take() {
+                    let (last, before) = args.split_last().expect("a pending argument");
+                    assert_eq!(before, &front[..]);
+                    assert_eq!(&last[..], &buf[at..at + len]);
+                    assert_eq!(consumed, at + len + 2);
+                }
+                outcomes.push(Ok((consumed, args)));
+                start += consumed;
+                end = start;
+            }
+            Ok(Parsed::Incomplete { .. }) => {
+                pending = progress.pending_last_bulk().map(|(at, len)| {
+                    assert!(at <= buf.len() && buf.len() < at + len + 2);
+                    let mut front = Vec::new();
+                    progress.parsed_args(buf, &mut front);
+                    (front.iter().map(|a| a.to_vec()).collect(), at, len)
+                });
+            }
+            Err(e) => {
+                outcomes.push(Err(e.message()));
+                return (outcomes, start);
             }
         }
     }
@@ -101,4 +150,5 @@ fuzz_target!(|input: &[u8]| {
     let expected = whole(data, &limits);
     let step = usize::from(knob % 7) + 1;
     assert_eq!(piecewise(data, &limits, step), expected);
+    assert_eq!(resumed(data, &limits, step), expected);
 });
