@@ -74,6 +74,13 @@ pub struct Output {
     pub attached: Attachments,
 }
 
+/// Where one read of a connection's input goes.
+enum ReadInto {
+    Big,
+    Scratch,
+    Buffer,
+}
+
 /// Why a connection is being closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Close {
@@ -266,7 +273,10 @@ impl<H: Handler> Conn<H> {
         let mut read_bytes = 0;
         loop {
             reads += 1;
-            let drained = if let Some(Big::Reading { buf, total, .. }) = &mut self.big {
+            // Where this read goes: a large argument's own buffer, the worker's scratch buffer
+            // (no partial request pending), or the connection's buffer (one is).
+            let (into, want, result) = if let Some(Big::Reading { buf, total, .. }) = &mut self.big
+            {
                 // No more than the rest of the argument: the next request goes to the scratch
                 // buffer once it is complete.
                 let want = (*total - buf.len()).min(BIG_ARG_READ);
@@ -275,78 +285,52 @@ impl<H: Handler> Conn<H> {
                     let cap = (buf.capacity() * 2).clamp(buf.len() + want, *total);
                     buf.reserve_exact(cap - buf.len());
                 }
-                match read_appending(&self.stream, buf, want) {
-                    Ok(0) => {
-                        self.eof = true;
-                        break;
-                    }
-                    Ok(n) => {
-                        self.count_input(server, n);
-                        read_bytes += n;
-                        self.run_big(server);
-                        n < want
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(_) => {
-                        self.closing = Some(Close::Peer);
-                        return;
-                    }
-                }
+                (ReadInto::Big, want, read_appending(&self.stream, buf, want))
             } else if self.rbuf.is_empty() {
                 // Sized once per worker; not cleared, so no 16 KiB memset per read.
                 if scratch.len() < READ_CHUNK {
                     scratch.resize(READ_CHUNK, 0);
                 }
-                match self.stream.read(&mut scratch[..READ_CHUNK]) {
-                    Ok(0) => {
-                        self.eof = true;
-                        break;
-                    }
-                    Ok(n) => {
-                        self.count_input(server, n);
-                        read_bytes += n;
-                        // Fast path: parse straight from the scratch buffer; keep only a
-                        // trailing partial request.
-                        let used = self.process(server, &scratch[..n]);
-                        if used < n && self.closing.is_none() {
-                            self.rbuf.extend_from_slice(&scratch[used..n]);
-                            self.start_big();
-                        }
-                        n < READ_CHUNK
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(_) => {
-                        self.closing = Some(Close::Peer);
-                        return;
-                    }
-                }
+                let result = self.stream.read(&mut scratch[..READ_CHUNK]);
+                (ReadInto::Scratch, READ_CHUNK, result)
             } else {
                 // A request spans reads. If a large argument is arriving, make room for all of
                 // it (up to 1 MiB at a time) at once, so the buffer is not regrown, and copied,
                 // read after read.
                 let pending = self.handler.min_total().saturating_sub(self.rbuf.len());
                 let want = READ_CHUNK.max(pending.min(1 << 20));
-                match read_appending(&self.stream, &mut self.rbuf, want) {
-                    Ok(0) => {
-                        self.eof = true;
-                        break;
-                    }
-                    Ok(n) => {
-                        self.count_input(server, n);
-                        read_bytes += n;
-                        self.process_buffered(server);
-                        n < want
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(_) => {
-                        self.closing = Some(Close::Peer);
-                        return;
-                    }
+                let result = read_appending(&self.stream, &mut self.rbuf, want);
+                (ReadInto::Buffer, want, result)
+            };
+            let n = match result {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.closing = Some(Close::Peer);
+                    return;
                 }
             };
+            self.count_input(server, n);
+            read_bytes += n;
+            match into {
+                ReadInto::Big => self.run_big(server),
+                ReadInto::Scratch => {
+                    // Fast path: parse straight from the scratch buffer; keep only a trailing
+                    // partial request.
+                    let used = self.process(server, &scratch[..n]);
+                    if used < n && self.closing.is_none() {
+                        self.rbuf.extend_from_slice(&scratch[used..n]);
+                        self.start_big();
+                    }
+                }
+                ReadInto::Buffer => self.process_buffered(server),
+            }
+            let drained = n < want;
             if self.query_buf_len() > limit {
                 // Redis closes such a client without a reply.
                 tracing::warn!(
