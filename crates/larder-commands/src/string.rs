@@ -450,6 +450,7 @@ fn getex(c: &mut Cmd<'_>) -> Result<()> {
         c.out.null();
         return Ok(());
     };
+    // WRONGTYPE comes before a bad TTL's error, as in Redis.
     string_at(&shard, slot)?;
     let deadline = o.ttl.deadline(c.now_ms, c.resolved.full_name)?;
     reply_string(c.out, shard.entry(slot))?;
