@@ -157,10 +157,10 @@ pub trait Handler {
     fn yielded(&self) {}
 
     /// After a [`Handler::process`] that stopped at an incomplete request: whether all that
-    /// request still lacks is a last argument of [`BIG_ARG`] bytes or more. The connection
-    /// then reads that argument into a buffer of its own, sized for it once, and hands it to
-    /// [`Handler::process_big`], which may keep it as the stored value: Redis does the same,
-    /// and it saves copying the value out of the input buffer.
+    /// request still lacks is its last argument, whatever its size. If it is [`BIG_ARG`]
+    /// bytes or more, the connection reads it into a buffer of its own, sized for it once, and
+    /// hands it to [`Handler::process_big`], which may keep it as the stored value: Redis does
+    /// the same, and it saves copying the value out of the input buffer.
     fn big_arg(&self) -> Option<BigArg>;
 
     /// Runs the request whose arguments but the last are in `front` (the unparsed input up
@@ -461,7 +461,9 @@ impl<H: Handler> Conn<H> {
         if done.paused_until_ms.is_some() {
             self.big = Some(Big::Ready(arg));
         } else {
-            self.rbuf.drain(..done.used.min(self.rbuf.len()));
+            // The handler consumed the whole front (`Handler::process_big`).
+            debug_assert_eq!(done.used, self.rbuf.len());
+            self.rbuf.clear();
         }
     }
 

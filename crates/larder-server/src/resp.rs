@@ -12,7 +12,7 @@ use larder_resp::{
     parse_request, parse_request_resume, Limits, Parsed, Progress, Protocol, ReplyBuf,
 };
 
-use crate::conn::{BigArg, Close, Handler, Output, Processed, BIG_ARG};
+use crate::conn::{BigArg, Close, Handler, Output, Processed};
 
 /// A RESP connection's protocol state.
 pub struct RespHandler {
@@ -262,7 +262,7 @@ impl Handler for RespHandler {
             return None;
         }
         let (start, len) = self.progress.pending_last_bulk()?;
-        (len >= BIG_ARG).then_some(BigArg {
+        Some(BigArg {
             start,
             len,
             trailer: 2,
