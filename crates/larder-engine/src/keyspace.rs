@@ -8,6 +8,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::entry::{Entry, ObjectKind};
 use crate::evict::{lfu_decayed, random_u64, AccessPolicy, EvictionPolicy};
+use crate::feed::{ChangeKind, Feed};
 use crate::shard::{hash_key, Shard, SlotId};
 
 /// Shards per database. A power of two; with 5M keys a shard holds ~20k, so the largest
@@ -64,6 +65,7 @@ impl Drop for ShardRef<'_> {
             self.cell.deadline_hint.store(next, Ordering::Relaxed);
             self.keyspace.deadline_published(next);
         }
+        self.keyspace.feed.unlocked();
     }
 }
 
@@ -78,6 +80,8 @@ struct Shared {
     evicted_keys: AtomicU64,
     /// How accesses are recorded; every shard holds a clone.
     policy: Arc<AccessPolicy>,
+    /// The change feed; every shard holds a clone.
+    feed: Arc<Feed>,
 }
 
 impl Shared {
@@ -119,6 +123,27 @@ impl<'a> DbGuards<'a> {
         &mut self.guards[i].1
     }
 
+    /// Two different locked shards at once.
+    ///
+    /// # Panics
+    /// If either was not locked, or both name the same shard.
+    pub fn pair(&mut self, x: (usize, usize), y: (usize, usize)) -> (&mut Shard, &mut Shard) {
+        let find = |k: (usize, usize)| {
+            self.guards
+                .binary_search_by_key(&k, |(g, _)| *g)
+                .unwrap_or_else(|_| panic!("shard {k:?} not locked"))
+        };
+        let (i, j) = (find(x), find(y));
+        assert_ne!(i, j, "the same shard twice");
+        let (lo, hi) = self.guards.split_at_mut(i.max(j));
+        let (first, second) = (&mut *lo[i.min(j)].1, &mut *hi[0].1);
+        if i < j {
+            (first, second)
+        } else {
+            (second, first)
+        }
+    }
+
     /// All locked shards.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut ShardRef<'a>> {
         self.guards.iter_mut().map(|(_, g)| g)
@@ -132,6 +157,7 @@ impl Db {
                 shard: Mutex::new(Shard::with_policy(
                     first_shard_id + i as u32,
                     Arc::clone(&shared.policy),
+                    Arc::clone(&shared.feed),
                 )),
                 deadline_hint: AtomicU64::new(u64::MAX),
             })
@@ -288,10 +314,27 @@ impl Db {
         false
     }
 
-    /// Remove every key. Returns the removed slabs so the caller may free them elsewhere
-    /// (FLUSHDB ASYNC).
+    /// Remove every key, with every shard locked at once, and record the flush in the feed.
+    /// Returns the removed slabs so the caller may free them elsewhere (FLUSHDB ASYNC).
     pub fn clear(&self) -> Vec<Vec<Vec<Entry>>> {
-        (0..SHARDS_PER_DB).map(|i| self.lock(i).clear()).collect()
+        let mut guards: Vec<ShardRef<'_>> = (0..SHARDS_PER_DB).map(|i| self.lock(i)).collect();
+        let _group = self.shared.feed.group();
+        Db::clear_locked(guards.iter_mut().map(|g| &mut **g))
+    }
+
+    /// Remove every key of a database whose shards the caller holds (all of them, in shard
+    /// order), and record the flush in the feed. Returns the removed slabs.
+    pub fn clear_locked<'s>(shards: impl Iterator<Item = &'s mut Shard>) -> Vec<Vec<Vec<Entry>>> {
+        let mut slabs = Vec::new();
+        let mut db = None;
+        for shard in shards {
+            db.get_or_insert((shard.db_index(), Arc::clone(shard.feed())));
+            slabs.push(shard.clear());
+        }
+        if let Some((db, feed)) = db {
+            feed.record_db(ChangeKind::Flushed, db as u32, 0);
+        }
+        slabs
     }
 
     /// Visit every live key (KEYS). Shards are locked one at a time.
@@ -410,6 +453,7 @@ impl Keyspace {
             expired_keys: AtomicU64::new(0),
             evicted_keys: AtomicU64::new(0),
             policy: Arc::default(),
+            feed: Arc::default(),
         });
         let dbs = (0..databases.max(1))
             .map(|i| Db::new((i * SHARDS_PER_DB) as u32, Arc::clone(&shared)))
@@ -459,11 +503,35 @@ impl Keyspace {
             return;
         }
         let mut guards = self.lock_dbs(&[a, b]);
+        let _group = self.shared.feed.group();
         for s in 0..SHARDS_PER_DB {
-            let mut sa = std::mem::replace(&mut **guards.get(a, s), Shard::new(0));
-            std::mem::swap(&mut sa, &mut **guards.get(b, s));
-            **guards.get(a, s) = sa;
+            let (sa, sb) = guards.pair((a, s), (b, s));
+            sa.swap_data(sb);
         }
+        self.shared
+            .feed
+            .record_db(ChangeKind::Swapped, a as u32, b as u32);
+    }
+
+    /// Swap databases `a` and `b` whose shards the caller holds: `pairs` gives each shard of
+    /// `a` with the same-numbered shard of `b`. Records the swap in the feed.
+    pub fn swap_locked<'s>(
+        &self,
+        a: usize,
+        b: usize,
+        pairs: impl Iterator<Item = (&'s mut Shard, &'s mut Shard)>,
+    ) {
+        for (sa, sb) in pairs {
+            sa.swap_data(sb);
+        }
+        self.shared
+            .feed
+            .record_db(ChangeKind::Swapped, a as u32, b as u32);
+    }
+
+    /// The change feed every write is recorded in.
+    pub fn feed(&self) -> &Arc<Feed> {
+        &self.shared.feed
     }
 
     /// Record accesses as an LFU counter (`lfu`) or as the LRU clock, with Redis's
@@ -570,7 +638,7 @@ impl Keyspace {
             };
             let mut shard = self.dbs[d].lock(s);
             if shard.holds(slot, version) {
-                let e = shard.remove(slot);
+                let e = shard.remove_as(slot, ChangeKind::Evicted);
                 drop(shard);
                 out.bytes += e.memory_bytes();
                 out.keys += 1;

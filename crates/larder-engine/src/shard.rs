@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::entry::{prefetch, Entry, Object};
 use crate::evict::{random_u64, AccessPolicy};
+use crate::feed::{ChangeKind, Feed};
 use crate::index::SlotIndex;
 
 /// Whether a read records the access time of the key it finds.
@@ -79,16 +80,18 @@ pub struct Shard {
     used_bytes: usize,
     /// How accesses are recorded (LRU clock or LFU counter); shared by the keyspace.
     policy: Arc<AccessPolicy>,
+    /// Where every change is recorded (see `feed.rs`); shared by the keyspace.
+    feed: Arc<Feed>,
 }
 
 impl Shard {
     /// An empty shard with the default access policy. The keyspace makes its own; this is
     /// for measuring a shard alone (`examples/index_resize.rs`).
     pub fn new(id: u32) -> Shard {
-        Shard::with_policy(id, Arc::default())
+        Shard::with_policy(id, Arc::default(), Arc::default())
     }
 
-    pub(crate) fn with_policy(id: u32, policy: Arc<AccessPolicy>) -> Shard {
+    pub(crate) fn with_policy(id: u32, policy: Arc<AccessPolicy>, feed: Arc<Feed>) -> Shard {
         Shard {
             index: SlotIndex::new(),
             chunks: Vec::new(),
@@ -98,6 +101,7 @@ impl Shard {
             id,
             used_bytes: 0,
             policy,
+            feed,
         }
     }
 
@@ -214,7 +218,7 @@ impl Shard {
     pub fn find(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<SlotId> {
         let slot = self.find_raw(key, hash)?;
         if self.slot(slot).is_expired(now_ms) {
-            self.remove(slot);
+            self.remove_as(slot, ChangeKind::Expired);
             return None;
         }
         Some(slot)
@@ -325,7 +329,28 @@ impl Shard {
         self.index.insert(table_hash(tag), slot, |s| {
             table_hash(slot_in(chunks, s).hash_tag)
         });
+        self.record(ChangeKind::Written, slot);
         slot
+    }
+
+    /// The database this shard belongs to.
+    #[inline]
+    pub fn db_index(&self) -> usize {
+        self.id as usize / crate::keyspace::SHARDS_PER_DB
+    }
+
+    /// The feed this shard records its changes in.
+    pub fn feed(&self) -> &Arc<Feed> {
+        &self.feed
+    }
+
+    /// Record a change of the live entry in `slot` in the feed.
+    #[inline]
+    fn record(&self, kind: ChangeKind, slot: SlotId) {
+        if self.feed.records_changes() {
+            self.feed
+                .record(kind, self.db_index() as u32, self.slot(slot));
+        }
     }
 
     /// The shard's position among its database's shards.
@@ -375,8 +400,16 @@ impl Shard {
         self.insert_entry(copy, hash, at, now_ms)
     }
 
-    /// Remove a live entry and return it.
+    /// Remove a live entry and return it (a deletion, as DEL's).
     pub fn remove(&mut self, slot: SlotId) -> Entry {
+        self.remove_as(slot, ChangeKind::Deleted)
+    }
+
+    /// Remove a live entry for the reason `kind` (`Deleted`, `Expired` or `Evicted`, as the
+    /// feed records it) and return it.
+    pub fn remove_as(&mut self, slot: SlotId, kind: ChangeKind) -> Entry {
+        debug_assert!(kind.removes());
+        self.record(kind, slot);
         let tag = self.slot(slot).hash_tag;
         if !self.index.remove(table_hash(tag), slot) {
             // Invariant: every live slot is indexed.
@@ -406,7 +439,21 @@ impl Shard {
         }
     }
 
-    /// Remove every key.
+    /// Exchange every key with `other` (SWAPDB), each shard keeping its own identity (the
+    /// database and shard number that versions are made of). The version counters both move
+    /// to the larger one, so a key's next version is still greater than its last.
+    pub fn swap_data(&mut self, other: &mut Shard) {
+        std::mem::swap(&mut self.index, &mut other.index);
+        std::mem::swap(&mut self.chunks, &mut other.chunks);
+        std::mem::swap(&mut self.free, &mut other.free);
+        std::mem::swap(&mut self.expires, &mut other.expires);
+        std::mem::swap(&mut self.used_bytes, &mut other.used_bytes);
+        let seq = self.version_seq.max(other.version_seq);
+        self.version_seq = seq;
+        other.version_seq = seq;
+    }
+
+    /// Remove every key (the caller records the flush: [`crate::Db::clear_locked`]).
     pub fn clear(&mut self) -> Vec<Vec<Entry>> {
         self.index = SlotIndex::new();
         self.free = Vec::new();
@@ -423,6 +470,7 @@ impl Shard {
         e.version = version;
         let after = e.memory_bytes();
         self.used_bytes = (self.used_bytes + after).saturating_sub(before);
+        self.record(ChangeKind::Written, slot);
         r
     }
 
@@ -473,6 +521,7 @@ impl Shard {
         let e = self.slot_mut(slot);
         e.expire_at_ms = new_at;
         e.version = version;
+        self.record(ChangeKind::Written, slot);
     }
 
     /// Set memcached client flags.
@@ -495,6 +544,7 @@ impl Shard {
             self.expires.insert((new_at, slot));
         }
         self.slot_mut(slot).expire_at_ms = new_at;
+        self.record(ChangeKind::Written, slot);
     }
 
     /// Give the entry a version chosen by the client (memcached's meta `E<cas>` flag) instead
@@ -621,7 +671,7 @@ impl Shard {
             if at > now_ms {
                 break;
             }
-            let e = self.remove(slot);
+            let e = self.remove_as(slot, ChangeKind::Expired);
             on_expired(&e);
             n += 1;
         }
