@@ -3,21 +3,22 @@
 //! the expiry commands in `keys/expire.rs`, SCAN in `keys/scan.rs` and OBJECT in
 //! `keys/object.rs`.
 //!
-//! Single-key commands lock the key's shard only. RENAME, COPY and MOVE lock the shards of both
-//! keys together through `Keyspace::lock_many`, so no client sees the key in both places or in
-//! neither. Multi-key DEL, EXISTS and TOUCH lock one key's shard at a time.
+//! Single-key commands lock the key's shard only. For RENAME, COPY, MOVE and multi-key DEL,
+//! EXISTS and TOUCH the executor locks every shard involved before the handler runs, so no
+//! client sees a key in both places or in neither, or some of a DEL's keys gone and others not.
 
 mod db;
 mod expire;
 mod object;
 mod scan;
 
-use larder_engine::{Db, DbGuards, Entry, ObjectKind, Shard, SlotId};
+use larder_engine::{Entry, ObjectKind, SlotId};
 
 use crate::args::parse_i64;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
-use crate::table::{flags::*, CommandSpec, Group, KeySpec};
+use crate::locks::Pair;
+use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
 
 /// `getIntFromObjectOrReply`'s range error.
 const INT_RANGE: &str = "ERR value is out of range, value must between -2147483648 and 2147483647";
@@ -57,16 +58,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("type", 2, READONLY | FAST, KeySpec::ONE, Keyspace, "Determine the type stored at key", "1.0.0", r#type),
     cmd("rename", 3, WRITE, KeySpec::TWO, Keyspace, "Rename a key", "1.0.0", rename),
     cmd("renamenx", 3, WRITE | FAST, KeySpec::TWO, Keyspace, "Rename a key, only if the new key does not exist", "1.0.0", renamenx),
-    cmd("copy", -3, WRITE | DENYOOM, KeySpec::TWO, Keyspace, "Copy a key", "6.2.0", copy),
-    cmd("move", 3, WRITE | FAST, KeySpec::ONE, Keyspace, "Move a key to another database", "1.0.0", r#move),
-    cmd("keys", 2, READONLY, KeySpec::NONE, Keyspace, "Find all keys matching the given pattern", "1.0.0", db::keys),
-    cmd("randomkey", 1, READONLY, KeySpec::NONE, Keyspace, "Return a random key from the keyspace", "1.0.0", db::randomkey),
-    cmd("scan", -2, READONLY, KeySpec::NONE, Keyspace, "Incrementally iterate the keys space", "2.8.0", scan::scan),
-    cmd("dbsize", 1, READONLY | FAST, KeySpec::NONE, Server, "Return the number of keys in the selected database", "1.0.0", db::dbsize),
-    cmd("flushdb", -1, WRITE, KeySpec::NONE, Server, "Remove all keys from the current database", "1.0.0", db::flushdb),
-    cmd("flushall", -1, WRITE, KeySpec::NONE, Server, "Remove all keys from all databases", "1.0.0", db::flushall),
+    cmd("copy", -3, WRITE | DENYOOM, KeySpec::TWO.with_scope(Scope::OtherDb { at: 0 }), Keyspace, "Copy a key", "6.2.0", copy),
+    cmd("move", 3, WRITE | FAST, KeySpec::ONE.with_scope(Scope::OtherDb { at: 2 }), Keyspace, "Move a key to another database", "1.0.0", r#move),
+    cmd("keys", 2, READONLY, KeySpec::NONE.with_scope(Scope::WalkDb), Keyspace, "Find all keys matching the given pattern", "1.0.0", db::keys),
+    cmd("randomkey", 1, READONLY, KeySpec::NONE.with_scope(Scope::WalkDb), Keyspace, "Return a random key from the keyspace", "1.0.0", db::randomkey),
+    cmd("scan", -2, READONLY, KeySpec::NONE.with_scope(Scope::WalkDb), Keyspace, "Incrementally iterate the keys space", "2.8.0", scan::scan),
+    cmd("dbsize", 1, READONLY | FAST, KeySpec::NONE.with_scope(Scope::WalkDb), Server, "Return the number of keys in the selected database", "1.0.0", db::dbsize),
+    cmd("flushdb", -1, WRITE, KeySpec::NONE.with_scope(Scope::Db), Server, "Remove all keys from the current database", "1.0.0", db::flushdb),
+    cmd("flushall", -1, WRITE, KeySpec::NONE.with_scope(Scope::All), Server, "Remove all keys from all databases", "1.0.0", db::flushall),
     cmd("select", 2, LOADING | STALE | FAST, KeySpec::NONE, Connection, "Change the selected database for the current connection", "1.0.0", db::select),
-    cmd("swapdb", 3, WRITE | FAST, KeySpec::NONE, Server, "Swaps two Redis databases", "4.0.0", db::swapdb),
+    cmd("swapdb", 3, WRITE | FAST, KeySpec::NONE.with_scope(Scope::All), Server, "Swaps two Redis databases", "4.0.0", db::swapdb),
     cmd("expire", -3, WRITE | FAST, KeySpec::ONE, Keyspace, "Set a key's time to live in seconds", "1.0.0", expire::expire),
     cmd("pexpire", -3, WRITE | FAST, KeySpec::ONE, Keyspace, "Set a key's time to live in milliseconds", "2.6.0", expire::pexpire),
     cmd("expireat", -3, WRITE | FAST, KeySpec::ONE, Keyspace, "Set the expiration for a key as a UNIX timestamp", "1.2.0", expire::expireat),
@@ -124,10 +125,9 @@ fn unlink(c: &mut Cmd<'_>) -> Result<()> {
 }
 
 fn remove_keys(c: &mut Cmd<'_>) {
-    let db = c.db();
     let mut removed = 0;
     for key in c.args.rest() {
-        let (mut shard, hash) = db.lock_key(key);
+        let (mut shard, hash) = c.shard_of(key);
         let entry = shard
             .find(key, hash, c.now_ms)
             .map(|slot| shard.remove(slot));
@@ -140,10 +140,9 @@ fn remove_keys(c: &mut Cmd<'_>) {
 
 /// EXISTS key [key ...]: a key named twice counts twice.
 fn exists(c: &mut Cmd<'_>) -> Result<()> {
-    let db = c.db();
     let mut found = 0;
     for key in c.args.rest() {
-        let (mut shard, hash) = db.lock_key(key);
+        let (mut shard, hash) = c.shard_of(key);
         let hit = shard.find(key, hash, c.now_ms).is_some();
         drop(shard);
         c.hit(hit);
@@ -155,10 +154,9 @@ fn exists(c: &mut Cmd<'_>) -> Result<()> {
 
 /// TOUCH key [key ...]
 fn touch(c: &mut Cmd<'_>) -> Result<()> {
-    let db = c.db();
     let mut found = 0;
     for key in c.args.rest() {
-        let (mut shard, hash) = db.lock_key(key);
+        let (mut shard, hash) = c.shard_of(key);
         // TOUCH touches even for a CLIENT NO-TOUCH client, as in Redis.
         let hit = shard
             .find_touch(key, hash, c.now_ms, larder_engine::Access::Touch)
@@ -174,7 +172,7 @@ fn touch(c: &mut Cmd<'_>) -> Result<()> {
 /// TYPE key
 fn r#type(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let kind = shard
         .find(key, hash, c.now_ms)
         .map(|slot| shard.entry(slot).kind());
@@ -184,91 +182,46 @@ fn r#type(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The shards of a two-key command, locked: one when both keys live in the same shard.
-enum Pair<'g> {
-    Same(&'g mut Shard),
-    Two {
-        src: &'g mut Shard,
-        dst: &'g mut Shard,
-    },
+/// Move the source entry at `slot` to `key` in the destination shard, where `key` must be
+/// absent, keeping its deadline. Returns the source entry, to be dropped after unlocking.
+fn transfer(pair: &mut Pair<'_>, slot: SlotId, key: &[u8], hash: u64, now_ms: u64) -> Entry {
+    match pair {
+        Pair::Same(s) => {
+            let old = s.remove(slot);
+            s.insert_copy(&old, key, hash, now_ms);
+            old
+        }
+        Pair::Two { src, dst } => {
+            dst.insert_copy(src.entry(slot), key, hash, now_ms);
+            src.remove(slot)
+        }
+    }
 }
 
-impl<'g> Pair<'g> {
-    /// Split guards taken by `lock_many(vec![src, dst])`.
-    fn new(guards: &'g mut DbGuards<'_>, src: (usize, usize), dst: (usize, usize)) -> Result<Self> {
-        // `lock_many` keeps the guards sorted by (db, shard) and deduplicated.
-        let mut it = guards.iter_mut();
-        let first = it
-            .next()
-            .ok_or(Error::Static("ERR internal error: no shard locked"))?;
-        Ok(match it.next() {
-            None => Pair::Same(first),
-            Some(second) if src < dst => Pair::Two {
-                src: first,
-                dst: second,
-            },
-            Some(second) => Pair::Two {
-                src: second,
-                dst: first,
-            },
-        })
-    }
-
-    fn src(&mut self) -> &mut Shard {
-        match self {
-            Pair::Same(s) => s,
-            Pair::Two { src, .. } => src,
+/// Copy the source entry at `slot` to `key` in the destination shard, where `key` must be
+/// absent, keeping its deadline. The source is not modified.
+fn duplicate(pair: &mut Pair<'_>, slot: SlotId, key: &[u8], hash: u64, now_ms: u64) {
+    match pair {
+        Pair::Same(s) => {
+            // `insert_copy` cannot borrow the source from the shard it inserts into, so the
+            // value is copied out first through the public accessors.
+            let e = s.entry(slot);
+            let at = e.expire_at_ms().unwrap_or(0);
+            let flags = e.flags();
+            let new = match e.object() {
+                Some(o) => {
+                    let o = o.clone();
+                    s.insert_object(key, hash, o, at, now_ms)
+                }
+                None => {
+                    let v = e.string().unwrap_or_default().to_vec();
+                    s.insert_string(key, hash, &v, at, now_ms)
+                }
+            };
+            s.set_flags(new, flags);
         }
-    }
-
-    fn dst(&mut self) -> &mut Shard {
-        match self {
-            Pair::Same(s) => s,
-            Pair::Two { dst, .. } => dst,
-        }
-    }
-
-    /// Move the source entry at `slot` to `key` in the destination shard, where `key` must be
-    /// absent, keeping its deadline. Returns the source entry, to be dropped after unlocking.
-    fn transfer(&mut self, slot: SlotId, key: &[u8], hash: u64, now_ms: u64) -> Entry {
-        match self {
-            Pair::Same(s) => {
-                let old = s.remove(slot);
-                s.insert_copy(&old, key, hash, now_ms);
-                old
-            }
-            Pair::Two { src, dst } => {
-                dst.insert_copy(src.entry(slot), key, hash, now_ms);
-                src.remove(slot)
-            }
-        }
-    }
-
-    /// Copy the source entry at `slot` to `key` in the destination shard, where `key` must be
-    /// absent, keeping its deadline. The source is not modified.
-    fn duplicate(&mut self, slot: SlotId, key: &[u8], hash: u64, now_ms: u64) {
-        match self {
-            Pair::Same(s) => {
-                // `insert_copy` cannot borrow the source from the shard it inserts into, so
-                // the value is copied out first through the public accessors.
-                let e = s.entry(slot);
-                let at = e.expire_at_ms().unwrap_or(0);
-                let flags = e.flags();
-                let new = match e.object() {
-                    Some(o) => {
-                        let o = o.clone();
-                        s.insert_object(key, hash, o, at, now_ms)
-                    }
-                    None => {
-                        let v = e.string().unwrap_or_default().to_vec();
-                        s.insert_string(key, hash, &v, at, now_ms)
-                    }
-                };
-                s.set_flags(new, flags);
-            }
-            Pair::Two { src, dst } => {
-                dst.insert_copy(src.entry(slot), key, hash, now_ms);
-            }
+        Pair::Two { src, dst } => {
+            dst.insert_copy(src.entry(slot), key, hash, now_ms);
         }
     }
 }
@@ -302,14 +255,8 @@ fn rename_key(c: &mut Cmd<'_>, on_existing: OnExisting) -> Result<bool> {
     let dst_key = c.args.key()?;
     let db = c.conn.db;
     let now = c.now_ms;
-    let (src_shard, src_hash) = Db::route(src_key);
-    let (dst_shard, dst_hash) = Db::route(dst_key);
     let mut replaced = None;
-    let mut guards = c
-        .server
-        .keyspace
-        .lock_many(vec![(db, src_shard), (db, dst_shard)]);
-    let mut pair = Pair::new(&mut guards, (db, src_shard), (db, dst_shard))?;
+    let (mut pair, src_hash, dst_hash) = c.shard_pair((db, src_key), (db, dst_key));
     let slot = pair
         .src()
         .find_touch(src_key, src_hash, now, c.access())
@@ -323,9 +270,8 @@ fn rename_key(c: &mut Cmd<'_>, on_existing: OnExisting) -> Result<bool> {
         }
         replaced = Some(pair.dst().remove(old));
     }
-    let moved = pair.transfer(slot, dst_key, dst_hash, now);
-    // Removed values are freed after unlocking.
-    drop(guards);
+    let moved = transfer(&mut pair, slot, dst_key, dst_hash, now);
+    drop(pair);
     drop((replaced, moved));
     Ok(true)
 }
@@ -351,17 +297,11 @@ fn copy(c: &mut Cmd<'_>) -> Result<()> {
         return Err(Error::Static(error::SAME_OBJECT));
     }
     let now = c.now_ms;
-    let (src_shard, src_hash) = Db::route(src_key);
-    let (dst_shard, dst_hash) = Db::route(dst_key);
     let mut replaced = None;
-    let mut guards = c
-        .server
-        .keyspace
-        .lock_many(vec![(src_db, src_shard), (dst_db, dst_shard)]);
-    let mut pair = Pair::new(&mut guards, (src_db, src_shard), (dst_db, dst_shard))?;
+    let (mut pair, src_hash, dst_hash) = c.shard_pair((src_db, src_key), (dst_db, dst_key));
     // Redis reads the source with lookupKeyRead: it counts as a hit or miss and an access.
     let Some(slot) = pair.src().find_touch(src_key, src_hash, now, c.access()) else {
-        drop(guards);
+        drop(pair);
         c.hit(false);
         c.out.int(0);
         return Ok(());
@@ -372,11 +312,11 @@ fn copy(c: &mut Cmd<'_>) -> Result<()> {
             if let Some(old) = existing {
                 replaced = Some(pair.dst().remove(old));
             }
-            pair.duplicate(slot, dst_key, dst_hash, now);
+            duplicate(&mut pair, slot, dst_key, dst_hash, now);
             true
         }
     };
-    drop(guards);
+    drop(pair);
     drop(replaced);
     c.hit(true);
     c.out.int(i64::from(copied));
@@ -393,21 +333,16 @@ fn r#move(c: &mut Cmd<'_>) -> Result<()> {
         return Err(Error::Static(error::SAME_OBJECT));
     }
     let now = c.now_ms;
-    let (shard, hash) = Db::route(key);
     let mut moved = None;
-    let mut guards = c
-        .server
-        .keyspace
-        .lock_many(vec![(src_db, shard), (dst_db, shard)]);
-    let mut pair = Pair::new(&mut guards, (src_db, shard), (dst_db, shard))?;
+    let (mut pair, hash, _) = c.shard_pair((src_db, key), (dst_db, key));
     let done = match pair.src().find_touch(key, hash, now, c.access()) {
         Some(slot) if pair.dst().find(key, hash, now).is_none() => {
-            moved = Some(pair.transfer(slot, key, hash, now));
+            moved = Some(transfer(&mut pair, slot, key, hash, now));
             true
         }
         _ => false,
     };
-    drop(guards);
+    drop(pair);
     drop(moved);
     c.out.int(i64::from(done));
     Ok(())

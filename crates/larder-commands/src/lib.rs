@@ -18,11 +18,13 @@ pub mod exec;
 pub mod info;
 pub mod keys;
 pub mod list;
+pub mod locks;
 pub mod server;
 pub mod state;
 pub mod string;
 pub mod table;
 pub mod testing;
+pub mod transaction;
 
 pub use exec::{execute, ConnState, Outcome, ReplyMode};
 pub use state::Server;
@@ -36,6 +38,7 @@ pub fn registry() -> Registry {
         list::COMMANDS,
         connection::COMMANDS,
         server::COMMANDS,
+        transaction::COMMANDS,
     ])
 }
 

@@ -156,7 +156,7 @@ fn push(c: &mut Cmd<'_>, end: End, create: Create) -> Result<()> {
         }
         l.len()
     };
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let len = match find_list(c, &mut shard, key, hash)? {
         Some(slot) => update(&mut shard, slot, add)?,
         None if create == Create::Yes => {
@@ -195,7 +195,7 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
         ),
         None => None,
     };
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let Some(slot) = find_list(c, &mut shard, key, hash)? else {
         match count {
             Some(_) => c.out.null_array(),
@@ -235,7 +235,7 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
 /// LLEN key
 fn llen(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     let len = match found {
@@ -252,7 +252,7 @@ fn lrange(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let start = c.args.i64()?;
     let stop = c.args.i64()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     let Some(slot) = found else {
@@ -276,7 +276,7 @@ fn lrange(c: &mut Cmd<'_>) -> Result<()> {
 fn lindex(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let raw_index = c.args.next_arg()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     let Some(slot) = found else {
@@ -302,7 +302,7 @@ fn lset(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let raw_index = c.args.next_arg()?;
     let element = c.args.next_arg()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let slot = find_list(c, &mut shard, key, hash)?.ok_or(Error::Static(error::NO_SUCH_KEY))?;
     // Redis looks the key up before it parses the index.
     let index = index_arg(raw_index)?;
@@ -323,7 +323,7 @@ fn lrem(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let count = c.args.i64()?;
     let element = c.args.next_arg()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let removed = match find_list(c, &mut shard, key, hash)? {
         Some(slot) => update(&mut shard, slot, |l| remove_matching(l, count, element))?,
         None => 0,
@@ -368,7 +368,7 @@ fn ltrim(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let start = c.args.i64()?;
     let stop = c.args.i64()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     if let Some(slot) = find_list(c, &mut shard, key, hash)? {
         update(&mut shard, slot, |l| {
             match clamp_range(start, stop, l.len()) {
@@ -391,7 +391,7 @@ fn linsert(c: &mut Cmd<'_>) -> Result<()> {
     let after = where_arg(&mut c.args)?;
     let pivot = c.args.next_arg()?;
     let element = c.args.next_arg()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let len = match find_list(c, &mut shard, key, hash)? {
         Some(slot) => match list_at(&shard, slot)?.iter().position(|e| **e == *pivot) {
             Some(i) => update(&mut shard, slot, |l| {

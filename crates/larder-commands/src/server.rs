@@ -7,7 +7,7 @@ use crate::config::{self, Kind, ParamDef, PARAMS};
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::info;
-use crate::table::{flags::*, CommandSpec, Group, KeySpec};
+use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
 
 const NO_SHUTDOWN: &str = "ERR No shutdown in progress.";
 const NO_CONFIG_FILE: &str = "ERR The server is running without a config file";
@@ -113,7 +113,7 @@ static SLOWLOG_SUBCOMMANDS: &[CommandSpec] = &[
 
 #[rustfmt::skip]
 static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
-    cmd("usage", -3, READONLY, KeySpec { first: 2, last: 2, step: 1 }, "Estimate the memory usage of a key", "4.0.0", memory_usage),
+    cmd("usage", -3, READONLY, KeySpec { first: 2, last: 2, step: 1, scope: Scope::Keys }, "Estimate the memory usage of a key", "4.0.0", memory_usage),
     cmd("stats", 2, 0, KeySpec::NONE, "Show memory usage details", "4.0.0", memory_stats),
     cmd("doctor", 2, 0, KeySpec::NONE, "Outputs memory problems report", "4.0.0", memory_doctor),
     cmd("malloc-stats", 2, 0, KeySpec::NONE, "Show allocator internal stats", "4.0.0", memory_malloc_stats),
@@ -1040,7 +1040,7 @@ fn memory_usage(c: &mut Cmd<'_>) -> Result<()> {
             return Err(Error::Static(error::SYNTAX));
         }
     }
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let bytes = shard
         .find(key, hash, c.now_ms)
         .map(|slot| shard.entry(slot).memory_bytes());

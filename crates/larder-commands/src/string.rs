@@ -106,7 +106,7 @@ pub(crate) fn reply_string(out: &mut ReplyBuf, entry: &Entry) -> Result<()> {
 /// GET key
 fn get(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     match found {
@@ -328,7 +328,7 @@ fn set(c: &mut Cmd<'_>) -> Result<()> {
             None => Expiry::Clear,
         },
     };
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = if o.get {
         let found = shard.find_touch(key, hash, c.now_ms, c.access());
         c.hit(found.is_some());
@@ -361,7 +361,7 @@ fn set(c: &mut Cmd<'_>) -> Result<()> {
 fn setnx(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let value = c.args.next_arg()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let created = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(_) => false,
         None => {
@@ -390,7 +390,7 @@ fn set_with_ttl(c: &mut Cmd<'_>, unit_ms: i64) -> Result<()> {
     let value = c.args.next_arg()?;
     let at = parse_deadline(ttl, unit_ms, false, c.now_ms, c.resolved.full_name)?;
     let value = Value::of(c, value);
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find(key, hash, c.now_ms);
     store(
         &mut shard,
@@ -411,7 +411,7 @@ fn getset(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let value = c.args.next_arg()?;
     let value = Value::of(c, value);
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     match found {
@@ -425,7 +425,7 @@ fn getset(c: &mut Cmd<'_>) -> Result<()> {
 /// GETDEL key
 fn getdel(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find(key, hash, c.now_ms);
     c.hit(found.is_some());
     match found {
@@ -442,7 +442,7 @@ fn getdel(c: &mut Cmd<'_>) -> Result<()> {
 fn getex(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let o = parse_extended(&mut c.args, Extended::GetEx)?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     let Some(slot) = found else {

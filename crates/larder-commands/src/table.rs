@@ -2,6 +2,7 @@
 //! registry that finds a command by name.
 
 use crate::exec::Cmd;
+pub use crate::locks::Scope;
 
 /// A command handler. It reads its arguments through `cmd.args`, runs shard-local engine
 /// operations, and writes its reply to `cmd.out`. It must not write anything before returning
@@ -61,6 +62,8 @@ pub enum Group {
     Connection,
     Server,
     Keyspace,
+    Transactions,
+    Pubsub,
 }
 
 impl Group {
@@ -71,6 +74,8 @@ impl Group {
             Group::List => "list",
             Group::Connection => "connection",
             Group::Server => "server",
+            Group::Transactions => "transactions",
+            Group::Pubsub => "pubsub",
         }
     }
 
@@ -82,6 +87,8 @@ impl Group {
             Group::List => "@list",
             Group::Connection => "@connection",
             Group::Server => "@admin",
+            Group::Transactions => "@transaction",
+            Group::Pubsub => "@pubsub",
         }
     }
 }
@@ -93,6 +100,8 @@ pub struct KeySpec {
     pub first: i32,
     pub last: i32,
     pub step: i32,
+    /// What the executor locks for the command (see `locks.rs`).
+    pub scope: Scope,
 }
 
 impl KeySpec {
@@ -100,27 +109,55 @@ impl KeySpec {
         first: 0,
         last: 0,
         step: 0,
+        scope: Scope::Keys,
     };
     pub const ONE: KeySpec = KeySpec {
         first: 1,
         last: 1,
         step: 1,
+        scope: Scope::Keys,
     };
     pub const TWO: KeySpec = KeySpec {
         first: 1,
         last: 2,
         step: 1,
+        scope: Scope::Keys,
     };
     pub const ALL: KeySpec = KeySpec {
         first: 1,
         last: -1,
         step: 1,
+        scope: Scope::Keys,
     };
     pub const PAIRS: KeySpec = KeySpec {
         first: 1,
         last: -1,
         step: 2,
+        scope: Scope::Keys,
     };
+
+    /// This spec with another scope.
+    pub const fn with_scope(self, scope: Scope) -> KeySpec {
+        KeySpec { scope, ..self }
+    }
+
+    /// How many key arguments a request of `argc` arguments has under this spec (the key
+    /// positions only; a `NumKeys` scope adds more).
+    #[inline]
+    pub fn key_count(&self, argc: usize) -> usize {
+        if self.first <= 0 || argc <= self.first as usize {
+            return 0;
+        }
+        let last = if self.last < 0 {
+            argc as i32 + self.last
+        } else {
+            self.last.min(argc as i32 - 1)
+        };
+        if last < self.first {
+            return 0;
+        }
+        ((last - self.first) / self.step.max(1) + 1) as usize
+    }
 
     /// The key arguments of `argv` under this spec.
     pub fn keys<'a>(&self, argv: &[&'a [u8]]) -> Vec<&'a [u8]> {

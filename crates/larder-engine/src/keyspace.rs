@@ -1,6 +1,7 @@
 //! Databases, shard routing, multi-shard locking, SCAN, and the active expiry cycle.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +34,11 @@ struct ShardCell {
     /// Earliest deadline in the shard (u64::MAX = none); read without the lock by the expiry
     /// cycle. Kept exact by `ShardRef`'s drop.
     deadline_hint: AtomicU64,
+    /// The shard's key count, volatile key count and bytes as of its last unlock, so counting
+    /// a database (DBSIZE outside a transaction, INFO, the maxmemory check) takes no lock.
+    len: AtomicUsize,
+    volatile_len: AtomicUsize,
+    used_bytes: AtomicUsize,
 }
 
 /// A locked shard. Dropping it publishes the shard's earliest deadline to the expiry cycle.
@@ -60,6 +66,13 @@ impl std::ops::DerefMut for ShardRef<'_> {
 impl Drop for ShardRef<'_> {
     #[inline]
     fn drop(&mut self) {
+        self.cell.len.store(self.guard.len(), Ordering::Relaxed);
+        self.cell
+            .volatile_len
+            .store(self.guard.volatile_len(), Ordering::Relaxed);
+        self.cell
+            .used_bytes
+            .store(self.guard.used_bytes(), Ordering::Relaxed);
         let next = self.guard.next_deadline_ms().unwrap_or(u64::MAX);
         if self.cell.deadline_hint.load(Ordering::Relaxed) != next {
             self.cell.deadline_hint.store(next, Ordering::Relaxed);
@@ -144,6 +157,13 @@ impl<'a> DbGuards<'a> {
         }
     }
 
+    /// All locked shards with their `(db, shard)`, in that order.
+    pub fn iter_keyed(
+        &mut self,
+    ) -> impl Iterator<Item = ((usize, usize), &mut Shard)> + use<'_, 'a> {
+        self.guards.iter_mut().map(|(k, g)| (*k, &mut **g))
+    }
+
     /// All locked shards.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut ShardRef<'a>> {
         self.guards.iter_mut().map(|(_, g)| g)
@@ -160,6 +180,9 @@ impl Db {
                     Arc::clone(&shared.feed),
                 )),
                 deadline_hint: AtomicU64::new(u64::MAX),
+                len: AtomicUsize::new(0),
+                volatile_len: AtomicUsize::new(0),
+                used_bytes: AtomicUsize::new(0),
             })
             .collect();
         Db {
@@ -225,26 +248,38 @@ impl Db {
         (self.lock(shard), hash)
     }
 
-    /// Number of keys (expired ones not yet reclaimed included, as Redis's DBSIZE).
+    /// Number of keys (expired ones not yet reclaimed included, as Redis's DBSIZE), as of each
+    /// shard's last unlock: takes no lock.
     pub fn len(&self) -> usize {
-        self.cells.iter().map(|c| c.shard.lock().len()).sum()
+        self.cells
+            .iter()
+            .map(|c| c.len.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// [`Db::len`] over shards reached through `lock` (held ones, inside a transaction).
+    pub fn len_with<G: Deref<Target = Shard>>(mut lock: impl FnMut(usize) -> G) -> usize {
+        (0..SHARDS_PER_DB).map(|i| lock(i).len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Number of keys with a deadline.
+    /// Number of keys with a deadline, as of each shard's last unlock.
     pub fn volatile_len(&self) -> usize {
         self.cells
             .iter()
-            .map(|c| c.shard.lock().volatile_len())
+            .map(|c| c.volatile_len.load(Ordering::Relaxed))
             .sum()
     }
 
-    /// Approximate bytes held by this database.
+    /// Approximate bytes held by this database, as of each shard's last unlock.
     pub fn used_bytes(&self) -> usize {
-        self.cells.iter().map(|c| c.shard.lock().used_bytes()).sum()
+        self.cells
+            .iter()
+            .map(|c| c.used_bytes.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Offer eviction candidates for `policy` to `visit` (with their shard). volatile-ttl
@@ -338,9 +373,18 @@ impl Db {
     }
 
     /// Visit every live key (KEYS). Shards are locked one at a time.
-    pub fn for_each(&self, now_ms: u64, mut visit: impl FnMut(&Entry)) {
+    pub fn for_each(&self, now_ms: u64, visit: impl FnMut(&Entry)) {
+        Db::for_each_with(|i| self.lock(i), now_ms, visit);
+    }
+
+    /// [`Db::for_each`] over shards reached through `lock`.
+    pub fn for_each_with<G: Deref<Target = Shard>>(
+        mut lock: impl FnMut(usize) -> G,
+        now_ms: u64,
+        mut visit: impl FnMut(&Entry),
+    ) {
         for i in 0..SHARDS_PER_DB {
-            let shard = self.lock(i);
+            let shard = lock(i);
             for e in shard.iter() {
                 if !e.is_expired(now_ms) {
                     visit(e);
@@ -351,9 +395,18 @@ impl Db {
 
     /// A random live key, or `None` if the database is empty (RANDOMKEY).
     pub fn random_key(&self, seed: u64, now_ms: u64) -> Option<Vec<u8>> {
+        Db::random_key_with(|i| self.lock(i), seed, now_ms)
+    }
+
+    /// [`Db::random_key`] over shards reached through `lock`.
+    pub fn random_key_with<G: Deref<Target = Shard>>(
+        mut lock: impl FnMut(usize) -> G,
+        seed: u64,
+        now_ms: u64,
+    ) -> Option<Vec<u8>> {
         let start = (seed as usize) % SHARDS_PER_DB;
         for attempt in 0..SHARDS_PER_DB * 2 {
-            let shard = self.lock((start + attempt) % SHARDS_PER_DB);
+            let shard = lock((start + attempt) % SHARDS_PER_DB);
             if shard.is_empty() {
                 continue;
             }
@@ -378,12 +431,23 @@ impl Db {
         filter: &ScanFilter<'_>,
         now_ms: u64,
     ) -> (u64, Vec<Vec<u8>>) {
+        Db::scan_with(|i| self.lock(i), cursor, count, filter, now_ms)
+    }
+
+    /// [`Db::scan`] over shards reached through `lock`.
+    pub fn scan_with<G: Deref<Target = Shard>>(
+        mut lock: impl FnMut(usize) -> G,
+        cursor: u64,
+        count: usize,
+        filter: &ScanFilter<'_>,
+        now_ms: u64,
+    ) -> (u64, Vec<Vec<u8>>) {
         let mut shard = (cursor & (SHARDS_PER_DB as u64 - 1)) as usize;
         let mut slot = (cursor >> SHARD_BITS) as SlotId;
         let mut keys = Vec::new();
         let mut budget = count.max(1);
         while shard < SHARDS_PER_DB {
-            let guard = self.lock(shard);
+            let guard = lock(shard);
             let before = budget;
             let mut visited = 0;
             let next = guard.scan(slot, budget, |e| {

@@ -135,8 +135,18 @@ impl Shard {
     pub fn used_bytes(&self) -> usize {
         self.used_bytes
             + self.index.memory_bytes()
-            + self.chunks.iter().map(|c| c.capacity()).sum::<usize>() * std::mem::size_of::<Entry>()
+            + self.slab_capacity() * std::mem::size_of::<Entry>()
             + self.expires.len() * 24
+    }
+
+    /// Slots allocated in the slab. Every chunk but the last is full (chunks grow by doubling
+    /// up to `CHUNK_SLOTS` before the next one starts), so this is O(1).
+    #[inline]
+    fn slab_capacity(&self) -> usize {
+        match self.chunks.last() {
+            None => 0,
+            Some(last) => (self.chunks.len() - 1) * CHUNK_SLOTS + last.capacity(),
+        }
     }
 
     #[inline]

@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
-use larder_engine::Entry;
+use larder_engine::{Db, Entry, SHARDS_PER_DB};
 
 use super::{checked_db, db_index, parse_int};
 use crate::config::Param;
@@ -20,7 +20,7 @@ pub(super) fn keys(c: &mut Cmd<'_>) -> Result<()> {
     // One buffer for all names instead of one allocation per key.
     let mut names = Vec::new();
     let mut ends = Vec::new();
-    c.db().for_each(c.now_ms, |e| {
+    Db::for_each_with(c.lock_fn(c.conn.db), c.now_ms, |e| {
         if all || larder_engine::glob::matches(pattern, e.key(), false) {
             names.extend_from_slice(e.key());
             ends.push(names.len());
@@ -54,7 +54,7 @@ fn next_random() -> u64 {
 
 /// RANDOMKEY
 pub(super) fn randomkey(c: &mut Cmd<'_>) -> Result<()> {
-    match c.db().random_key(next_random(), c.now_ms) {
+    match Db::random_key_with(c.lock_fn(c.conn.db), next_random(), c.now_ms) {
         Some(key) => c.out.bulk(&key),
         None => c.out.null(),
     }
@@ -63,7 +63,13 @@ pub(super) fn randomkey(c: &mut Cmd<'_>) -> Result<()> {
 
 /// DBSIZE
 pub(super) fn dbsize(c: &mut Cmd<'_>) -> Result<()> {
-    c.out.int(c.db().len() as i64);
+    // Inside a transaction, count the held shards (they may hold its uncounted writes);
+    // otherwise the counts each shard published when it was last unlocked.
+    let n = match c.held {
+        Some(_) => Db::len_with(c.lock_fn(c.conn.db)),
+        None => c.db().len(),
+    };
+    c.out.int(n as i64);
     Ok(())
 }
 
@@ -102,7 +108,7 @@ fn free_slabs(slabs: Vec<Vec<Vec<Entry>>>, mode: FlushMode) {
 /// FLUSHDB [ASYNC | SYNC]
 pub(super) fn flushdb(c: &mut Cmd<'_>) -> Result<()> {
     let mode = flush_mode(c)?;
-    free_slabs(c.db().clear(), mode);
+    free_slabs(clear_db(c, c.conn.db), mode);
     c.out.simple("OK");
     Ok(())
 }
@@ -110,14 +116,19 @@ pub(super) fn flushdb(c: &mut Cmd<'_>) -> Result<()> {
 /// FLUSHALL [ASYNC | SYNC]
 pub(super) fn flushall(c: &mut Cmd<'_>) -> Result<()> {
     let mode = flush_mode(c)?;
-    let keyspace = &c.server.keyspace;
     let mut slabs = Vec::new();
-    for db in 0..keyspace.db_count() {
-        slabs.extend(keyspace.db(db).clear());
+    for db in 0..c.server.keyspace.db_count() {
+        slabs.extend(clear_db(c, db));
     }
     free_slabs(slabs, mode);
     c.out.simple("OK");
     Ok(())
+}
+
+/// Empty database `db`, whose shards the executor holds, as one change in the feed.
+fn clear_db(c: &Cmd<'_>, db: usize) -> Vec<Vec<Vec<Entry>>> {
+    let mut shards: Vec<_> = (0..SHARDS_PER_DB).map(|s| c.shard_at(db, s)).collect();
+    Db::clear_locked(shards.iter_mut().map(|g| &mut **g))
 }
 
 /// SELECT index
@@ -136,7 +147,15 @@ pub(super) fn swapdb(c: &mut Cmd<'_>) -> Result<()> {
     let b = parse_int(c.args.next_arg()?, Some(INVALID_SECOND_DB))?;
     let a = checked_db(c, a)?;
     let b = checked_db(c, b)?;
-    c.server.keyspace.swap_dbs(a, b);
+    if a != b {
+        // Every shard is held by the executor (SWAPDB's scope is the whole keyspace).
+        let mut pairs: Vec<_> = (0..SHARDS_PER_DB)
+            .map(|s| (c.shard_at(a, s), c.shard_at(b, s)))
+            .collect();
+        c.server
+            .keyspace
+            .swap_locked(a, b, pairs.iter_mut().map(|(x, y)| (&mut **x, &mut **y)));
+    }
     c.out.simple("OK");
     Ok(())
 }

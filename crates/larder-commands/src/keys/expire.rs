@@ -102,7 +102,7 @@ fn set_deadline(c: &mut Cmd<'_>, unit: Unit, base: Base) -> Result<()> {
         .checked_mul(if unit == Unit::Seconds { 1000 } else { 1 })
         .and_then(|ms| ms.checked_add(if base == Base::Now { now } else { 0 }))
         .ok_or_else(|| error::invalid_expire(c.resolved.full_name))?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let Some(slot) = shard.find_touch(key, hash, c.now_ms, c.access()) else {
         drop(shard);
         c.out.int(0);
@@ -154,7 +154,7 @@ pub(super) fn pexpiretime(c: &mut Cmd<'_>) -> Result<()> {
 /// rounded to the nearest second as Redis does.
 fn report_deadline(c: &mut Cmd<'_>, unit: Unit, base: Base) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard
         .find(key, hash, c.now_ms)
         .map(|slot| shard.entry(slot).expire_at_ms());
@@ -182,7 +182,7 @@ fn report_deadline(c: &mut Cmd<'_>, unit: Unit, base: Base) -> Result<()> {
 /// PERSIST key
 pub(super) fn persist(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let cleared = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(slot) if shard.entry(slot).expire_at_ms().is_some() => {
             shard.set_expire(slot, None);

@@ -16,6 +16,7 @@ const SUB_KEY: KeySpec = KeySpec {
     first: 2,
     last: 2,
     step: 1,
+    scope: crate::locks::Scope::Keys,
 };
 
 /// Redis's `OBJ_SHARED_REFCOUNT`: the refcount of the shared integers 0..=9999.
@@ -103,7 +104,7 @@ pub(super) fn container(_: &mut Cmd<'_>) -> Result<()> {
 /// a miss) when absent. The caller replies null for `None`.
 fn inspect<R>(c: &mut Cmd<'_>, f: impl FnOnce(&Entry) -> R) -> Result<Option<R>> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let r = shard
         .find(key, hash, c.now_ms)
         .map(|slot| f(shard.entry(slot)));

@@ -1,7 +1,7 @@
 //! SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]. The walk itself is the engine's
 //! `Db::scan`, which returns every key present for the whole iteration at least once.
 
-use larder_engine::{ObjectKind, ScanFilter};
+use larder_engine::{Db, ObjectKind, ScanFilter};
 
 use crate::args::parse_i64;
 use crate::error::{self, Error, Result};
@@ -84,7 +84,7 @@ pub(super) fn scan(c: &mut Cmd<'_>) -> Result<()> {
         pattern,
         kind: kind.flatten(),
     };
-    let (next, mut keys) = c.db().scan(cursor, count, &filter, c.now_ms);
+    let (next, mut keys) = Db::scan_with(c.lock_fn(c.conn.db), cursor, count, &filter, c.now_ms);
     if kind.is_some() {
         // Redis looks each candidate up to read its type, which counts as a keyspace hit.
         for _ in 0..keys.len() {

@@ -1,7 +1,7 @@
 //! Multi-key commands: MGET, MSET, MSETNX. Each locks all its keys' shards together, so
 //! an MSET is seen entirely or not at all.
 
-use larder_engine::{Db, Shard};
+use larder_engine::Shard;
 
 use super::{count_hits, store, Condition, Expiry, Value};
 use crate::error::{self, Result};
@@ -12,25 +12,13 @@ use crate::exec::Cmd;
 /// All the keys' shards are locked together so that MGET sees an MSET entirely or not at all.
 pub(super) fn mget(c: &mut Cmd<'_>) -> Result<()> {
     let keys = c.args.rest();
-    let db_index = c.conn.db;
     let (mut hits, mut misses) = (0, 0);
     c.out.array(keys.len());
-    if let [key] = keys {
-        let (mut shard, hash) = c.db().lock_key(key);
+    // Every key's shard is held by the executor (prefetched before it locked them), so MGET
+    // sees an MSET entirely or not at all.
+    for key in keys {
+        let (mut shard, hash) = c.shard_of(key);
         reply_string_or_null(&mut shard, key, hash, c, &mut hits, &mut misses);
-    } else {
-        // Warm the caches for the keys' lookups first, so their misses overlap (only for the
-        // first few hundred: more would not stay cached until their turn).
-        for window in keys[..keys.len().min(8 * Db::PREFETCH_BATCH)].chunks(Db::PREFETCH_BATCH) {
-            c.db().prefetch(window);
-        }
-        let which = keys.iter().map(|k| (db_index, Db::route(k).0)).collect();
-        let mut guards = c.server.keyspace.lock_many(which);
-        for key in keys {
-            let (shard, hash) = Db::route(key);
-            let shard = guards.get(db_index, shard);
-            reply_string_or_null(shard, key, hash, c, &mut hits, &mut misses);
-        }
     }
     count_hits(c, hits, misses);
     Ok(())
@@ -78,22 +66,13 @@ fn mset_generic(c: &mut Cmd<'_>, cond: Condition) -> Result<()> {
     if pairs.len() % 2 != 0 {
         return Err(error::wrong_arity(c.resolved.full_name));
     }
-    let db_index = c.conn.db;
-    let which = pairs
-        .iter()
-        .step_by(2)
-        .map(|k| (db_index, Db::route(k).0))
-        .collect();
-    let mut guards = c.server.keyspace.lock_many(which);
+    // Every key's shard is held by the executor before the first write, so no reader sees
+    // part of the update.
     if cond == Condition::IfAbsent {
         for key in pairs.iter().step_by(2) {
-            let (shard, hash) = Db::route(key);
-            if guards
-                .get(db_index, shard)
-                .find_touch(key, hash, c.now_ms, c.access())
-                .is_some()
-            {
-                drop(guards);
+            let (mut shard, hash) = c.shard_of(key);
+            if shard.find_touch(key, hash, c.now_ms, c.access()).is_some() {
+                drop(shard);
                 c.out.int(0);
                 return Ok(());
             }
@@ -101,13 +80,11 @@ fn mset_generic(c: &mut Cmd<'_>, cond: Condition) -> Result<()> {
     }
     for pair in pairs.chunks_exact(2) {
         let [key, value] = pair else { continue };
-        let (shard, hash) = Db::route(key);
-        let shard = guards.get(db_index, shard);
+        let (mut shard, hash) = c.shard_of(key);
         let found = shard.find(key, hash, c.now_ms);
         let value = Value::of(c, value);
-        store(shard, key, hash, found, value, Expiry::Clear, c.now_ms);
+        store(&mut shard, key, hash, found, value, Expiry::Clear, c.now_ms);
     }
-    drop(guards);
     match cond {
         Condition::IfAbsent => c.out.int(1),
         Condition::Always | Condition::IfPresent => c.out.simple("OK"),

@@ -40,7 +40,7 @@ pub(super) fn decrby(c: &mut Cmd<'_>) -> Result<()> {
 /// formatted on the stack, and an inline value of the same length is overwritten in place, so
 /// the common case allocates nothing.
 fn incr_by(c: &mut Cmd<'_>, key: &[u8], by: i64) -> Result<()> {
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let mut buf = [0u8; I64_MAX_DIGITS];
     let value = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(slot) => {
@@ -92,7 +92,7 @@ pub(super) fn incrbyfloat(c: &mut Cmd<'_>) -> Result<()> {
     // Redis checks the key's type and value before the increment, so a bad increment is
     // reported only after those.
     let increment = LongDouble::parse(c.args.next_arg()?);
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     let current = match found {
         Some(slot) => {

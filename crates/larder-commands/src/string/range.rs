@@ -1,7 +1,5 @@
 //! Commands on parts of a string: APPEND, STRLEN, GETRANGE / SUBSTR, SETRANGE, LCS.
 
-use larder_engine::Db;
-
 use super::{count_hits, string_at};
 use crate::args::Args;
 use crate::config::Param;
@@ -29,7 +27,7 @@ fn check_length(c: &Cmd<'_>, base: u64, extra: usize) -> Result<()> {
 pub(super) fn append(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let value = c.args.next_arg()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let len = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         None => {
             shard.insert_string(key, hash, value, 0, c.now_ms);
@@ -54,7 +52,7 @@ pub(super) fn append(c: &mut Cmd<'_>) -> Result<()> {
 /// STRLEN key
 pub(super) fn strlen(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     let len = match found {
@@ -88,7 +86,7 @@ pub(super) fn getrange(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let start = c.args.i64()?;
     let end = c.args.i64()?;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     match found {
@@ -122,7 +120,7 @@ pub(super) fn setrange(c: &mut Cmd<'_>) -> Result<()> {
         return Err(Error::Static(error::OFFSET_OUT_OF_RANGE));
     }
     let offset = offset as u64;
-    let (mut shard, hash) = c.db().lock_key(key);
+    let (mut shard, hash) = c.shard_of(key);
     let len = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         // Setting nothing on a missing key creates nothing.
         None if value.is_empty() => 0,
@@ -201,23 +199,16 @@ pub(super) fn lcs(c: &mut Cmd<'_>) -> Result<()> {
     let b_key = c.args.key()?;
     // Redis checks the keys' types before it parses the options.
     let options = parse_lcs_options(&mut c.args);
-    let db_index = c.conn.db;
-    let (a_shard, a_hash) = Db::route(a_key);
-    let (b_shard, b_hash) = Db::route(b_key);
-    let mut guards = c
-        .server
-        .keyspace
-        .lock_many(vec![(db_index, a_shard), (db_index, b_shard)]);
-    // None: missing; Some(None): another type.
-    let mut read = |shard: usize, key: &[u8], hash: u64| {
-        let shard = guards.get(db_index, shard);
+    // Both shards are held by the executor (LCS has two keys), so the two reads see one
+    // moment. None: missing; Some(None): another type.
+    let read = |key: &[u8]| {
+        let (mut shard, hash) = c.shard_of(key);
         shard
             .find_touch(key, hash, c.now_ms, c.access())
             .map(|slot| shard.entry(slot).string().map(<[u8]>::to_vec))
     };
-    let a = read(a_shard, a_key, a_hash);
-    let b = read(b_shard, b_key, b_hash);
-    drop(guards);
+    let a = read(a_key);
+    let b = read(b_key);
     let hits = u64::from(a.is_some()) + u64::from(b.is_some());
     count_hits(c, hits, 2 - hits);
     let (Some(a), Some(b)) = (a.unwrap_or(Some(Vec::new())), b.unwrap_or(Some(Vec::new()))) else {

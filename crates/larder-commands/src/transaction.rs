@@ -1,0 +1,207 @@
+//! Transactions: MULTI EXEC DISCARD WATCH UNWATCH, with Redis 7.0 semantics.
+//!
+//! Between MULTI and EXEC the executor queues commands after the checks that Redis makes at
+//! queue time (unknown command, arity, `no-multi` commands); a command rejected there makes
+//! EXEC fail with EXECABORT. EXEC then plans the locks of every queued command (following
+//! SELECT through the queue, and the watched keys), takes them in the global order, compares
+//! each watched key's version with the one WATCH saw, runs the commands one after another with
+//! those shards held, and commits their changes to the feed as one group before unlocking. So
+//! no other client, on any thread or door, sees part of a transaction, and a watched key
+//! changed by anything (a command, expiry, eviction, FLUSHDB, SWAPDB, a memcached write)
+//! fails the EXEC. Runtime errors do not roll back: they are replies in EXEC's array.
+
+use larder_engine::Db;
+
+use crate::error::{Error, Result};
+use crate::exec::{self, Cmd};
+use crate::locks::{Held, Plan};
+use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
+
+/// A transaction being queued.
+#[derive(Default, Debug)]
+pub struct Multi {
+    /// Queued requests, whole (name first).
+    pub queued: Vec<Vec<Vec<u8>>>,
+    /// Set when a command was rejected while queueing: EXEC then aborts.
+    pub dirty: bool,
+}
+
+/// A watched key and the version it had when WATCH ran (0: absent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Watched {
+    pub db: usize,
+    pub key: Vec<u8>,
+    pub version: u64,
+}
+
+/// Most commands one transaction may queue (each holds its arguments until EXEC).
+pub const MAX_QUEUED: usize = 1 << 20;
+
+const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    keys: KeySpec,
+    summary: &'static str,
+    since: &'static str,
+    handler: crate::table::Handler,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        keys,
+        group: Group::Transactions,
+        summary,
+        since,
+        handler,
+        subcommands: &[],
+    }
+}
+
+/// The transaction family's table (Redis 7.0's COMMAND INFO).
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::NONE, "Mark the start of a transaction block", "1.2.0", multi),
+    cmd("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, KeySpec::NONE, "Execute all commands issued after MULTI", "1.2.0", exec),
+    cmd("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::NONE, "Discard all commands issued after MULTI", "2.0.0", discard),
+    cmd("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::ALL.with_scope(Scope::Keys), "Watch the given keys to determine execution of the MULTI/EXEC block", "2.2.0", watch),
+    cmd("unwatch", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, KeySpec::NONE, "Forget about all watched keys", "2.2.0", unwatch),
+];
+
+/// Whether a command runs at once inside MULTI instead of being queued.
+pub fn runs_inside_multi(full_name: &str) -> bool {
+    matches!(
+        full_name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+const NESTED: &str = "ERR MULTI calls can not be nested";
+const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
+const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
+const WATCH_INSIDE_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
+
+/// MULTI
+fn multi(c: &mut Cmd<'_>) -> Result<()> {
+    if c.conn.multi.is_some() {
+        return Err(Error::Static(NESTED));
+    }
+    c.conn.multi = Some(Multi::default());
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// DISCARD
+fn discard(c: &mut Cmd<'_>) -> Result<()> {
+    if c.conn.multi.take().is_none() {
+        return Err(Error::Static(DISCARD_WITHOUT_MULTI));
+    }
+    c.conn.watched.clear();
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// UNWATCH
+fn unwatch(c: &mut Cmd<'_>) -> Result<()> {
+    c.conn.watched.clear();
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// WATCH key [key ...]: remember each key's version (0 when absent or expired).
+fn watch(c: &mut Cmd<'_>) -> Result<()> {
+    if c.conn.multi.is_some() {
+        return Err(Error::Static(WATCH_INSIDE_MULTI));
+    }
+    let db = c.conn.db;
+    for key in c.args.rest() {
+        if c.conn.watched.iter().any(|w| w.db == db && w.key == *key) {
+            continue;
+        }
+        let (shard, hash) = c.shard_of(key);
+        let version = live_version(&shard, key, hash, c.now_ms);
+        drop(shard);
+        c.conn.watched.push(Watched {
+            db,
+            key: key.to_vec(),
+            version,
+        });
+    }
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// The version of `key` if it is live at `now_ms`, else 0. Reads without expiring anything.
+fn live_version(shard: &larder_engine::Shard, key: &[u8], hash: u64, now_ms: u64) -> u64 {
+    shard
+        .find_raw(key, hash)
+        .map(|slot| shard.entry(slot))
+        .filter(|e| !e.is_expired(now_ms))
+        .map_or(0, |e| e.version())
+}
+
+/// EXEC
+fn exec(c: &mut Cmd<'_>) -> Result<()> {
+    let Some(multi) = c.conn.multi.take() else {
+        return Err(Error::Static(EXEC_WITHOUT_MULTI));
+    };
+    let watched = std::mem::take(&mut c.conn.watched);
+    if multi.dirty {
+        return Err(Error::Static(EXECABORT));
+    }
+    let server = c.server;
+    let requests: Vec<Vec<&[u8]>> = multi
+        .queued
+        .iter()
+        .map(|r| r.iter().map(Vec::as_slice).collect())
+        .collect();
+    // Plan every queued command's shards, following SELECT through the queue.
+    let mut plan = Plan::default();
+    let mut resolved = Vec::with_capacity(requests.len());
+    let mut db = c.conn.db;
+    for argv in &requests {
+        let r = server.registry.resolve(argv)?;
+        plan.add(&r.spec.keys, argv, db);
+        if r.full_name == "select" {
+            if let Some(d) = argv
+                .get(1)
+                .and_then(|a| std::str::from_utf8(a).ok())
+                .and_then(|a| a.parse::<usize>().ok())
+                .filter(|&d| d < server.keyspace.db_count())
+            {
+                db = d;
+            }
+        }
+        resolved.push(r);
+    }
+    for w in &watched {
+        plan.shards.push((w.db, Db::route(&w.key).0));
+    }
+    let mut guards = plan.lock(&server.keyspace);
+    for w in &watched {
+        let (shard, hash) = Db::route(&w.key);
+        if live_version(guards.get(w.db, shard), &w.key, hash, c.now_ms) != w.version {
+            c.out.null_array();
+            return Ok(());
+        }
+    }
+    let group = server.keyspace.feed().group();
+    c.out.array(requests.len());
+    for (argv, r) in requests.iter().zip(resolved) {
+        let started_us = larder_engine::now_us();
+        let result = {
+            // A view of the held shards per command: a handler's borrows end with it.
+            let held = Held::new(&mut guards);
+            exec::call(server, c.conn, argv, c.out, r, c.now_ms, Some(&held))
+        };
+        let elapsed_us = larder_engine::now_us().saturating_sub(started_us);
+        exec::account(server, c.conn, c.out, r, result, elapsed_us);
+    }
+    // Every change of the transaction commits as one group, with every shard still locked.
+    drop(group);
+    drop(guards);
+    Ok(())
+}
