@@ -1,12 +1,12 @@
 //! List commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX LSET LREM LTRIM
 //! LINSERT, with Redis 7.0 semantics.
 //!
-//! A list is an `Object::List` (a `VecDeque` of elements, head first). Redis never stores an
-//! empty list: every command that can empty one deletes the key in the same critical section.
+//! A list is an `Object::List` holding a [`larder_engine::List`], which implements the list
+//! operations; this file parses arguments and shapes replies. Redis never stores an empty
+//! list: every command that can empty one deletes the key in the same critical section.
 
-use std::collections::VecDeque;
-
-use larder_engine::{Object, Shard, SlotId};
+use larder_engine::{List, Object, Place, Shard, SlotId};
+use larder_resp::ReplyBuf;
 
 use crate::args::Args;
 use crate::error::{self, Error, Result};
@@ -56,8 +56,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("linsert", 5, WRITE | DENYOOM, "Insert an element before or after another element in a list", "2.2.0", linsert),
 ];
 
-type List = VecDeque<Box<[u8]>>;
-
 /// Which end of the list a command works on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum End {
@@ -105,24 +103,6 @@ fn update<R>(shard: &mut Shard, slot: SlotId, f: impl FnOnce(&mut List) -> R) ->
     r.ok_or(Error::Static(error::WRONGTYPE))
 }
 
-/// Redis's index normalisation for LRANGE / LTRIM: the inclusive range `start..=stop` of a
-/// list of `len` elements, or `None` when it is empty.
-fn clamp_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
-    let len = len as i64;
-    let start = if start < 0 { start + len } else { start }.max(0);
-    let stop = if stop < 0 { stop + len } else { stop };
-    if start > stop || start >= len {
-        return None;
-    }
-    Some((start as usize, stop.min(len - 1) as usize))
-}
-
-/// A position from a signed index (negative counts from the tail), if inside the list.
-fn position(index: i64, len: usize) -> Option<usize> {
-    let i = if index < 0 { index + len as i64 } else { index };
-    (0..len as i64).contains(&i).then_some(i as usize)
-}
-
 /// LPUSH key element [element ...]
 fn lpush(c: &mut Cmd<'_>) -> Result<()> {
     push(c, End::Head, Create::Yes)
@@ -146,15 +126,9 @@ fn rpushx(c: &mut Cmd<'_>) -> Result<()> {
 fn push(c: &mut Cmd<'_>, end: End, create: Create) -> Result<()> {
     let key = c.args.key()?;
     let elements = c.args.rest();
-    let add = |l: &mut List| {
-        l.reserve(elements.len());
-        for e in elements {
-            match end {
-                End::Head => l.push_front(Box::from(*e)),
-                End::Tail => l.push_back(Box::from(*e)),
-            }
-        }
-        l.len()
+    let add = |l: &mut List| match end {
+        End::Head => l.push_front(elements),
+        End::Tail => l.push_back(elements),
     };
     let (mut shard, hash) = c.shard_of(key);
     let len = match find_list(c, &mut shard, key, hash)? {
@@ -218,18 +192,21 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
         Some(0) => c.out.array(0),
         Some(n) => {
             let out = &mut *c.out;
-            update(&mut shard, slot, |l| {
-                let n = n.min(l.len());
-                out.array(n);
-                for _ in 0..n {
-                    if let Some(e) = take(l) {
-                        out.bulk(&e);
-                    }
-                }
+            update(&mut shard, slot, |l| match end {
+                End::Head => reply_popped(out, l.pop_front_many(n)),
+                End::Tail => reply_popped(out, l.pop_back_many(n)),
             })?;
         }
     }
     Ok(())
+}
+
+/// The reply to LPOP / RPOP with a count: the popped elements, in the order they left.
+fn reply_popped(out: &mut ReplyBuf, popped: impl ExactSizeIterator<Item = Box<[u8]>>) {
+    out.array(popped.len());
+    for e in popped {
+        out.bulk(&e);
+    }
 }
 
 /// LLEN key
@@ -259,15 +236,10 @@ fn lrange(c: &mut Cmd<'_>) -> Result<()> {
         c.out.array(0);
         return Ok(());
     };
-    let l = list_at(&shard, slot)?;
-    match clamp_range(start, stop, l.len()) {
-        Some((from, to)) => {
-            c.out.array(to - from + 1);
-            for e in l.range(from..=to) {
-                c.out.bulk(e);
-            }
-        }
-        None => c.out.array(0),
+    let elements = list_at(&shard, slot)?.range(start, stop);
+    c.out.array(elements.len());
+    for e in elements {
+        c.out.bulk(e);
     }
     Ok(())
 }
@@ -286,7 +258,7 @@ fn lindex(c: &mut Cmd<'_>) -> Result<()> {
     // Redis looks the key up before it parses the index.
     let l = list_at(&shard, slot)?;
     let index = index_arg(raw_index)?;
-    match position(index, l.len()).and_then(|i| l.get(i)) {
+    match l.get(index) {
         Some(e) => c.out.bulk(e),
         None => c.out.null(),
     }
@@ -306,13 +278,10 @@ fn lset(c: &mut Cmd<'_>) -> Result<()> {
     let slot = find_list(c, &mut shard, key, hash)?.ok_or(Error::Static(error::NO_SUCH_KEY))?;
     // Redis looks the key up before it parses the index.
     let index = index_arg(raw_index)?;
-    let pos =
-        position(index, list_at(&shard, slot)?.len()).ok_or(Error::Static(INDEX_OUT_OF_RANGE))?;
-    update(&mut shard, slot, |l| {
-        if let Some(e) = l.get_mut(pos) {
-            *e = Box::from(element);
-        }
-    })?;
+    if list_at(&shard, slot)?.position(index).is_none() {
+        return Err(Error::Static(INDEX_OUT_OF_RANGE));
+    }
+    update(&mut shard, slot, |l| l.set(index, element))?;
     drop(shard);
     c.out.simple("OK");
     Ok(())
@@ -325,42 +294,12 @@ fn lrem(c: &mut Cmd<'_>) -> Result<()> {
     let element = c.args.next_arg()?;
     let (mut shard, hash) = c.shard_of(key);
     let removed = match find_list(c, &mut shard, key, hash)? {
-        Some(slot) => update(&mut shard, slot, |l| remove_matching(l, count, element))?,
+        Some(slot) => update(&mut shard, slot, |l| l.remove_matching(count, element))?,
         None => 0,
     };
     drop(shard);
     c.out.int(removed as i64);
     Ok(())
-}
-
-/// Remove up to |count| elements equal to `element` (all when 0), from the head when
-/// `count >= 0`, from the tail otherwise. Returns how many were removed.
-fn remove_matching(l: &mut List, count: i64, element: &[u8]) -> usize {
-    let limit = match count.unsigned_abs() {
-        0 => usize::MAX,
-        n => usize::try_from(n).unwrap_or(usize::MAX),
-    };
-    let mut removed = 0;
-    if count >= 0 {
-        l.retain(|e| {
-            if removed < limit && **e == *element {
-                removed += 1;
-                false
-            } else {
-                true
-            }
-        });
-    } else {
-        let mut i = l.len();
-        while i > 0 && removed < limit {
-            i -= 1;
-            if l.get(i).is_some_and(|e| **e == *element) {
-                l.remove(i);
-                removed += 1;
-            }
-        }
-    }
-    removed
 }
 
 /// LTRIM key start stop
@@ -370,15 +309,7 @@ fn ltrim(c: &mut Cmd<'_>) -> Result<()> {
     let stop = c.args.i64()?;
     let (mut shard, hash) = c.shard_of(key);
     if let Some(slot) = find_list(c, &mut shard, key, hash)? {
-        update(&mut shard, slot, |l| {
-            match clamp_range(start, stop, l.len()) {
-                Some((from, to)) => {
-                    l.truncate(to + 1);
-                    l.drain(..from);
-                }
-                None => l.clear(),
-            }
-        })?;
+        update(&mut shard, slot, |l| l.trim(start, stop))?;
     }
     drop(shard);
     c.out.simple("OK");
@@ -388,16 +319,15 @@ fn ltrim(c: &mut Cmd<'_>) -> Result<()> {
 /// LINSERT key BEFORE|AFTER pivot element
 fn linsert(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let after = where_arg(&mut c.args)?;
+    let place = where_arg(&mut c.args)?;
     let pivot = c.args.next_arg()?;
     let element = c.args.next_arg()?;
     let (mut shard, hash) = c.shard_of(key);
     let len = match find_list(c, &mut shard, key, hash)? {
-        Some(slot) => match list_at(&shard, slot)?.iter().position(|e| **e == *pivot) {
-            Some(i) => update(&mut shard, slot, |l| {
-                l.insert(if after { i + 1 } else { i }, Box::from(element));
-                l.len() as i64
-            })?,
+        // The pivot is looked for before the write, so that a missing pivot is no write.
+        Some(slot) => match list_at(&shard, slot)?.find(pivot) {
+            Some(i) => update(&mut shard, slot, |l| l.insert(i, place, element))?
+                .map_or(-1, |len| len as i64),
             None => -1,
         },
         None => 0,
@@ -407,12 +337,12 @@ fn linsert(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
-/// BEFORE (false) or AFTER (true).
-fn where_arg(args: &mut Args<'_>) -> Result<bool> {
+/// BEFORE or AFTER.
+fn where_arg(args: &mut Args<'_>) -> Result<Place> {
     if args.eat("AFTER") {
-        Ok(true)
+        Ok(Place::After)
     } else if args.eat("BEFORE") {
-        Ok(false)
+        Ok(Place::Before)
     } else {
         Err(Error::Static(error::SYNTAX))
     }

@@ -63,7 +63,7 @@ pub enum Object {
     /// why it is never modified in place: [`Entry::string_mut`] turns it into a `Str` first.
     Shared(std::sync::Arc<Vec<u8>>),
     /// A list, head first. Never empty while stored: commands delete a list that empties.
-    List(std::collections::VecDeque<Box<[u8]>>),
+    List(crate::List),
 }
 
 impl Object {
@@ -74,18 +74,15 @@ impl Object {
         }
     }
 
-    /// Approximate heap bytes owned by the object. O(n) for a list: each element is one
-    /// allocation rounded up to 8 bytes.
+    /// Approximate heap bytes owned by the object, in O(1): the shard calls this before and
+    /// after every write.
     pub fn heap_bytes(&self) -> usize {
         match self {
             Object::Str(v) => v.capacity(),
             // The buffer and the `Arc`'s two counters; a copy of the key (COPY) counts it
             // again, as it would a buffer of its own.
             Object::Shared(v) => v.capacity() + 2 * std::mem::size_of::<usize>(),
-            Object::List(l) => {
-                l.capacity() * std::mem::size_of::<Box<[u8]>>()
-                    + l.iter().map(|e| e.len().next_multiple_of(8)).sum::<usize>()
-            }
+            Object::List(l) => l.heap_bytes(),
         }
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! Main types: [`Keyspace`] (all databases), [`Db`] (one numbered database, a fixed set of
 //! shards), [`Shard`] (one hash table with its entries, a slab of slots, and an expiry index),
-//! [`Entry`] (one key with its metadata and value).
+//! [`Entry`] (one key with its metadata and value), [`List`] (a list value, with the list
+//! commands' operations).
 //!
 //! A command locks the shard (or shards, in ascending order) that own its keys, runs shard-local
 //! operations, and unlocks. Shard operations do no I/O and know nothing of any protocol, so they
@@ -20,6 +21,7 @@ pub mod feed;
 pub mod glob;
 mod index;
 mod keyspace;
+mod list;
 mod shard;
 
 pub use clock::{lru_clock, now_ms, now_us};
@@ -28,4 +30,5 @@ pub use error::EngineError;
 pub use evict::{lfu_decayed, lfu_log_incr, EvictionPolicy, LFU_INIT_VAL};
 pub use feed::{Change, ChangeKind, Consumer, Feed, GroupScope, Interest, Value};
 pub use keyspace::{Db, DbGuards, Eviction, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
+pub use list::{List, Place};
 pub use shard::{Access, Shard, SlotId};

@@ -874,10 +874,7 @@ mod tests {
         let slot = s.insert_object(b"l", hash_key(b"l"), Object::List(Default::default()), 0, 0);
         let (v0, bytes0) = (s.entry(slot).version(), s.used_bytes);
         let len = s.object_mut(slot, |o| match o {
-            Object::List(l) => {
-                l.push_back(Box::from(&[7u8; 100][..]));
-                l.len()
-            }
+            Object::List(l) => l.push_back(&[[7u8; 100]]),
             Object::Str(_) | Object::Shared(_) => 0,
         });
         assert_eq!(len, 1);
