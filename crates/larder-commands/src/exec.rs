@@ -154,6 +154,23 @@ impl<'a> Cmd<'a> {
         move |i| shard_in(server, held, db, i)
     }
 
+    /// Raise Redis keyspace notification `event` of `class` (a `larder_engine::feed::class`
+    /// bit) for `key` in the selected database. Call it while the key's shard is held, after
+    /// the change it announces, so it joins that change's group in the feed.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
+        self.server
+            .keyspace
+            .feed()
+            .notice(class, event, self.conn.db, key);
+    }
+
+    /// [`Cmd::notify`] in database `db`.
+    #[inline]
+    pub fn notify_in(&self, db: usize, class: u32, event: &'static str, key: &[u8]) {
+        self.server.keyspace.feed().notice(class, event, db, key);
+    }
+
     /// Whether this client's reads update keys' access time (CLIENT NO-TOUCH turns it off).
     #[inline]
     pub fn access(&self) -> larder_engine::Access {
