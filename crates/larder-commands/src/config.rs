@@ -34,6 +34,8 @@ pub enum Param {
     LazyfreeLazyUserFlush,
     LazyfreeLazyUserDel,
     DisableThp,
+    NotifyKeyspaceEvents,
+    ClientOutputBufferLimit,
 }
 
 /// How a parameter's value is parsed and shown.
@@ -49,6 +51,8 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// Free text.
     Text,
+    /// Parsed by its own function into the numeric form and the text CONFIG GET shows.
+    Custom(fn(&str) -> Result<(i64, String), String>),
 }
 
 /// Whether CONFIG SET may change a parameter at run time.
@@ -350,7 +354,29 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Immutable,
         "turn transparent huge pages off for the process (page faults that zero 2 MiB stall clients)",
     ),
+    def(
+        Param::NotifyKeyspaceEvents,
+        "notify-keyspace-events",
+        Kind::Custom(crate::notify::parse_classes),
+        "",
+        Mutability::Mutable,
+        "keyspace notification classes (Redis's letters: K E g $ l s h z x e t m d n A)",
+    ),
+    def(
+        Param::ClientOutputBufferLimit,
+        "client-output-buffer-limit",
+        Kind::Custom(parse_output_limits),
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        Mutability::Mutable,
+        "output limits per client class: class hard soft seconds (normal, replica, pubsub)",
+    ),
 ];
+
+/// `client-output-buffer-limit`'s parser for the parameter table.
+fn parse_output_limits(value: &str) -> Result<(i64, String), String> {
+    let limits = crate::mail::parse_output_limits(value)?;
+    Ok((0, crate::mail::format_output_limits(&limits)))
+}
 
 const fn def(
     param: Param,
@@ -502,6 +528,7 @@ fn parse_value(d: &ParamDef, value: &str) -> Result<(i64, String), String> {
             (i as i64, words[i].to_string())
         }
         Kind::Text => (0, value.to_string()),
+        Kind::Custom(parse) => parse(value)?,
     })
 }
 

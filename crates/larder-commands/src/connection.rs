@@ -96,7 +96,15 @@ fn ping(c: &mut Cmd<'_>) -> Result<()> {
     if c.args.remaining() > 1 {
         return Err(error::wrong_arity("ping"));
     }
-    match c.args.opt() {
+    let message = c.args.opt();
+    // A subscribed RESP2 connection gets PING's answer in the shape of a message, as Redis's.
+    if c.conn.subs.any() && c.conn.handle.resp.load(Ordering::Relaxed) == 2 {
+        c.out.array(2);
+        c.out.bulk(b"pong");
+        c.out.bulk(message.unwrap_or_default());
+        return Ok(());
+    }
+    match message {
         Some(message) => c.out.bulk(message),
         None => c.out.simple("PONG"),
     }
@@ -239,6 +247,11 @@ fn reset(c: &mut Cmd<'_>) -> Result<()> {
     c.conn.authenticated = c.server.config.text(Param::Requirepass).is_empty();
     c.conn.handle.no_evict.store(false, Ordering::Relaxed);
     c.conn.handle.no_touch.store(false, Ordering::Relaxed);
+    // As Redis's RESET: out of MULTI, no watched keys, no subscriptions.
+    c.conn.multi = None;
+    c.conn.watched.clear();
+    let subs = std::mem::take(&mut c.conn.subs);
+    c.server.pubsub.forget(&subs, c.conn.id);
     c.out.simple("RESET");
     Ok(())
 }
@@ -1360,6 +1373,7 @@ mod tests {
             no_evict: AtomicBool::new(false),
             no_touch: AtomicBool::new(false),
             waker: None,
+            mail: crate::mail::Mail::default(),
         });
         server.clients.register(Arc::clone(&h));
         h

@@ -55,6 +55,8 @@ pub struct ConnState {
     pub multi: Option<Multi>,
     /// Keys WATCHed, with the versions they had then.
     pub watched: Vec<Watched>,
+    /// Pub/sub subscriptions.
+    pub subs: crate::pubsub::Subscriptions,
 }
 
 impl ConnState {
@@ -74,6 +76,7 @@ impl ConnState {
             clock_us: None,
             multi: None,
             watched: Vec::new(),
+            subs: crate::pubsub::Subscriptions::default(),
         }
     }
 }
@@ -266,6 +269,19 @@ pub fn execute(
         bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
         flag_transaction(conn);
         reply_error(server, conn, out, &Error::Static(error::NOAUTH));
+        finish_reply(conn, out, reply_start);
+        return Outcome::Continue;
+    }
+    if conn.subs.any()
+        && conn.handle.resp.load(Ordering::Relaxed) == 2
+        && !crate::pubsub::allowed_when_subscribed(resolved.full_name)
+    {
+        bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
+        let msg = format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            resolved.full_name
+        );
+        reply_error(server, conn, out, &Error::Owned(msg));
         finish_reply(conn, out, reply_start);
         return Outcome::Continue;
     }

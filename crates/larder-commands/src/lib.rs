@@ -19,6 +19,9 @@ pub mod info;
 pub mod keys;
 pub mod list;
 pub mod locks;
+pub mod mail;
+pub mod notify;
+pub mod pubsub;
 pub mod server;
 pub mod state;
 pub mod string;
@@ -39,6 +42,7 @@ pub fn registry() -> Registry {
         connection::COMMANDS,
         server::COMMANDS,
         transaction::COMMANDS,
+        pubsub::COMMANDS,
     ])
 }
 

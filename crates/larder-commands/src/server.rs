@@ -794,6 +794,7 @@ fn config_set(c: &mut Cmd<'_>) -> Result<()> {
     let pairs: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (&**n, &**v)).collect();
     c.server.config.set_many(&pairs).map_err(Error::Owned)?;
     c.server.sync_access_policy();
+    c.server.sync_notifications();
     c.out.simple("OK");
     Ok(())
 }
@@ -874,7 +875,7 @@ fn config_line(d: &ParamDef, value: &str) -> String {
             .map_or_else(|_| value.to_string(), format_memory),
         // `bind` takes its addresses as separate words.
         Kind::Text if d.param == config::Param::Bind && !value.is_empty() => value.to_string(),
-        Kind::Text => quote(value),
+        Kind::Text | Kind::Custom(_) => quote(value),
         Kind::Int { .. } | Kind::Bool | Kind::Enum(_) => value.to_string(),
     };
     format!("{} {shown}", d.name)

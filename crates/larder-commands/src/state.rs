@@ -105,6 +105,17 @@ pub struct ClientHandle {
     pub no_touch: AtomicBool,
     /// Wakes the owning worker (so a kill takes effect without waiting for traffic).
     pub waker: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Bytes other threads deliver to this client (pub/sub messages), and its worker's
+    /// mailbox.
+    pub mail: crate::mail::Mail,
+}
+
+/// Mark a client killed and wake its worker (CLIENT KILL, an output limit passed).
+pub fn kill_client(h: &ClientHandle) {
+    h.killed.store(true, Ordering::Release);
+    if let Some(w) = &h.waker {
+        w();
+    }
 }
 
 /// Names a client gave itself.
@@ -149,10 +160,7 @@ impl Clients {
 
     /// Mark a client killed and wake its worker.
     pub fn kill(&self, h: &ClientHandle) {
-        h.killed.store(true, Ordering::Release);
-        if let Some(w) = &h.waker {
-            w();
-        }
+        kill_client(h);
     }
 }
 
@@ -239,6 +247,10 @@ pub struct Server {
     pub used_memory: fn() -> usize,
     /// Connected clients (maintained by the network layer).
     pub connected_clients: AtomicUsize,
+    /// Pub/sub subscriptions of every client.
+    pub pubsub: Arc<crate::pubsub::PubSub>,
+    /// The feed consumer that publishes keyspace notifications, and its subscription id.
+    pub notifier: (Arc<crate::notify::Notifier>, u64),
 }
 
 fn no_memory_info() -> usize {
@@ -258,8 +270,11 @@ impl Server {
             .collect();
         let databases = config.num(Param::Databases).max(1) as usize;
         let now = larder_engine::now_ms();
+        let keyspace = Keyspace::new(databases);
+        let pubsub = Arc::new(crate::pubsub::PubSub::default());
+        let notifier = crate::notify::Notifier::install(keyspace.feed(), Arc::clone(&pubsub));
         let server = Server {
-            keyspace: Keyspace::new(databases),
+            keyspace,
             config,
             registry,
             stats: Stats {
@@ -279,10 +294,36 @@ impl Server {
             shutdown_waker: Mutex::new(None),
             used_memory: no_memory_info,
             connected_clients: AtomicUsize::new(0),
+            pubsub,
+            notifier,
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();
+        server.sync_notifications();
         server
+    }
+
+    /// Apply `notify-keyspace-events` and `client-output-buffer-limit` after they changed: at
+    /// startup and after CONFIG SET.
+    pub fn sync_notifications(&self) {
+        let (notifier, id) = &self.notifier;
+        notifier.configure(
+            self.keyspace.feed(),
+            *id,
+            self.config.num(Param::NotifyKeyspaceEvents) as u32,
+        );
+        let limits =
+            crate::mail::parse_output_limits(&self.config.text(Param::ClientOutputBufferLimit))
+                .unwrap_or(crate::mail::DEFAULT_LIMITS);
+        self.pubsub.set_limit(limits[2]);
+    }
+
+    /// A client is gone: drop what the server keeps for it.
+    pub fn client_closed(&self, id: u64, subs: Option<&crate::pubsub::Subscriptions>) {
+        if let Some(subs) = subs {
+            self.pubsub.forget(subs, id);
+        }
+        self.clients.unregister(id);
     }
 
     /// Tell the engine how to record accesses (LRU clock or LFU counter) after the policy or

@@ -29,6 +29,7 @@ pub fn detached_handle(server: &Server) -> Arc<ClientHandle> {
         no_evict: AtomicBool::new(false),
         no_touch: AtomicBool::new(false),
         waker: None,
+        mail: crate::mail::Mail::default(),
     })
 }
 

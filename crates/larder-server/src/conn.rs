@@ -526,6 +526,24 @@ impl<H: Handler> Conn<H> {
             .store(self.pending_output(), Ordering::Relaxed);
     }
 
+    /// Move what other threads posted to this client ([`ClientHandle::mail`]) into its output
+    /// and write it.
+    pub fn deliver_mail(&mut self, server: &Server) {
+        if self.closing.is_some() {
+            return;
+        }
+        let mail = self.handler.handle().mail.take();
+        if mail.is_empty() {
+            return;
+        }
+        if self.out.bytes.is_empty() && self.out.attached.is_empty() {
+            self.out.bytes = mail;
+        } else {
+            self.out.bytes.extend_from_slice(&mail);
+        }
+        self.flush(server);
+    }
+
     /// Whether the connection can be dropped now.
     pub fn should_drop(&self) -> bool {
         match self.closing {

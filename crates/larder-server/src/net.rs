@@ -41,10 +41,35 @@ enum Door {
     Memcache,
 }
 
-/// A worker thread's mailbox.
+/// What a worker's mailbox carries.
+enum Letter {
+    /// A new connection for this worker to serve.
+    Connect(TcpStream, SocketAddr, Door),
+    /// Bytes wait in the outbox of the client at `token` (if it is still client `id`).
+    Wake { token: usize, id: u64 },
+}
+
+/// A worker thread's mailbox: letters, and the `mio::Waker` that interrupts its poll. Many
+/// letters posted while the worker is busy cost one wake-up.
 struct WorkerLink {
-    tx: Sender<(TcpStream, SocketAddr, Door)>,
+    tx: Sender<Letter>,
     waker: Arc<mio::Waker>,
+    /// Set when a wake-up is on its way and the worker has not started reading letters yet.
+    woken: AtomicBool,
+}
+
+impl WorkerLink {
+    fn post(&self, letter: Letter) {
+        if self.tx.send(letter).is_ok() && !self.woken.swap(true, Ordering::AcqRel) {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+impl larder_commands::mail::Mailbox for WorkerLink {
+    fn wake(&self, token: usize, id: u64) {
+        self.post(Letter::Wake { token, id });
+    }
 }
 
 /// The protocol half of a connection of either door.
@@ -213,16 +238,18 @@ pub fn serve(
         let wpoll = Poll::new()?;
         let waker = Arc::new(mio::Waker::new(wpoll.registry(), WAKER)?);
         let (tx, rx) = crossbeam_channel::unbounded();
-        links.push(WorkerLink {
+        let link = Arc::new(WorkerLink {
             tx,
             waker: Arc::clone(&waker),
+            woken: AtomicBool::new(false),
         });
+        links.push(Arc::clone(&link));
         let (server, stopping, mc) = (Arc::clone(&server), Arc::clone(&stopping), mc.clone());
         handles.push(
             std::thread::Builder::new()
                 .name(format!("larder-io-{w}"))
                 .spawn(move || {
-                    let mut worker = Worker::new(w, server, wpoll, waker, rx, stopping, mc);
+                    let mut worker = Worker::new(w, server, wpoll, link, rx, stopping, mc);
                     if let Err(e) = worker.run() {
                         tracing::error!(worker = w, error = %e, "worker failed");
                     }
@@ -267,9 +294,7 @@ pub fn serve(
                                 }
                                 let link = &links[next % links.len()];
                                 next = next.wrapping_add(1);
-                                if link.tx.send((stream, addr, door)).is_ok() {
-                                    let _ = link.waker.wake();
-                                }
+                                link.post(Letter::Connect(stream, addr, door));
                             }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -293,6 +318,7 @@ pub fn serve(
     for link in &links {
         let _ = link.waker.wake();
     }
+    drop(links);
     for h in handles {
         let _ = h.join();
     }
@@ -338,8 +364,8 @@ struct Worker {
     id: usize,
     server: Arc<Server>,
     poll: Poll,
-    waker: Arc<mio::Waker>,
-    rx: Receiver<(TcpStream, SocketAddr, Door)>,
+    link: Arc<WorkerLink>,
+    rx: Receiver<Letter>,
     stopping: Arc<AtomicBool>,
     mc: Option<Arc<McShared>>,
     conns: slab::Slab<Client>,
@@ -353,8 +379,8 @@ impl Worker {
         id: usize,
         server: Arc<Server>,
         poll: Poll,
-        waker: Arc<mio::Waker>,
-        rx: Receiver<(TcpStream, SocketAddr, Door)>,
+        link: Arc<WorkerLink>,
+        rx: Receiver<Letter>,
         stopping: Arc<AtomicBool>,
         mc: Option<Arc<McShared>>,
     ) -> Worker {
@@ -362,7 +388,7 @@ impl Worker {
             id,
             server,
             poll,
-            waker,
+            link,
             rx,
             stopping,
             mc,
@@ -403,7 +429,7 @@ impl Worker {
                 }
             }
             if woken {
-                self.accept_new(now_ms);
+                self.read_letters(now_ms, &mut touched);
                 self.check_killed(&mut touched);
             }
             // Connections that stopped before draining their socket, or are paused.
@@ -446,8 +472,27 @@ impl Worker {
         None
     }
 
-    fn accept_new(&mut self, now_ms: u64) {
-        while let Ok((mut stream, addr, door)) = self.rx.try_recv() {
+    /// Everything in the mailbox: new connections, and clients whose outbox has bytes.
+    fn read_letters(&mut self, now_ms: u64, touched: &mut Vec<usize>) {
+        // Cleared before reading, so a letter posted from here on wakes the poll again.
+        self.link.woken.store(false, Ordering::Release);
+        while let Ok(letter) = self.rx.try_recv() {
+            match letter {
+                Letter::Connect(stream, addr, door) => self.accept(stream, addr, door, now_ms),
+                Letter::Wake { token, id } => {
+                    if let Some(c) = self.conns.get_mut(token) {
+                        if c.handler.handle().id == id {
+                            c.deliver_mail(&self.server);
+                            touched.push(token);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self, mut stream: TcpStream, addr: SocketAddr, door: Door, now_ms: u64) {
+        {
             let _ = stream.set_nodelay(true);
             let keepalive = self.server.config.num(Param::TcpKeepalive);
             if keepalive > 0 {
@@ -464,9 +509,13 @@ impl Worker {
                 .is_err()
             {
                 self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
-                continue;
+                return;
             }
-            let waker = Arc::clone(&self.waker);
+            let waker = Arc::clone(&self.link.waker);
+            let mail = larder_commands::mail::Mail::new(
+                Arc::clone(&self.link) as Arc<dyn larder_commands::mail::Mailbox>,
+                token.0,
+            );
             let laddr = stream
                 .local_addr()
                 .map(|a| a.to_string())
@@ -490,6 +539,7 @@ impl Worker {
                 waker: Some(Arc::new(move || {
                     let _ = waker.wake();
                 })),
+                mail,
             });
             self.server.clients.register(Arc::clone(&handle));
             let handler = match (door, &self.mc) {
@@ -549,7 +599,11 @@ impl Worker {
         if self.conns.contains(t) {
             let mut c = self.conns.remove(t);
             let _ = self.poll.registry().deregister(&mut c.stream);
-            self.server.clients.unregister(c.handler.handle().id);
+            let subs = match &c.handler {
+                DoorHandler::Resp(h) => Some(&h.state.subs),
+                DoorHandler::Memcache(_) => None,
+            };
+            self.server.client_closed(c.handler.handle().id, subs);
             self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
         }
     }

@@ -1,0 +1,281 @@
+//! Delivering bytes to a connection from any thread: a client's outbox, and the mailbox of the
+//! worker that owns the connection.
+//!
+//! A connection's output belongs to its worker. Another thread (a publisher on another worker,
+//! the expiry thread announcing an expired key) appends to the client's [`Mail`] outbox
+//! instead, and posts a wake-up to the worker's mailbox only when the outbox goes from empty to
+//! non-empty, so a burst of messages costs one wake-up. The worker moves the outbox into the
+//! connection's output when it handles the wake-up.
+//!
+//! Output limits (`client-output-buffer-limit`, Redis's classes and semantics) are checked
+//! here, when bytes are posted: a client whose outbox plus unsent output passes its class's
+//! hard limit, or stays past the soft limit for its seconds, is closed, logged and counted,
+//! never skipped.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+/// The worker side of delivery: what the network layer gives each client.
+pub trait Mailbox: Send + Sync {
+    /// Ask the worker to move client `token`'s outbox (client id `id`) into its output.
+    fn wake(&self, token: usize, id: u64);
+}
+
+/// Output limits of one client class: hard bytes, soft bytes, soft seconds (0 = none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limit {
+    pub hard_bytes: u64,
+    pub soft_bytes: u64,
+    pub soft_seconds: u64,
+}
+
+/// Why a post was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The client is over its output limit: it is being closed.
+    OverLimit,
+    /// The client is already closing.
+    Closed,
+}
+
+#[derive(Default)]
+struct Outbox {
+    bytes: Vec<u8>,
+    /// When the client passed its soft limit (Unix ms; 0 = it is under it).
+    soft_since_ms: u64,
+    /// Set once the client was found over its limit: nothing more is queued.
+    over: bool,
+}
+
+/// A client's outbox and the way to its worker.
+pub struct Mail {
+    outbox: Mutex<Outbox>,
+    mailbox: Option<Arc<dyn Mailbox>>,
+    token: usize,
+}
+
+impl Default for Mail {
+    fn default() -> Self {
+        Mail {
+            outbox: Mutex::new(Outbox::default()),
+            mailbox: None,
+            token: 0,
+        }
+    }
+}
+
+impl Mail {
+    /// Mail for the connection at `token` of the worker behind `mailbox`.
+    pub fn new(mailbox: Arc<dyn Mailbox>, token: usize) -> Mail {
+        Mail {
+            outbox: Mutex::new(Outbox::default()),
+            mailbox: Some(mailbox),
+            token,
+        }
+    }
+
+    /// Append what `write` writes to the outbox, unless that would take the client past
+    /// `limit` (counting `unsent`, the bytes its worker has not written yet); wake the worker
+    /// if the outbox was empty.
+    pub fn post(
+        &self,
+        id: u64,
+        limit: Limit,
+        unsent: usize,
+        now_ms: u64,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(), Refused> {
+        let was_empty;
+        {
+            let mut o = self.outbox.lock();
+            if o.over {
+                return Err(Refused::Closed);
+            }
+            was_empty = o.bytes.is_empty();
+            write(&mut o.bytes);
+            let total = (o.bytes.len() + unsent) as u64;
+            let hard = limit.hard_bytes > 0 && total >= limit.hard_bytes;
+            let soft = limit.soft_bytes > 0 && total >= limit.soft_bytes;
+            let soft_expired = if soft {
+                if o.soft_since_ms == 0 {
+                    o.soft_since_ms = now_ms.max(1);
+                }
+                now_ms.saturating_sub(o.soft_since_ms) >= limit.soft_seconds * 1000
+            } else {
+                o.soft_since_ms = 0;
+                false
+            };
+            if hard || soft_expired {
+                o.over = true;
+                o.bytes = Vec::new();
+                return Err(Refused::OverLimit);
+            }
+        }
+        if was_empty {
+            if let Some(m) = &self.mailbox {
+                m.wake(self.token, id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Take everything queued (the worker, on a wake-up).
+    pub fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut self.outbox.lock().bytes)
+    }
+
+    /// Bytes queued and not yet taken.
+    pub fn queued(&self) -> usize {
+        self.outbox.lock().bytes.len()
+    }
+
+    /// Whether the client went over its output limit.
+    pub fn over_limit(&self) -> bool {
+        self.outbox.lock().over
+    }
+}
+
+/// Clients closed for passing an output limit (INFO stats).
+pub static OUTPUT_LIMIT_DISCONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Count and log a client closed for its output limit.
+pub fn note_over_limit(addr: &str, id: u64, class: &str) {
+    OUTPUT_LIMIT_DISCONNECTIONS.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(
+        client = %addr,
+        id,
+        class,
+        "client closed for overcoming of output buffer limits"
+    );
+}
+
+/// `client-output-buffer-limit`: `class hard soft seconds` triples for the classes `normal`,
+/// `replica` (`slave`) and `pubsub`, parsed into (numeric form unused, the text CONFIG GET
+/// shows). Missing classes keep Redis's defaults.
+pub fn parse_output_limits(value: &str) -> Result<[Limit; 3], String> {
+    let mut limits = DEFAULT_LIMITS;
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if words.len() % 4 != 0 {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    for chunk in words.chunks(4) {
+        let class = match chunk[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let hard = crate::config::parse_memory(chunk[1]);
+        let soft = crate::config::parse_memory(chunk[2]);
+        let secs = chunk[3].parse::<i64>().ok();
+        let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
+            return Err(
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.".into(),
+            );
+        };
+        if hard < 0 || soft < 0 || secs < 0 {
+            return Err(
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.".into(),
+            );
+        }
+        limits[class] = Limit {
+            hard_bytes: hard as u64,
+            soft_bytes: soft as u64,
+            soft_seconds: secs as u64,
+        };
+    }
+    Ok(limits)
+}
+
+/// Redis's defaults: normal unlimited, replica 256mb 64mb 60, pubsub 32mb 8mb 60.
+pub const DEFAULT_LIMITS: [Limit; 3] = [
+    Limit {
+        hard_bytes: 0,
+        soft_bytes: 0,
+        soft_seconds: 0,
+    },
+    Limit {
+        hard_bytes: 256 << 20,
+        soft_bytes: 64 << 20,
+        soft_seconds: 60,
+    },
+    Limit {
+        hard_bytes: 32 << 20,
+        soft_bytes: 8 << 20,
+        soft_seconds: 60,
+    },
+];
+
+/// The text CONFIG GET shows for parsed limits (Redis's: classes in order, bytes as numbers).
+pub fn format_output_limits(limits: &[Limit; 3]) -> String {
+    let names = ["normal", "slave", "pubsub"];
+    names
+        .iter()
+        .zip(limits)
+        .map(|(n, l)| format!("{n} {} {} {}", l.hard_bytes, l.soft_bytes, l.soft_seconds))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Count(std::sync::atomic::AtomicUsize);
+    impl Mailbox for Count {
+        fn wake(&self, _: usize, _: u64) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn one_wake_per_burst_and_limits_close() {
+        let count = Arc::new(Count(Default::default()));
+        let mail = Mail::new(count.clone(), 7);
+        let limit = Limit {
+            hard_bytes: 100,
+            soft_bytes: 50,
+            soft_seconds: 1,
+        };
+        for _ in 0..3 {
+            mail.post(1, limit, 0, 1000, |b| b.extend_from_slice(b"0123456789"))
+                .expect("under the limits");
+        }
+        assert_eq!(count.0.load(Ordering::Relaxed), 1);
+        assert_eq!(mail.take().len(), 30);
+        mail.post(1, limit, 0, 1000, |b| b.push(b'x'))
+            .expect("posted");
+        assert_eq!(count.0.load(Ordering::Relaxed), 2);
+        // Past the soft limit: allowed for a second, then closed.
+        mail.post(1, limit, 60, 2000, |b| b.push(b'x'))
+            .expect("soft, in time");
+        assert_eq!(
+            mail.post(1, limit, 60, 3001, |b| b.push(b'x')),
+            Err(Refused::OverLimit)
+        );
+        assert_eq!(mail.post(1, limit, 0, 3002, |_| {}), Err(Refused::Closed));
+        // The hard limit closes at once.
+        let mail = Mail::default();
+        assert_eq!(
+            mail.post(1, limit, 95, 0, |b| b.extend_from_slice(b"0123456789")),
+            Err(Refused::OverLimit)
+        );
+    }
+
+    #[test]
+    fn output_limits_parse_like_redis() {
+        let l = parse_output_limits("pubsub 1mb 512kb 10").expect("valid");
+        assert_eq!(
+            format_output_limits(&l),
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 10"
+        );
+        assert!(parse_output_limits("foo 1 2 3")
+            .unwrap_err()
+            .contains("Invalid client class"));
+        assert!(parse_output_limits("pubsub 1 2").is_err());
+    }
+}
