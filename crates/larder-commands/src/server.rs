@@ -875,7 +875,7 @@ fn config_line(d: &ParamDef, value: &str) -> String {
         // `bind` takes its addresses as separate words.
         Kind::Text if d.param == config::Param::Bind && !value.is_empty() => value.to_string(),
         Kind::Text => quote(value),
-        Kind::Int { .. } | Kind::Bool | Kind::Enum(_) => value.to_string(),
+        Kind::Int { .. } | Kind::Bool | Kind::Enum(_) | Kind::Percentiles => value.to_string(),
     };
     format!("{} {shown}", d.name)
 }
