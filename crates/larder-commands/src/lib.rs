@@ -17,6 +17,7 @@ pub mod error;
 pub mod exec;
 pub mod info;
 pub mod keys;
+pub mod latency;
 pub mod list;
 pub mod server;
 pub mod state;
@@ -36,6 +37,7 @@ pub fn registry() -> Registry {
         list::COMMANDS,
         connection::COMMANDS,
         server::COMMANDS,
+        latency::COMMANDS,
     ])
 }
 
