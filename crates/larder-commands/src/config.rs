@@ -36,6 +36,9 @@ pub enum Param {
     DisableThp,
     NotifyKeyspaceEvents,
     ClientOutputBufferLimit,
+    LatencyTracking,
+    LatencyTrackingInfoPercentiles,
+    LatencyMonitorThreshold,
 }
 
 /// How a parameter's value is parsed and shown.
@@ -53,6 +56,9 @@ pub enum Kind {
     Text,
     /// Parsed by its own function into the numeric form and the text CONFIG GET shows.
     Custom(fn(&str) -> Result<(i64, String), String>),
+    /// Space-separated percentiles, each in `0..=100` (`latency-tracking-info-percentiles`);
+    /// the number is their count.
+    Percentiles,
 }
 
 /// Whether CONFIG SET may change a parameter at run time.
@@ -370,6 +376,33 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Mutable,
         "output limits per client class: class hard soft seconds (normal, replica, pubsub)",
     ),
+    def(
+        Param::LatencyTracking,
+        "latency-tracking",
+        Kind::Bool,
+        "yes",
+        Mutability::Mutable,
+        "keep a latency histogram per command (INFO latencystats, LATENCY HISTOGRAM)",
+    ),
+    def(
+        Param::LatencyTrackingInfoPercentiles,
+        "latency-tracking-info-percentiles",
+        Kind::Percentiles,
+        "50 99 99.9",
+        Mutability::Mutable,
+        "percentiles INFO latencystats reports (space-separated)",
+    ),
+    def(
+        Param::LatencyMonitorThreshold,
+        "latency-monitor-threshold",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "0",
+        Mutability::Mutable,
+        "milliseconds; commands at least this slow are LATENCY events (0 = monitor off)",
+    ),
 ];
 
 /// `client-output-buffer-limit`'s parser for the parameter table.
@@ -529,7 +562,68 @@ fn parse_value(d: &ParamDef, value: &str) -> Result<(i64, String), String> {
         }
         Kind::Text => (0, value.to_string()),
         Kind::Custom(parse) => parse(value)?,
+        Kind::Percentiles => {
+            let percentiles = parse_percentiles(value)?;
+            let shown: Vec<String> = percentiles.iter().map(|&p| format_percentile(p)).collect();
+            (percentiles.len() as i64, shown.join(" "))
+        }
     })
+}
+
+/// Parse `latency-tracking-info-percentiles` as Redis does: the value split at each single
+/// space (so "" is no percentiles, and doubled spaces make an empty, invalid word), each word
+/// a number (`strtod` syntax, no NaN) in `0..=100`. Errors are Redis's texts.
+pub fn parse_percentiles(value: &str) -> Result<Vec<f64>, String> {
+    if value.is_empty() {
+        return Ok(Vec::new());
+    }
+    value
+        .split(' ')
+        .map(|word| {
+            let p = parse_strtod(word).ok_or_else(|| {
+                "Invalid latency-tracking-info-percentiles parameters".to_string()
+            })?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(
+                    "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                        .to_string(),
+                );
+            }
+            Ok(p)
+        })
+        .collect()
+}
+
+/// A whole word as C's `strtod` reads it (decimal, exponent, `inf`, hexadecimal integers),
+/// rejecting NaN and surrounding space as Redis's `string2d` does.
+fn parse_strtod(word: &str) -> Option<f64> {
+    let (negative, digits) = match word.as_bytes().first() {
+        Some(b'-') => (true, &word[1..]),
+        Some(b'+') => (false, &word[1..]),
+        _ => (false, word),
+    };
+    let hex = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+        .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()));
+    let v = match hex {
+        Some(h) => u128::from_str_radix(h, 16).ok()? as f64,
+        None if digits.starts_with(['+', '-']) => return None,
+        None => digits.parse::<f64>().ok()?,
+    };
+    let v = if negative { -v } else { v };
+    (!v.is_nan()).then_some(v)
+}
+
+/// A percentile as Redis shows it (CONFIG GET, INFO field names): `%f`, then trailing zeros
+/// and a trailing dot dropped ("99.9", "50").
+pub fn format_percentile(p: f64) -> String {
+    let mut s = format!("{p:.6}");
+    if s.contains('.') {
+        let trimmed = s.trim_end_matches('0').trim_end_matches('.').len();
+        s.truncate(trimmed);
+    }
+    s
 }
 
 impl Config {
@@ -658,8 +752,11 @@ pub fn parse_file(text: &str) -> Result<Vec<(String, String)>, String> {
         };
         let value = match (d.param, words.len()) {
             (_, 2) => words[1].clone(),
-            // `bind` takes several addresses; `requirepass ""` may be written with no value.
-            (Param::Bind, n) if n > 2 => words[1..].join(" "),
+            // `bind` takes several addresses, `latency-tracking-info-percentiles` several
+            // numbers; `requirepass ""` may be written with no value.
+            (Param::Bind | Param::LatencyTrackingInfoPercentiles, n) if n > 2 => {
+                words[1..].join(" ")
+            }
             _ => return Err(bad("Bad directive or wrong number of arguments")),
         };
         validate(d, &value).map_err(|why| bad(&why))?;
@@ -758,6 +855,43 @@ mod tests {
         );
         c.set_many(&[("hz", "20")]).expect("valid");
         assert_eq!(c.text(Param::Hz), "20");
+    }
+
+    #[test]
+    fn percentiles_parse_and_show_like_redis() {
+        assert_eq!(parse_percentiles(""), Ok(vec![]));
+        assert_eq!(parse_percentiles("50 99 99.9"), Ok(vec![50.0, 99.0, 99.9]));
+        assert_eq!(parse_percentiles("0x10 +1e1 5."), Ok(vec![16.0, 10.0, 5.0]));
+        for bad in [" ", "50  99", "50 ", "abc", "nan", "--1", "1e", "0x"] {
+            assert!(
+                parse_percentiles(bad)
+                    .expect_err(bad)
+                    .starts_with("Invalid"),
+                "{bad:?}"
+            );
+        }
+        for out in ["-1", "100.1", "inf", "-inf"] {
+            assert!(
+                parse_percentiles(out)
+                    .expect_err(out)
+                    .ends_with("[0.0,100.0]"),
+                "{out:?}"
+            );
+        }
+        assert_eq!(format_percentile(99.9), "99.9");
+        assert_eq!(format_percentile(50.0), "50");
+        assert_eq!(format_percentile(99.99999), "99.99999");
+        assert_eq!(format_percentile(99.9999999), "100");
+        let c = Config::new();
+        assert_eq!(c.text(Param::LatencyTrackingInfoPercentiles), "50 99 99.9");
+        assert_eq!(c.num(Param::LatencyTrackingInfoPercentiles), 3);
+        assert_eq!(
+            parse_file("latency-tracking-info-percentiles 90 99.5\n"),
+            Ok(vec![(
+                "latency-tracking-info-percentiles".into(),
+                "90 99.5".into()
+            )])
+        );
     }
 
     #[test]

@@ -478,6 +478,7 @@ pub(crate) fn account(
     let stat = &thread.per_command[resolved.stat_index];
     bump(&stat.calls, 1);
     bump(&stat.usec, elapsed_us);
+    crate::latency::record(server, conn.worker, resolved.stat_index, elapsed_us);
     bump(&thread.commands, 1);
     conn.handle
         .last_command

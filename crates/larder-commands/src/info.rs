@@ -49,9 +49,7 @@ static SECTIONS: &[Section] = &[
     section("modules", "Modules", true, empty_section),
     section("commandstats", "Commandstats", false, commandstats_section),
     section("errorstats", "Errorstats", true, errorstats_section),
-    // larder keeps no latency histograms; the section exists so that `INFO latencystats`
-    // answers like a Redis with no commands tracked.
-    section("latencystats", "Latencystats", false, empty_section),
+    section("latencystats", "Latencystats", false, latencystats_section),
     section("cluster", "Cluster", true, cluster_section),
     section("keyspace", "Keyspace", true, keyspace_section),
 ];
@@ -559,6 +557,7 @@ impl Sampler {
 /// CONFIG RESETSTAT: the server's counters, and INFO's own samples and baselines.
 pub fn reset_stats(server: &Server) {
     server.stats.reset();
+    server.latency.reset_histograms();
     let expired = server.keyspace.expired_keys();
     let evicted = server.keyspace.evicted_keys();
     with_sampler(server, |s| {
@@ -752,6 +751,10 @@ fn errorstats_section(cx: &Ctx<'_>, out: &mut String) {
     for (code, count) in errors {
         let _ = write!(out, "errorstat_{code}:count={count}\r\n");
     }
+}
+
+fn latencystats_section(cx: &Ctx<'_>, out: &mut String) {
+    crate::latency::info_section(cx.server, out);
 }
 
 fn cluster_section(_: &Ctx<'_>, out: &mut String) {

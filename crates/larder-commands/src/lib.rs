@@ -17,6 +17,7 @@ pub mod error;
 pub mod exec;
 pub mod info;
 pub mod keys;
+pub mod latency;
 pub mod list;
 pub mod locks;
 pub mod mail;
@@ -43,6 +44,7 @@ pub fn registry() -> Registry {
         server::COMMANDS,
         transaction::COMMANDS,
         pubsub::COMMANDS,
+        latency::COMMANDS,
     ])
 }
 

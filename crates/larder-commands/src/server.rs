@@ -370,6 +370,12 @@ const TIPS: &[(&str, &[&str])] = &[
     ("memory|doctor", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
     ("memory|malloc-stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
     ("memory|purge", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("latency|doctor", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|graph", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|histogram", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|history", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|latest", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|reset", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
     ("keys", &["request_policy:all_shards", "nondeterministic_output_order"]),
     ("scan", &["nondeterministic_output", "request_policy:special", "response_policy:special"]),
     ("randomkey", &["request_policy:all_shards", "response_policy:special", "nondeterministic_output"]),
@@ -876,7 +882,7 @@ fn config_line(d: &ParamDef, value: &str) -> String {
         // `bind` takes its addresses as separate words.
         Kind::Text if d.param == config::Param::Bind && !value.is_empty() => value.to_string(),
         Kind::Text | Kind::Custom(_) => quote(value),
-        Kind::Int { .. } | Kind::Bool | Kind::Enum(_) => value.to_string(),
+        Kind::Int { .. } | Kind::Bool | Kind::Enum(_) | Kind::Percentiles => value.to_string(),
     };
     format!("{} {shown}", d.name)
 }

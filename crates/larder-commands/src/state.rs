@@ -234,6 +234,8 @@ pub struct Server {
     pub stats: Stats,
     pub clients: Clients,
     pub slowlog: Mutex<SlowLog>,
+    /// Per-command latency histograms and the latency monitor's events.
+    pub latency: crate::latency::Latency,
     pub pause: Pause,
     pub started: Instant,
     pub started_ms: u64,
@@ -267,7 +269,8 @@ impl Server {
                 per_command: (0..commands).map(|_| CommandStat::default()).collect(),
                 ..ThreadStats::default()
             })
-            .collect();
+            .collect::<Box<[ThreadStats]>>();
+        let latency = crate::latency::Latency::new(threads.len(), commands);
         let databases = config.num(Param::Databases).max(1) as usize;
         let now = larder_engine::now_ms();
         let keyspace = Keyspace::new(databases);
@@ -285,6 +288,7 @@ impl Server {
             },
             clients: Clients::default(),
             slowlog: Mutex::new(SlowLog::default()),
+            latency,
             pause: Pause::default(),
             started: Instant::now(),
             started_ms: now,
