@@ -630,9 +630,21 @@ fn stats_section(cx: &Ctx<'_>, out: &mut String) {
     field(out, "current_eviction_exceeded_time", 0);
     field(out, "keyspace_hits", st.sum(|t| &t.keyspace_hits));
     field(out, "keyspace_misses", st.sum(|t| &t.keyspace_misses));
-    field(out, "pubsub_channels", 0);
-    field(out, "pubsub_patterns", 0);
-    field(out, "pubsubshard_channels", 0);
+    let (channels, patterns, shard_channels) = s.pubsub.counts();
+    field(out, "pubsub_channels", channels);
+    field(out, "pubsub_patterns", patterns);
+    field(out, "pubsubshard_channels", shard_channels);
+    // larder's own: how late the expiry thread removed keys after their deadline, and
+    // clients closed for passing `client-output-buffer-limit`.
+    let late = &s.expiry_lateness;
+    field(out, "expired_lateness_p50_ms", late.percentile_ms(50.0));
+    field(out, "expired_lateness_p99_ms", late.percentile_ms(99.0));
+    field(out, "expired_lateness_max_ms", late.max_ms());
+    field(
+        out,
+        "client_output_buffer_limit_disconnections",
+        crate::mail::OUTPUT_LIMIT_DISCONNECTIONS.load(Ordering::Relaxed),
+    );
     field(out, "latest_fork_usec", 0);
     field(out, "total_forks", 0);
     field(out, "migrate_cached_sockets", 0);

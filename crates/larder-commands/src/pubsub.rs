@@ -197,6 +197,15 @@ impl PubSub {
         self.registry(kind).read().get(name).map_or(0, Vec::len)
     }
 
+    /// Channels, patterns and shard channels with subscribers (INFO stats).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (
+            self.channels.read().len(),
+            self.patterns.read().len(),
+            self.shard_channels.read().len(),
+        )
+    }
+
     /// PUBSUB NUMPAT: patterns with at least one subscriber.
     fn pattern_count(&self) -> usize {
         self.patterns.read().len()

@@ -253,6 +253,63 @@ pub struct Server {
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// The feed consumer that publishes keyspace notifications, and its subscription id.
     pub notifier: (Arc<crate::notify::Notifier>, u64),
+    /// How late the expiry thread removes keys (INFO stats `expired_lateness_*`).
+    pub expiry_lateness: Lateness,
+}
+
+/// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
+/// everything later, and the maximum. Written by the expiry thread only.
+pub struct Lateness {
+    buckets: Box<[AtomicU64]>,
+    max_ms: AtomicU64,
+}
+
+impl Default for Lateness {
+    fn default() -> Self {
+        Lateness {
+            buckets: (0..=Lateness::SPAN_MS).map(|_| AtomicU64::new(0)).collect(),
+            max_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Lateness {
+    const SPAN_MS: usize = 1000;
+
+    /// Record a key removed `late_ms` after its deadline.
+    pub fn record(&self, late_ms: u64) {
+        bump(&self.buckets[(late_ms as usize).min(Lateness::SPAN_MS)], 1);
+        if late_ms > self.max_ms.load(Ordering::Relaxed) {
+            self.max_ms.store(late_ms, Ordering::Relaxed);
+        }
+    }
+
+    /// The lateness at percentile `p` (0–100), in ms; a value past the histogram's span reads
+    /// as the span.
+    pub fn percentile_ms(&self, p: f64) -> u64 {
+        let counts: Vec<u64> = self
+            .buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return 0;
+        }
+        let want = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (ms, n) in counts.iter().enumerate() {
+            seen += n;
+            if seen >= want {
+                return ms as u64;
+            }
+        }
+        Lateness::SPAN_MS as u64
+    }
+
+    pub fn max_ms(&self) -> u64 {
+        self.max_ms.load(Ordering::Relaxed)
+    }
 }
 
 fn no_memory_info() -> usize {
@@ -300,6 +357,7 @@ impl Server {
             connected_clients: AtomicUsize::new(0),
             pubsub,
             notifier,
+            expiry_lateness: Lateness::default(),
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();

@@ -226,9 +226,16 @@ pub fn serve(
         std::thread::Builder::new()
             .name("larder-expire".into())
             .spawn(move || {
-                server
-                    .keyspace
-                    .run_expiry(100, || stopping.load(Ordering::Relaxed), |_, _| {});
+                server.keyspace.run_expiry(
+                    100,
+                    || stopping.load(Ordering::Relaxed),
+                    |_, e| {
+                        if let Some(at) = e.expire_at_ms() {
+                            let late = larder_engine::now_ms().saturating_sub(at);
+                            server.expiry_lateness.record(late);
+                        }
+                    },
+                );
             })?
     };
 
