@@ -205,3 +205,100 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
     drop(guards);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use larder_engine::{Change, ChangeKind, Consumer, Interest};
+    use larder_resp::Frame;
+    use parking_lot::Mutex;
+
+    use crate::testing::*;
+
+    fn simple(s: &str) -> Frame {
+        Frame::Simple(s.to_string())
+    }
+
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<Vec<Change>>>);
+
+    impl Consumer for Collect {
+        fn committed(&self, _: u64, changes: &[Change]) {
+            self.0.lock().push(changes.to_vec());
+        }
+    }
+
+    #[test]
+    fn exec_runs_the_queue_and_commits_one_group() {
+        let mut h = Harness::new();
+        let c = Arc::new(Collect::default());
+        h.server
+            .keyspace
+            .feed()
+            .subscribe(Interest::CHANGES, c.clone());
+        assert_eq!(h.run(&["MULTI"]), ok());
+        assert_eq!(h.run(&["SET", "a", "1"]), simple("QUEUED"));
+        assert_eq!(h.run(&["SELECT", "1"]), simple("QUEUED"));
+        assert_eq!(h.run(&["SET", "b", "2"]), simple("QUEUED"));
+        assert_eq!(h.run(&["LPUSH", "b", "x"]), simple("QUEUED"));
+        assert_eq!(h.run(&["DBSIZE"]), simple("QUEUED"));
+        let Frame::Array(replies) = h.run(&["EXEC"]) else {
+            panic!("EXEC's reply is an array");
+        };
+        assert_eq!(replies.len(), 5);
+        assert_eq!(replies[0], ok());
+        assert!(matches!(&replies[3], Frame::Error(e) if e.starts_with("WRONGTYPE")));
+        assert_eq!(replies[4], int(1));
+        let groups = c.0.lock().clone();
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        let dbs: Vec<(ChangeKind, u32)> = groups[0].iter().map(|c| (c.kind, c.db)).collect();
+        assert_eq!(
+            dbs,
+            vec![(ChangeKind::Written, 0), (ChangeKind::Written, 1)]
+        );
+    }
+
+    #[test]
+    fn watch_fails_exec_after_any_change() {
+        let mut h = Harness::new();
+        let mut other = Harness::connect(Arc::clone(&h.server));
+        h.run(&["SET", "k", "1"]);
+        h.run(&["WATCH", "k", "missing"]);
+        other.run(&["SET", "k", "2"]);
+        h.run(&["MULTI"]);
+        h.run(&["SET", "k", "3"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::Null);
+        assert_eq!(h.run(&["GET", "k"]), bulk("2"));
+        // Unchanged keys let EXEC run; EXEC ends the watch.
+        h.run(&["WATCH", "k"]);
+        h.run(&["MULTI"]);
+        h.run(&["SET", "k", "3"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::Array(vec![ok()]));
+        assert!(h.conn.watched.is_empty());
+        // A flush counts as a change of a watched key that existed.
+        h.run(&["WATCH", "k"]);
+        other.run(&["FLUSHALL"]);
+        h.run(&["MULTI"]);
+        h.run(&["PING"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::Null);
+    }
+
+    #[test]
+    fn queue_time_errors_abort_exec() {
+        let mut h = Harness::new();
+        h.run(&["MULTI"]);
+        assert!(matches!(h.run(&["NOPE"]), Frame::Error(_)));
+        h.run(&["SET", "a", "1"]);
+        assert_eq!(h.run(&["EXEC"]), err(super::EXECABORT));
+        assert_eq!(h.run(&["GET", "a"]), Frame::Null);
+        assert_eq!(h.run(&["EXEC"]), err("ERR EXEC without MULTI"));
+        h.run(&["MULTI"]);
+        assert_eq!(h.run(&["MULTI"]), err("ERR MULTI calls can not be nested"));
+        assert_eq!(
+            h.run(&["SHUTDOWN"]),
+            err("ERR Command not allowed inside a transaction")
+        );
+        assert_eq!(h.run(&["EXEC"]), err(super::EXECABORT));
+    }
+}
