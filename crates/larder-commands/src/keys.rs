@@ -12,6 +12,7 @@ mod expire;
 mod object;
 mod scan;
 
+use larder_engine::feed::class;
 use larder_engine::{Entry, ObjectKind, SlotId};
 
 use crate::args::parse_i64;
@@ -131,6 +132,9 @@ fn remove_keys(c: &mut Cmd<'_>) {
         let entry = shard
             .find(key, hash, c.now_ms)
             .map(|slot| shard.remove(slot));
+        if entry.is_some() {
+            c.notify(class::GENERIC, "del", key);
+        }
         drop(shard);
         // The value is dropped here, outside the lock.
         removed += i64::from(entry.is_some());
@@ -271,6 +275,10 @@ fn rename_key(c: &mut Cmd<'_>, on_existing: OnExisting) -> Result<bool> {
         replaced = Some(pair.dst().remove(old));
     }
     let moved = transfer(&mut pair, slot, dst_key, dst_hash, now);
+    // Redis re-adds the destination (`dbAdd`) even when it replaced a key of that name.
+    c.notify(class::NEW, "new", dst_key);
+    c.notify(class::GENERIC, "rename_from", src_key);
+    c.notify(class::GENERIC, "rename_to", dst_key);
     drop(pair);
     drop((replaced, moved));
     Ok(true)
@@ -313,6 +321,8 @@ fn copy(c: &mut Cmd<'_>) -> Result<()> {
                 replaced = Some(pair.dst().remove(old));
             }
             duplicate(&mut pair, slot, dst_key, dst_hash, now);
+            c.notify_in(dst_db, class::NEW, "new", dst_key);
+            c.notify_in(dst_db, class::GENERIC, "copy_to", dst_key);
             true
         }
     };
@@ -338,6 +348,9 @@ fn r#move(c: &mut Cmd<'_>) -> Result<()> {
     let done = match pair.src().find_touch(key, hash, now, c.access()) {
         Some(slot) if pair.dst().find(key, hash, now).is_none() => {
             moved = Some(transfer(&mut pair, slot, key, hash, now));
+            c.notify_in(dst_db, class::NEW, "new", key);
+            c.notify_in(src_db, class::GENERIC, "move_from", key);
+            c.notify_in(dst_db, class::GENERIC, "move_to", key);
             true
         }
         _ => false,

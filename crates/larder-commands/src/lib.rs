@@ -30,6 +30,9 @@ pub mod table;
 pub mod testing;
 pub mod transaction;
 
+#[cfg(test)]
+mod notify_tests;
+
 pub use exec::{execute, ConnState, Outcome, ReplyMode};
 pub use state::Server;
 pub use table::{CommandSpec, Registry};

@@ -5,6 +5,7 @@
 //! operations; this file parses arguments and shapes replies. Redis never stores an empty
 //! list: every command that can empty one deletes the key in the same critical section.
 
+use larder_engine::feed::class;
 use larder_engine::{List, Object, Place, Shard, SlotId};
 use larder_resp::ReplyBuf;
 
@@ -86,21 +87,28 @@ fn find_list(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Op
     }
 }
 
-/// Modify the list in `slot` through `f` (a write: new version, memory re-accounted), then
-/// delete the key if the list is left empty.
+/// Modify the list in `slot` through `f` (a write: new version, memory re-accounted). The
+/// caller then [`settle`]s the key.
 fn update<R>(shard: &mut Shard, slot: SlotId, f: impl FnOnce(&mut List) -> R) -> Result<R> {
     list_at(shard, slot)?;
-    let (r, empty) = shard.object_mut(slot, |o| match o {
-        Object::List(l) => {
-            let r = f(l);
-            (Some(r), l.is_empty())
-        }
-        _ => (None, false),
-    });
-    if empty {
-        shard.remove(slot);
+    shard
+        .object_mut(slot, |o| match o {
+            Object::List(l) => Some(f(l)),
+            _ => None,
+        })
+        .ok_or(Error::Static(error::WRONGTYPE))
+}
+
+/// After a write to the list at `slot`: raise the command's `event` (none when it changed
+/// nothing), then delete the key if the list is left empty, raising `del`, in Redis's order.
+fn settle(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], slot: SlotId, event: Option<&'static str>) {
+    if let Some(event) = event {
+        c.notify(class::LIST, event, key);
     }
-    r.ok_or(Error::Static(error::WRONGTYPE))
+    if matches!(shard.entry(slot).object(), Some(Object::List(l)) if l.is_empty()) {
+        shard.remove(slot);
+        c.notify(class::GENERIC, "del", key);
+    }
 }
 
 /// LPUSH key element [element ...]
@@ -130,13 +138,24 @@ fn push(c: &mut Cmd<'_>, end: End, create: Create) -> Result<()> {
         End::Head => l.push_front(elements),
         End::Tail => l.push_back(elements),
     };
+    // LPUSHX and RPUSHX raise `lpush` and `rpush`, as in Redis.
+    let event = match end {
+        End::Head => "lpush",
+        End::Tail => "rpush",
+    };
     let (mut shard, hash) = c.shard_of(key);
     let len = match find_list(c, &mut shard, key, hash)? {
-        Some(slot) => update(&mut shard, slot, add)?,
+        Some(slot) => {
+            let len = update(&mut shard, slot, add)?;
+            settle(c, &mut shard, key, slot, Some(event));
+            len
+        }
         None if create == Create::Yes => {
             let mut l = List::new();
             let len = add(&mut l);
-            shard.insert_object(key, hash, Object::List(l), 0, c.now_ms);
+            let slot = shard.insert_object(key, hash, Object::List(l), 0, c.now_ms);
+            c.notify(class::NEW, "new", key);
+            settle(c, &mut shard, key, slot, Some(event));
             len
         }
         None => 0,
@@ -181,6 +200,10 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
         End::Head => l.pop_front(),
         End::Tail => l.pop_back(),
     };
+    let event = match end {
+        End::Head => "lpop",
+        End::Tail => "rpop",
+    };
     match count {
         None => {
             let e = update(&mut shard, slot, take)?;
@@ -189,7 +212,11 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
                 None => c.out.null(),
             }
         }
-        Some(0) => c.out.array(0),
+        // A count of 0 pops nothing and raises nothing.
+        Some(0) => {
+            c.out.array(0);
+            return Ok(());
+        }
         Some(n) => {
             let out = &mut *c.out;
             update(&mut shard, slot, |l| match end {
@@ -198,6 +225,7 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
             })?;
         }
     }
+    settle(c, &mut shard, key, slot, Some(event));
     Ok(())
 }
 
@@ -282,6 +310,7 @@ fn lset(c: &mut Cmd<'_>) -> Result<()> {
         return Err(Error::Static(INDEX_OUT_OF_RANGE));
     }
     update(&mut shard, slot, |l| l.set(index, element))?;
+    settle(c, &mut shard, key, slot, Some("lset"));
     drop(shard);
     c.out.simple("OK");
     Ok(())
@@ -294,7 +323,11 @@ fn lrem(c: &mut Cmd<'_>) -> Result<()> {
     let element = c.args.next_arg()?;
     let (mut shard, hash) = c.shard_of(key);
     let removed = match find_list(c, &mut shard, key, hash)? {
-        Some(slot) => update(&mut shard, slot, |l| l.remove_matching(count, element))?,
+        Some(slot) => {
+            let removed = update(&mut shard, slot, |l| l.remove_matching(count, element))?;
+            settle(c, &mut shard, key, slot, (removed > 0).then_some("lrem"));
+            removed
+        }
         None => 0,
     };
     drop(shard);
@@ -310,6 +343,8 @@ fn ltrim(c: &mut Cmd<'_>) -> Result<()> {
     let (mut shard, hash) = c.shard_of(key);
     if let Some(slot) = find_list(c, &mut shard, key, hash)? {
         update(&mut shard, slot, |l| l.trim(start, stop))?;
+        // Raised even when the range keeps every element, as in Redis.
+        settle(c, &mut shard, key, slot, Some("ltrim"));
     }
     drop(shard);
     c.out.simple("OK");
@@ -326,8 +361,13 @@ fn linsert(c: &mut Cmd<'_>) -> Result<()> {
     let len = match find_list(c, &mut shard, key, hash)? {
         // The pivot is looked for before the write, so that a missing pivot is no write.
         Some(slot) => match list_at(&shard, slot)?.find(pivot) {
-            Some(i) => update(&mut shard, slot, |l| l.insert(i, place, element))?
-                .map_or(-1, |len| len as i64),
+            Some(i) => {
+                let len = update(&mut shard, slot, |l| l.insert(i, place, element))?;
+                if len.is_some() {
+                    settle(c, &mut shard, key, slot, Some("linsert"));
+                }
+                len.map_or(-1, |len| len as i64)
+            }
             None => -1,
         },
         None => 0,

@@ -13,6 +13,7 @@ mod range;
 
 use std::sync::Arc;
 
+use larder_engine::feed::class;
 use larder_engine::{Entry, Object, Shard, SlotId};
 use larder_resp::ReplyBuf;
 
@@ -271,16 +272,18 @@ impl<'a> Value<'a> {
 
 /// Write a string value under `key` (found at `found`, or absent) as Redis's `setKey` does:
 /// any type is replaced, the access time is now (a new value is a new object in Redis), and
-/// the deadline follows `expiry`.
+/// the deadline follows `expiry`. A new key raises `new` (Redis's `dbAdd`); the caller raises
+/// the command's own events after it.
 fn store(
+    c: &Cmd<'_>,
     shard: &mut Shard,
     key: &[u8],
     hash: u64,
     found: Option<SlotId>,
     value: Value<'_>,
     expiry: Expiry,
-    now_ms: u64,
 ) {
+    let now_ms = c.now_ms;
     match found {
         Some(slot) => {
             match value {
@@ -311,7 +314,17 @@ fn store(
                     shard.insert_object(key, hash, Object::Shared(owned), at, now_ms)
                 }
             };
+            c.notify(class::NEW, "new", key);
         }
+    }
+}
+
+/// The events of a string write through [`store`]: `set`, then `expire` when it gave the key
+/// a deadline (Redis's `setGenericCommand`).
+fn notify_set(c: &Cmd<'_>, key: &[u8], expiry: Expiry) {
+    c.notify(class::STRING, "set", key);
+    if let Expiry::At(_) = expiry {
+        c.notify(class::GENERIC, "expire", key);
     }
 }
 
@@ -346,7 +359,8 @@ fn set(c: &mut Cmd<'_>) -> Result<()> {
         Condition::IfPresent => found.is_some(),
     };
     if proceed {
-        store(&mut shard, key, hash, found, value, expiry, c.now_ms);
+        store(c, &mut shard, key, hash, found, value, expiry);
+        notify_set(c, key, expiry);
     }
     drop(shard);
     match (o.get, proceed) {
@@ -366,6 +380,8 @@ fn setnx(c: &mut Cmd<'_>) -> Result<()> {
         Some(_) => false,
         None => {
             shard.insert_string(key, hash, value, 0, c.now_ms);
+            c.notify(class::NEW, "new", key);
+            c.notify(class::STRING, "set", key);
             true
         }
     };
@@ -392,15 +408,8 @@ fn set_with_ttl(c: &mut Cmd<'_>, unit_ms: i64) -> Result<()> {
     let value = Value::of(c, value);
     let (mut shard, hash) = c.shard_of(key);
     let found = shard.find(key, hash, c.now_ms);
-    store(
-        &mut shard,
-        key,
-        hash,
-        found,
-        value,
-        Expiry::At(at),
-        c.now_ms,
-    );
+    store(c, &mut shard, key, hash, found, value, Expiry::At(at));
+    notify_set(c, key, Expiry::At(at));
     drop(shard);
     c.out.simple("OK");
     Ok(())
@@ -418,7 +427,8 @@ fn getset(c: &mut Cmd<'_>) -> Result<()> {
         Some(slot) => reply_string(c.out, shard.entry(slot))?,
         None => c.out.null(),
     }
-    store(&mut shard, key, hash, found, value, Expiry::Clear, c.now_ms);
+    store(c, &mut shard, key, hash, found, value, Expiry::Clear);
+    notify_set(c, key, Expiry::Clear);
     Ok(())
 }
 
@@ -432,6 +442,7 @@ fn getdel(c: &mut Cmd<'_>) -> Result<()> {
         Some(slot) => {
             reply_string(c.out, shard.entry(slot))?;
             shard.remove(slot);
+            c.notify(class::GENERIC, "del", key);
         }
         None => c.out.null(),
     }
@@ -458,11 +469,16 @@ fn getex(c: &mut Cmd<'_>) -> Result<()> {
         // An absolute deadline already past deletes the key.
         (Some(at), _) if at <= c.now_ms => {
             shard.remove(slot);
+            c.notify(class::GENERIC, "del", key);
         }
-        (Some(at), _) => shard.set_expire(slot, Some(at)),
+        (Some(at), _) => {
+            shard.set_expire(slot, Some(at));
+            c.notify(class::GENERIC, "expire", key);
+        }
         (None, TtlOption::Persist) => {
             if shard.entry(slot).expire_at_ms().is_some() {
                 shard.set_expire(slot, None);
+                c.notify(class::GENERIC, "persist", key);
             }
         }
         (None, _) => {}

@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::Arc;
 
+use larder_engine::feed::{class, Change, ChangeKind, Consumer, Feed, Interest};
 use larder_resp::{Frame, Protocol, ReplyBuf};
 use parking_lot::Mutex;
 
@@ -114,4 +115,53 @@ pub fn err(s: &str) -> Frame {
 
 pub fn int(v: i64) -> Frame {
     Frame::Integer(v)
+}
+
+/// A change-feed consumer that keeps the keyspace notifications commands raise, for tests of
+/// what a command announces. [`Notices::take`] writes each as `c:event@db:key`, with `c` the
+/// class's `notify-keyspace-events` letter.
+#[derive(Default)]
+pub struct Notices(Mutex<Vec<Change>>);
+
+impl Consumer for Notices {
+    fn committed(&self, _seq: u64, changes: &[Change]) {
+        let notices = changes.iter().filter(|c| c.kind == ChangeKind::Notice);
+        self.0.lock().extend(notices.cloned());
+    }
+}
+
+impl Notices {
+    /// Subscribe a new collector to `feed`, with every notification class turned on.
+    pub fn subscribe(feed: &Feed) -> Arc<Notices> {
+        let notices = Arc::new(Notices::default());
+        feed.set_notice_classes(u32::MAX);
+        feed.subscribe(Interest::NOTICES, notices.clone());
+        notices
+    }
+
+    /// The notifications collected since the last call, oldest first.
+    pub fn take(&self) -> Vec<String> {
+        let letter = |c: u32| match c {
+            class::GENERIC => "g",
+            class::STRING => "$",
+            class::LIST => "l",
+            class::SET => "s",
+            class::HASH => "h",
+            class::ZSET => "z",
+            class::EXPIRED => "x",
+            class::EVICTED => "e",
+            class::STREAM => "t",
+            class::KEY_MISS => "m",
+            class::MODULE => "d",
+            class::NEW => "n",
+            _ => "?",
+        };
+        std::mem::take(&mut *self.0.lock())
+            .iter()
+            .map(|c| {
+                let key = String::from_utf8_lossy(&c.key);
+                format!("{}:{}@{}:{key}", letter(c.class), c.event, c.db)
+            })
+            .collect()
+    }
 }

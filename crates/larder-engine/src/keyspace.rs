@@ -192,6 +192,12 @@ impl Db {
         }
     }
 
+    /// The keyspace's change feed, for callers that hold a database but not the keyspace
+    /// (the memcached door raising keyspace notifications).
+    pub fn feed(&self) -> &Arc<Feed> {
+        &self.shared.feed
+    }
+
     /// Hash a key and pick its shard.
     #[inline]
     pub fn route(key: &[u8]) -> (usize, u64) {

@@ -1,6 +1,8 @@
 //! Deadlines: EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, EXPIRETIME, PEXPIRETIME and
 //! PERSIST.
 
+use larder_engine::feed::class;
+
 use crate::args::parse_i64;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
@@ -120,9 +122,14 @@ fn set_deadline(c: &mut Cmd<'_>, unit: Unit, base: Base) -> Result<()> {
     let removed = match u64::try_from(when) {
         Ok(at) if when > now => {
             shard.set_expire(slot, Some(at));
+            c.notify(class::GENERIC, "expire", key);
             None
         }
-        _ => Some(shard.remove(slot)),
+        _ => {
+            let removed = shard.remove(slot);
+            c.notify(class::GENERIC, "del", key);
+            Some(removed)
+        }
     };
     drop(shard);
     drop(removed);
@@ -186,6 +193,7 @@ pub(super) fn persist(c: &mut Cmd<'_>) -> Result<()> {
     let cleared = match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(slot) if shard.entry(slot).expire_at_ms().is_some() => {
             shard.set_expire(slot, None);
+            c.notify(class::GENERIC, "persist", key);
             true
         }
         _ => false,

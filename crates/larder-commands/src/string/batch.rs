@@ -3,7 +3,7 @@
 
 use larder_engine::Shard;
 
-use super::{count_hits, store, Condition, Expiry, Value};
+use super::{count_hits, notify_set, store, Condition, Expiry, Value};
 use crate::error::{self, Result};
 use crate::exec::Cmd;
 
@@ -83,7 +83,8 @@ fn mset_generic(c: &mut Cmd<'_>, cond: Condition) -> Result<()> {
         let (mut shard, hash) = c.shard_of(key);
         let found = shard.find(key, hash, c.now_ms);
         let value = Value::of(c, value);
-        store(&mut shard, key, hash, found, value, Expiry::Clear, c.now_ms);
+        store(c, &mut shard, key, hash, found, value, Expiry::Clear);
+        notify_set(c, key, Expiry::Clear);
     }
     match cond {
         Condition::IfAbsent => c.out.int(1),

@@ -1,5 +1,7 @@
 //! Counters: INCR, DECR, INCRBY, DECRBY, INCRBYFLOAT.
 
+use larder_engine::feed::class;
+
 use super::long_double::LongDouble;
 use super::string_at;
 use crate::args::parse_i64;
@@ -52,9 +54,12 @@ fn incr_by(c: &mut Cmd<'_>, key: &[u8], by: i64) -> Result<()> {
         }
         None => {
             shard.insert_string(key, hash, format_i64(by, &mut buf), 0, c.now_ms);
+            c.notify(class::NEW, "new", key);
             by
         }
     };
+    // Every counter command raises `incrby`, DECR included, as in Redis.
+    c.notify(class::STRING, "incrby", key);
     drop(shard);
     c.out.int(value);
     Ok(())
@@ -109,8 +114,10 @@ pub(super) fn incrbyfloat(c: &mut Cmd<'_>) -> Result<()> {
         Some(slot) => shard.set_string(slot, &text),
         None => {
             shard.insert_string(key, hash, &text, 0, c.now_ms);
+            c.notify(class::NEW, "new", key);
         }
     }
+    c.notify(class::STRING, "incrbyfloat", key);
     drop(shard);
     c.out.bulk(&text);
     Ok(())

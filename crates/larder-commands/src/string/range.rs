@@ -1,5 +1,7 @@
 //! Commands on parts of a string: APPEND, STRLEN, GETRANGE / SUBSTR, SETRANGE, LCS.
 
+use larder_engine::feed::class;
+
 use super::{count_hits, string_at};
 use crate::args::Args;
 use crate::config::Param;
@@ -29,8 +31,10 @@ pub(super) fn append(c: &mut Cmd<'_>) -> Result<()> {
     let value = c.args.next_arg()?;
     let (mut shard, hash) = c.shard_of(key);
     let len = match shard.find_touch(key, hash, c.now_ms, c.access()) {
+        // An empty value still creates the key, as in Redis.
         None => {
             shard.insert_string(key, hash, value, 0, c.now_ms);
+            c.notify(class::NEW, "new", key);
             value.len()
         }
         Some(slot) => {
@@ -44,6 +48,7 @@ pub(super) fn append(c: &mut Cmd<'_>) -> Result<()> {
                 .ok_or(Error::Static(error::WRONGTYPE))?
         }
     };
+    c.notify(class::STRING, "append", key);
     drop(shard);
     c.out.int(len as i64);
     Ok(())
@@ -128,6 +133,7 @@ pub(super) fn setrange(c: &mut Cmd<'_>) -> Result<()> {
             check_length(c, offset, value.len())?;
             // Grow in place from an empty string rather than building a padded copy.
             let slot = shard.insert_string(key, hash, b"", 0, c.now_ms);
+            c.notify(class::NEW, "new", key);
             shard
                 .update_string(slot, |s| write_at(s, offset as usize, value))
                 .unwrap_or_default()
@@ -144,6 +150,10 @@ pub(super) fn setrange(c: &mut Cmd<'_>) -> Result<()> {
             }
         }
     };
+    // Writing nothing changes nothing and raises nothing.
+    if !value.is_empty() {
+        c.notify(class::STRING, "setrange", key);
+    }
     drop(shard);
     c.out.int(len as i64);
     Ok(())

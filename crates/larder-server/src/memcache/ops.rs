@@ -8,7 +8,14 @@
 //! (add, binary incr/decr with an initial value, `ma N`, `mg N`) answer "not stored" rather
 //! than destroy the other value, and `set` replaces it as RESP `SET` does. A store whose
 //! exptime is already past succeeds and leaves the key absent.
+//!
+//! Every write raises the Redis keyspace notifications of its RESP equivalent, in database 0,
+//! under the shard lock: a store `new` (when it created the key), `set`, and `expire` when it
+//! gave a deadline; append/prepend `append`; incr/decr `incrby`; a delete `del`. A new deadline
+//! raises what GETEX's would: `expire`, `persist` (exptime 0 on an item that had one), or `del`
+//! when it is already past and removes the item. flush_all raises none, as FLUSHALL.
 
+use larder_engine::feed::class;
 use larder_engine::{Db, Entry, Shard, SlotId};
 use larder_memcache::{
     apply_delta, resolve_exptime, CounterOp, Expiry, MetaItem, Recache, StoreMode,
@@ -118,6 +125,34 @@ fn ttl_s(expire_at_ms: u64, now_ms: u64) -> i64 {
     i64::try_from(left_ms.div_ceil(1000)).unwrap_or(i64::MAX)
 }
 
+/// Raise keyspace notification `event` of `class` for `key` in database 0, the memcached
+/// door's. Call it with the key's shard locked, after the change it announces.
+#[inline]
+fn notify(db: &Db, class: u32, event: &'static str, key: &[u8]) {
+    db.feed().notice(class, event, 0, key);
+}
+
+/// The notification of a new deadline `deadline` given to `key`, whose deadline was
+/// `before_ms` (0: none), as GETEX raises it: `expire`, `persist`, or `del` for a past one
+/// (the caller removes the item).
+fn notify_deadline(db: &Db, key: &[u8], before_ms: u64, deadline: Deadline) {
+    match deadline {
+        Deadline::AtMs(_) => notify(db, class::GENERIC, "expire", key),
+        Deadline::Never if before_ms != 0 => notify(db, class::GENERIC, "persist", key),
+        Deadline::Never => {}
+        Deadline::Expired => notify(db, class::GENERIC, "del", key),
+    }
+}
+
+/// The notifications of a string written whole with `deadline` (RESP SET's): `set`, then
+/// `expire` when it has a deadline.
+fn notify_set(db: &Db, key: &[u8], deadline: Deadline) {
+    notify(db, class::STRING, "set", key);
+    if let Deadline::AtMs(_) = deadline {
+        notify(db, class::GENERIC, "expire", key);
+    }
+}
+
 /// What a key holds, from the memcached door's point of view.
 enum Found {
     /// A live string.
@@ -192,8 +227,9 @@ pub fn read(db: &Db, key: &[u8], now_ms: u64, access: Access, f: impl FnOnce(&It
         other => return other.into(),
     };
     let before = Item::of(shard.entry(slot));
-    let (access_s, state) = (before.access_s, before.state);
+    let (access_s, state, before_ms) = (before.access_s, before.state, before.expire_at_ms);
     let mut remove = false;
+    let mut touched = None;
     match access {
         Access::Peek => {}
         Access::Fetch => bump(&mut shard, slot, now_ms),
@@ -203,6 +239,7 @@ pub fn read(db: &Db, key: &[u8], now_ms: u64, access: Access, f: impl FnOnce(&It
                 Deadline::Expired => remove = true,
                 d => shard.set_expire_keep_version(slot, d.engine()),
             }
+            touched = Some(deadline);
         }
     }
     f(&Item {
@@ -212,6 +249,9 @@ pub fn read(db: &Db, key: &[u8], now_ms: u64, access: Access, f: impl FnOnce(&It
     });
     if remove {
         shard.remove(slot);
+    }
+    if let Some(deadline) = touched {
+        notify_deadline(db, key, before_ms, deadline);
     }
     Read::Hit
 }
@@ -269,19 +309,25 @@ pub fn meta_get(
                     Deadline::Expired => now_ms,
                     d => d.engine().unwrap_or(0),
                 };
-                (shard.insert_string(key, hash, b"", at, now_ms), true)
+                let slot = shard.insert_string(key, hash, b"", at, now_ms);
+                notify(db, class::NEW, "new", key);
+                notify(db, class::STRING, "set", key);
+                if at != 0 {
+                    notify(db, class::GENERIC, "expire", key);
+                }
+                (slot, true)
             }
             None => return Found::Miss { expired }.into(),
         },
         other @ Found::OtherType(_) => return other.into(),
     };
     let before = Item::of(shard.entry(slot));
-    let (access_s, state) = (before.access_s, before.state);
+    let (access_s, state, before_ms) = (before.access_s, before.state, before.expire_at_ms);
     let win_sent = state & WIN_SENT != 0;
     let stale = state & STALE != 0;
     let mut won = created;
     if let (false, false, Some(r)) = (created, win_sent, opts.recache) {
-        let at = before.expire_at_ms;
+        let at = before_ms;
         won = at != 0 && r.engine().is_some_and(|limit| at < limit);
     }
     if win_sent {
@@ -321,6 +367,9 @@ pub fn meta_get(
     );
     if remove {
         shard.remove(slot);
+    }
+    if let Some(deadline) = opts.ttl {
+        notify_deadline(db, key, before_ms, deadline);
     }
     Read::Hit
 }
@@ -373,15 +422,17 @@ pub fn store(db: &Db, key: &[u8], now_ms: u64, req: &Store<'_>) -> StoreOutcome 
     };
     match req.mode {
         StoreMode::Set => match found {
-            Found::Hit(slot) | Found::OtherType(slot) => replace(&mut shard, slot, now_ms, req),
-            Found::Miss { .. } => insert(&mut shard, key, hash, now_ms, req),
+            Found::Hit(slot) | Found::OtherType(slot) => {
+                replace(db, &mut shard, key, slot, now_ms, req)
+            }
+            Found::Miss { .. } => insert(db, &mut shard, key, hash, now_ms, req),
         },
         StoreMode::Add => match found {
-            Found::Miss { .. } => insert(&mut shard, key, hash, now_ms, req),
+            Found::Miss { .. } => insert(db, &mut shard, key, hash, now_ms, req),
             _ => StoreOutcome::NotStored,
         },
         StoreMode::Replace => match hit {
-            Some(slot) => replace(&mut shard, slot, now_ms, req),
+            Some(slot) => replace(db, &mut shard, key, slot, now_ms, req),
             None => StoreOutcome::NotStored,
         },
         StoreMode::Append | StoreMode::Prepend => {
@@ -405,6 +456,8 @@ pub fn store(db: &Db, key: &[u8], now_ms: u64, req: &Store<'_>) -> StoreOutcome 
                 }
             });
             shard.touch(slot, now_ms);
+            // Prepend has no Redis counterpart; it raises APPEND's event.
+            notify(db, class::STRING, "append", key);
             finish(&mut shard, slot, req, 0)
         }
         StoreMode::Cas => {
@@ -414,7 +467,7 @@ pub fn store(db: &Db, key: &[u8], now_ms: u64, req: &Store<'_>) -> StoreOutcome 
             let e = shard.entry(slot);
             let cas = e.version();
             match req.compare_cas {
-                Some(c) if c == cas => replace(&mut shard, slot, now_ms, req),
+                Some(c) if c == cas => replace(db, &mut shard, key, slot, now_ms, req),
                 Some(c) if req.invalidate && c < cas => {
                     // memcached stores the value but keeps the item's deadline and its
                     // win state, and marks it stale.
@@ -422,6 +475,7 @@ pub fn store(db: &Db, key: &[u8], now_ms: u64, req: &Store<'_>) -> StoreOutcome 
                     shard.set_string(slot, req.data);
                     shard.set_flags(slot, req.flags);
                     shard.touch(slot, now_ms);
+                    notify(db, class::STRING, "set", key);
                     finish(&mut shard, slot, req, keep | STALE)
                 }
                 _ => StoreOutcome::Exists,
@@ -430,21 +484,39 @@ pub fn store(db: &Db, key: &[u8], now_ms: u64, req: &Store<'_>) -> StoreOutcome 
     }
 }
 
-/// A new item under an absent key.
-fn insert(shard: &mut Shard, key: &[u8], hash: u64, now_ms: u64, req: &Store<'_>) -> StoreOutcome {
+/// A new item under an absent key. One already expired stores nothing and raises nothing.
+fn insert(
+    db: &Db,
+    shard: &mut Shard,
+    key: &[u8],
+    hash: u64,
+    now_ms: u64,
+    req: &Store<'_>,
+) -> StoreOutcome {
     if req.deadline == Deadline::Expired {
         return StoreOutcome::Stored { cas: 0 };
     }
     let at = req.deadline.engine().unwrap_or(0);
     let slot = shard.insert_string(key, hash, req.data, at, now_ms);
     shard.set_flags(slot, req.flags);
+    notify(db, class::NEW, "new", key);
+    notify_set(db, key, req.deadline);
     finish(shard, slot, req, 0)
 }
 
-/// A new value, flags and deadline for a live key.
-fn replace(shard: &mut Shard, slot: SlotId, now_ms: u64, req: &Store<'_>) -> StoreOutcome {
+/// A new value, flags and deadline for a live key. One already expired removes the key and
+/// raises `del`, as a past deadline does in EXPIRE or GETEX.
+fn replace(
+    db: &Db,
+    shard: &mut Shard,
+    key: &[u8],
+    slot: SlotId,
+    now_ms: u64,
+    req: &Store<'_>,
+) -> StoreOutcome {
     if req.deadline == Deadline::Expired {
         shard.remove(slot);
+        notify(db, class::GENERIC, "del", key);
         return StoreOutcome::Stored { cas: 0 };
     }
     shard.set_string(slot, req.data);
@@ -454,6 +526,7 @@ fn replace(shard: &mut Shard, slot: SlotId, now_ms: u64, req: &Store<'_>) -> Sto
     if shard.entry(slot).expire_at_ms() != at {
         shard.set_expire(slot, at);
     }
+    notify_set(db, key, req.deadline);
     finish(shard, slot, req, 0)
 }
 
@@ -512,14 +585,19 @@ pub fn delete(db: &Db, key: &[u8], now_ms: u64, req: &Delete) -> DeleteOutcome {
     let state = e.mc_state();
     if req.invalidate {
         // A new version with everything else kept: re-setting the deadline is a write.
+        // Invalidation itself has no Redis counterpart; only a new deadline is announced.
         let at = e.expire_at_ms();
         shard.set_expire(slot, at);
         match req.ttl {
             Some(Deadline::Expired) => {
                 shard.remove(slot);
+                notify(db, class::GENERIC, "del", key);
                 return DeleteOutcome::Deleted;
             }
-            Some(d) => shard.set_expire_keep_version(slot, d.engine()),
+            Some(d) => {
+                shard.set_expire_keep_version(slot, d.engine());
+                notify_deadline(db, key, at.unwrap_or(0), d);
+            }
             None => {}
         }
         if let Some(cas) = req.new_cas {
@@ -527,12 +605,15 @@ pub fn delete(db: &Db, key: &[u8], now_ms: u64, req: &Delete) -> DeleteOutcome {
         }
         shard.set_mc_state(slot, (state & !WIN_SENT) | STALE);
     } else if req.remove_value {
+        // Like SET key "" KEEPTTL.
         shard.set_string(slot, b"");
         if let Some(cas) = req.new_cas {
             shard.set_version(slot, cas);
         }
+        notify(db, class::STRING, "set", key);
     } else {
         shard.remove(slot);
+        notify(db, class::GENERIC, "del", key);
     }
     DeleteOutcome::Deleted
 }
@@ -603,6 +684,12 @@ pub fn arith(db: &Db, key: &[u8], now_ms: u64, req: &Arith) -> Counted {
             if let Some(cas) = req.new_cas {
                 shard.set_version(slot, cas);
             }
+            // Like INCRBY on a missing key, then EXPIRE when the item got a deadline.
+            notify(db, class::NEW, "new", key);
+            notify(db, class::STRING, "incrby", key);
+            if at != 0 {
+                notify(db, class::GENERIC, "expire", key);
+            }
             let e = shard.entry(slot);
             return Counted::Value {
                 value: initial,
@@ -627,8 +714,14 @@ pub fn arith(db: &Db, key: &[u8], now_ms: u64, req: &Arith) -> Counted {
         return Counted::NonNumeric;
     };
     let (digits, start) = decimal(value);
+    let before_ms = e.expire_at_ms().unwrap_or(0);
     shard.set_string(slot, &digits[start..]);
     shard.touch(slot, now_ms);
+    // memcached's decr raises INCRBY's event too, as RESP DECR does.
+    notify(db, class::STRING, "incrby", key);
+    if let Some(d) = req.ttl {
+        notify_deadline(db, key, before_ms, d);
+    }
     match req.ttl {
         Some(Deadline::Expired) => {
             let cas = shard.remove(slot).version();

@@ -575,3 +575,156 @@ fn flush_empties_the_database() {
     flush(db);
     assert_eq!(db.len(), 0);
 }
+
+/// Each write raises the keyspace notifications of its RESP equivalent, in database 0.
+#[test]
+fn writes_raise_the_events_of_their_resp_equivalents() {
+    use larder_commands::testing::Notices;
+    let ks = Keyspace::new(1);
+    let db = ks.db(0);
+    let notices = Notices::subscribe(ks.feed());
+    let events = || notices.take().join(" ");
+    let ttl = Deadline::AtMs(NOW + 10_000);
+
+    // set / add / replace / cas: `new` when created, `set`, `expire` with a deadline.
+    stored_cas(store(db, b"k", NOW, &set_req(b"v")));
+    assert_eq!(events(), "n:new@0:k $:set@0:k");
+    let with_ttl = Store {
+        deadline: ttl,
+        ..set_req(b"w")
+    };
+    stored_cas(store(db, b"k", NOW, &with_ttl));
+    assert_eq!(events(), "$:set@0:k g:expire@0:k");
+    store(db, b"k", NOW, &with(StoreMode::Add, b"x"));
+    assert_eq!(events(), "");
+    stored_cas(store(db, b"a", NOW, &with(StoreMode::Add, b"x")));
+    assert_eq!(events(), "n:new@0:a $:set@0:a");
+    store(db, b"missing", NOW, &with(StoreMode::Replace, b"x"));
+    assert_eq!(events(), "");
+    stored_cas(store(db, b"k", NOW, &with(StoreMode::Replace, b"y")));
+    assert_eq!(events(), "$:set@0:k");
+    let cas_req = |compare| Store {
+        compare_cas: Some(compare),
+        ..with(StoreMode::Cas, b"z")
+    };
+    let cas = peek(db, b"k", NOW).map_or(0, |(_, _, c)| c);
+    assert_eq!(
+        store(db, b"k", NOW, &cas_req(cas + 1)),
+        StoreOutcome::Exists
+    );
+    assert_eq!(events(), "");
+    stored_cas(store(db, b"k", NOW, &cas_req(cas)));
+    assert_eq!(events(), "$:set@0:k");
+    let stale = Store {
+        invalidate: true,
+        ..cas_req(1)
+    };
+    stored_cas(store(db, b"k", NOW, &stale));
+    assert_eq!(events(), "$:set@0:k");
+
+    // A deadline already past: nothing on a miss, `del` when it removes a live item.
+    let expired = Store {
+        deadline: Deadline::Expired,
+        ..set_req(b"v")
+    };
+    store(db, b"gone", NOW, &expired);
+    assert_eq!(events(), "");
+    store(db, b"a", NOW, &expired);
+    assert_eq!(events(), "g:del@0:a");
+
+    // append / prepend raise `append`; a miss raises nothing.
+    stored_cas(store(db, b"k", NOW, &with(StoreMode::Append, b"+")));
+    stored_cas(store(db, b"k", NOW, &with(StoreMode::Prepend, b"-")));
+    assert_eq!(events(), "$:append@0:k $:append@0:k");
+    store(db, b"missing", NOW, &with(StoreMode::Append, b"+"));
+    assert_eq!(events(), "");
+
+    // incr / decr raise `incrby`; creation adds `new` first and `expire` with a deadline.
+    stored_cas(store(db, b"n", NOW, &set_req(b"5")));
+    events();
+    let incr = Arith {
+        op: CounterOp::Incr,
+        delta: 1,
+        compare_cas: None,
+        create: None,
+        ttl: None,
+        new_cas: None,
+    };
+    arith(db, b"n", NOW, &incr);
+    let decr = Arith {
+        op: CounterOp::Decr,
+        ..incr
+    };
+    arith(db, b"n", NOW, &decr);
+    assert_eq!(events(), "$:incrby@0:n $:incrby@0:n");
+    assert_eq!(arith(db, b"none", NOW, &incr), Counted::NotFound);
+    assert_eq!(arith(db, b"k", NOW, &incr), Counted::NonNumeric);
+    assert_eq!(events(), "");
+    let create = Arith {
+        create: Some((7, ttl)),
+        ..incr
+    };
+    arith(db, b"c", NOW, &create);
+    assert_eq!(events(), "n:new@0:c $:incrby@0:c g:expire@0:c");
+    let with_t = Arith {
+        ttl: Some(ttl),
+        ..incr
+    };
+    arith(db, b"n", NOW, &with_t);
+    assert_eq!(events(), "$:incrby@0:n g:expire@0:n");
+
+    // touch / gat: `expire`, `persist` when exptime 0 clears a deadline, `del` when past.
+    touch(db, b"n", NOW, ttl);
+    assert_eq!(events(), "g:expire@0:n");
+    touch(db, b"n", NOW, Deadline::Never);
+    touch(db, b"n", NOW, Deadline::Never);
+    assert_eq!(events(), "g:persist@0:n");
+    read(db, b"n", NOW, Access::Fetch, |_| {});
+    touch(db, b"missing", NOW, ttl);
+    assert_eq!(events(), "");
+    read(
+        db,
+        b"n",
+        NOW,
+        Access::FetchAndTouch(Deadline::Expired),
+        |_| {},
+    );
+    assert_eq!(events(), "g:del@0:n");
+
+    // meta get: vivify creates the item; `T` sets a deadline.
+    let vivify = MetaGetOpts {
+        vivify: Some(Deadline::Never),
+        ttl: Some(ttl),
+        ..MetaGetOpts::default()
+    };
+    meta_get(db, b"v", NOW, vivify, |_, _| {});
+    assert_eq!(events(), "n:new@0:v $:set@0:v g:expire@0:v");
+
+    // delete: `del`; md x empties the value (`set`); md I with T announces the deadline.
+    assert_eq!(
+        delete(db, b"v", NOW, &Delete::default()),
+        DeleteOutcome::Deleted
+    );
+    assert_eq!(
+        delete(db, b"v", NOW, &Delete::default()),
+        DeleteOutcome::NotFound
+    );
+    assert_eq!(events(), "g:del@0:v");
+    let empty = Delete {
+        remove_value: true,
+        ..Delete::default()
+    };
+    delete(db, b"k", NOW, &empty);
+    assert_eq!(events(), "$:set@0:k");
+    let invalidate = Delete {
+        invalidate: true,
+        ttl: Some(ttl),
+        ..Delete::default()
+    };
+    delete(db, b"k", NOW, &invalidate);
+    assert_eq!(events(), "g:expire@0:k");
+
+    // flush_all raises nothing, as FLUSHALL.
+    flush(db);
+    assert_eq!(events(), "");
+}
