@@ -476,8 +476,11 @@ fn spublish(c: &mut Cmd<'_>) -> Result<()> {
 }
 
 fn names_reply(c: &mut Cmd<'_>, kind: Kind) -> Result<()> {
+    // At most one pattern; more is Redis's unknown-subcommand error.
+    if c.args.remaining() > 1 {
+        return Err(crate::server::subcommand_syntax_error(c, "PUBSUB"));
+    }
     let pattern = c.args.opt();
-    c.args.finish()?;
     let names = c.server.pubsub.names(kind, pattern);
     c.out.array(names.len());
     for n in &names {

@@ -131,7 +131,7 @@ fn reply_help(c: &mut Cmd<'_>, lines: &[&str]) -> Result<()> {
 }
 
 /// Redis's `addReplySubcommandSyntaxError`, naming the subcommand as the client typed it.
-fn subcommand_syntax_error(c: &Cmd<'_>, container: &str) -> Error {
+pub(crate) fn subcommand_syntax_error(c: &Cmd<'_>, container: &str) -> Error {
     let typed = c.args.argv().get(1).copied().unwrap_or_default();
     Error::Owned(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try {container} HELP.",
