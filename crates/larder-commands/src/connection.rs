@@ -231,6 +231,10 @@ fn quit(c: &mut Cmd<'_>) -> Result<()> {
 /// RESET: back to the state of a new connection (Redis's `clearClientConnectionState`).
 /// CLIENT SETINFO attributes survive, as in Redis.
 fn reset(c: &mut Cmd<'_>) -> Result<()> {
+    // As Redis's clearClientConnectionState: a transaction being queued is discarded and
+    // every watched key forgotten.
+    c.conn.multi = None;
+    c.conn.watched.clear();
     c.conn.db = 0;
     c.conn.handle.db.store(0, Ordering::Relaxed);
     set_protocol(c, Protocol::Resp2);
