@@ -58,22 +58,26 @@ impl Plan {
             Scope::All => self.all = true,
             Scope::Db | Scope::WalkDb => self.shards.extend((0..SHARDS_PER_DB).map(|s| (db, s))),
             Scope::OtherDb { at } => {
-                let other = if at > 0 {
-                    argv.get(usize::from(at)).copied()
+                let keys = spec.keys(argv);
+                // `DB n` options come after the keys (a key may be named "db"); the handler
+                // takes the last one, so every value that follows a `DB` there is planned.
+                let others: Vec<usize> = if at > 0 {
+                    argv.get(usize::from(at))
+                        .and_then(|a| db_arg(a))
+                        .into_iter()
+                        .collect()
                 } else {
-                    argv.iter()
-                        .position(|a| a.eq_ignore_ascii_case(b"db"))
-                        .and_then(|i| argv.get(i + 1).copied())
+                    let options = argv.get(1 + keys.len()..).unwrap_or_default();
+                    options
+                        .windows(2)
+                        .filter(|w| w[0].eq_ignore_ascii_case(b"db"))
+                        .filter_map(|w| db_arg(w[1]))
+                        .collect()
                 };
-                let other = other
-                    .and_then(|a| std::str::from_utf8(a).ok())
-                    .and_then(|a| a.parse::<usize>().ok());
-                for key in spec.keys(argv) {
+                for key in keys {
                     let shard = Db::route(key).0;
                     self.shards.push((db, shard));
-                    if let Some(o) = other {
-                        self.shards.push((o, shard));
-                    }
+                    self.shards.extend(others.iter().map(|&o| (o, shard)));
                 }
             }
             Scope::Keys => {
@@ -109,6 +113,12 @@ impl Plan {
         self.shards.retain(|&(d, _)| d < keyspace.db_count());
         keyspace.lock_many(self.shards)
     }
+}
+
+/// A database index argument as SELECT, MOVE and COPY read it (a strict integer: no sign,
+/// no leading zero), or `None` where they reject it. Not checked against the database count.
+pub fn db_arg(arg: &[u8]) -> Option<usize> {
+    crate::args::parse_i64(arg).and_then(|v| usize::try_from(v).ok())
 }
 
 /// The shards a planned command holds, lent to its handler one borrow at a time.
@@ -187,5 +197,76 @@ impl Pair<'_> {
             Pair::Same(s) => s,
             Pair::Two { dst, .. } => dst,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use larder_engine::Db;
+
+    use super::Plan;
+    use crate::testing::*;
+
+    fn plan(argv: &[&str], db: usize) -> Vec<(usize, usize)> {
+        let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+        let resolved = crate::registry().resolve(&argv).expect("a known command");
+        let mut p = Plan::default();
+        p.add(&resolved.spec.keys, &argv, db);
+        p.shards.sort_unstable();
+        p.shards.dedup();
+        p.shards
+    }
+
+    fn shard(key: &str) -> usize {
+        Db::route(key.as_bytes()).0
+    }
+
+    /// COPY's `DB n` is read after its two keys, and every one is planned (the last wins): a
+    /// key named "db" used to be taken for the option, leaving the destination database out
+    /// of the plan, so the handler locked it on demand, out of the global order.
+    #[test]
+    fn copy_plans_the_db_options_after_its_keys() {
+        let (db, x) = (shard("db"), shard("x"));
+        let mut want = vec![(1, db), (1, x), (0, db), (0, x)];
+        want.sort_unstable();
+        want.dedup();
+        assert_eq!(plan(&["COPY", "db", "x", "DB", "0"], 1), want);
+        let mut want = vec![(0, shard("1")), (0, shard("y"))];
+        for d in [1, 5] {
+            want.extend([(d, shard("1")), (d, shard("y"))]);
+        }
+        want.sort_unstable();
+        want.dedup();
+        assert_eq!(
+            plan(&["COPY", "1", "y", "DB", "1", "REPLACE", "DB", "5"], 0),
+            want
+        );
+        // Values SELECT would reject are no database.
+        assert_eq!(
+            plan(&["COPY", "a", "b", "DB", "01"], 0),
+            plan(&["COPY", "a", "b"], 0)
+        );
+        assert_eq!(
+            plan(&["MOVE", "a", "+2"], 0),
+            plan(&["COPY", "a", "a", "REPLACE"], 0)
+        );
+    }
+
+    /// The same through the executor (a shard missing from the plan is a debug assertion).
+    #[test]
+    fn copy_with_keys_named_like_options() {
+        let mut h = Harness::new();
+        h.run(&["SELECT", "1"]);
+        h.run(&["MSET", "db", "v", "1", "one"]);
+        assert_eq!(h.run(&["COPY", "db", "x", "DB", "0"]), int(1));
+        assert_eq!(h.run(&["COPY", "1", "db", "DB", "2"]), int(1));
+        assert_eq!(h.run(&["COPY", "1", "y", "DB", "3", "DB", "4"]), int(1));
+        h.run(&["SELECT", "0"]);
+        assert_eq!(h.run(&["GET", "x"]), bulk("v"));
+        h.run(&["SELECT", "2"]);
+        assert_eq!(h.run(&["GET", "db"]), bulk("one"));
+        h.run(&["SELECT", "4"]);
+        assert_eq!(h.run(&["GET", "y"]), bulk("one"));
+        assert_eq!(h.server.keyspace.db(3).len(), 0);
     }
 }

@@ -166,10 +166,12 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
         let r = server.registry.resolve(argv)?;
         plan.add(&r.spec.keys, argv, db);
         if r.full_name == "select" {
+            // Parsed as SELECT parses it: a SELECT that will fail ("01", "+1") leaves the
+            // database as it is, and so must the plan, or the commands after it would lock
+            // shards of the database they really use on demand, out of the global order.
             if let Some(d) = argv
                 .get(1)
-                .and_then(|a| std::str::from_utf8(a).ok())
-                .and_then(|a| a.parse::<usize>().ok())
+                .and_then(|a| crate::locks::db_arg(a))
                 .filter(|&d| d < server.keyspace.db_count())
             {
                 db = d;
@@ -300,5 +302,64 @@ mod tests {
             err("ERR Command not allowed inside a transaction")
         );
         assert_eq!(h.run(&["EXEC"]), err(super::EXECABORT));
+    }
+}
+
+#[cfg(test)]
+mod regression_tests {
+    use larder_resp::Frame;
+
+    use crate::testing::*;
+
+    fn simple(s: &str) -> Frame {
+        Frame::Simple(s.into())
+    }
+
+    /// A SELECT that fails inside EXEC ("01", "+1": not integers to Redis) leaves the database
+    /// as it was, and the lock plan must follow it there: before, the plan moved to the
+    /// database the argument named, and the commands after it locked their real shards on
+    /// demand, out of the global order (a deadlock against FLUSHALL; a debug assertion here).
+    #[test]
+    fn exec_plans_select_as_select_parses_it() {
+        let mut h = Harness::new();
+        for bad in ["01", "+1"] {
+            assert_eq!(h.run(&["MULTI"]), ok());
+            assert_eq!(h.run(&["SELECT", bad]), simple("QUEUED"));
+            assert_eq!(h.run(&["SET", "k", bad]), simple("QUEUED"));
+            assert_eq!(h.run(&["INCR", "n"]), simple("QUEUED"));
+            let Frame::Array(reply) = h.run(&["EXEC"]) else {
+                panic!("EXEC's reply is an array")
+            };
+            assert_eq!(reply[0], err("ERR value is not an integer or out of range"));
+            assert_eq!(reply[1..], [ok(), int(if bad == "01" { 1 } else { 2 })]);
+            assert_eq!(h.conn.db, 0);
+            assert_eq!(h.run(&["GET", "k"]), bulk(bad));
+        }
+        assert_eq!(h.server.keyspace.db(1).len(), 0);
+        // A good SELECT moves the plan and the connection.
+        h.run(&["MULTI"]);
+        h.run(&["SELECT", "1"]);
+        h.run(&["SET", "k", "one"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::Array(vec![ok(), ok()]));
+        assert_eq!(h.conn.db, 1);
+        assert_eq!(h.run(&["GET", "k"]), bulk("one"));
+    }
+
+    /// RESET inside MULTI ends the transaction and forgets watched keys, as in Redis.
+    #[test]
+    fn reset_discards_the_transaction_and_unwatches() {
+        let mut h = Harness::new();
+        let mut other = Harness::connect(h.server.clone());
+        h.run(&["SET", "w", "1"]);
+        h.run(&["WATCH", "w"]);
+        h.run(&["MULTI"]);
+        assert_eq!(h.run(&["SET", "a", "1"]), simple("QUEUED"));
+        assert_eq!(h.run(&["RESET"]), simple("RESET"));
+        assert_eq!(h.run(&["EXEC"]), err("ERR EXEC without MULTI"));
+        assert_eq!(h.run(&["EXISTS", "a"]), int(0));
+        other.run(&["SET", "w", "2"]);
+        h.run(&["MULTI"]);
+        h.run(&["GET", "w"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::Array(vec![bulk("2")]));
     }
 }
