@@ -420,11 +420,8 @@ def test_sigterm_finishes_replies_in_flight(start_server):
     assert srv.wait_exit() == 0
 
 
-@pytest.mark.larder_only
-def test_notify_keyspace_events_is_not_a_parameter_yet(raw):
-    # FIXME: keyspace notifications (and so `notify-keyspace-events`) belong to the
-    # notifications issue; until then larder refuses the parameter like any unknown one.
-    # Redis 7.0 accepts `CONFIG SET notify-keyspace-events KEA` and shows "AKE".
-    assert raw.call("CONFIG", "SET", "notify-keyspace-events", "KEA") == Err(
-        "ERR Unknown option or number of arguments for CONFIG SET - 'notify-keyspace-events'")
-    assert config_get(raw, "notify-keyspace-events") == {}
+def test_notify_keyspace_events_is_a_parameter(raw):
+    assert raw.call("CONFIG", "SET", "notify-keyspace-events", "KEA") == "OK"
+    assert config_get(raw, "notify-keyspace-events") == {"notify-keyspace-events": "AKE"}
+    assert raw.call("CONFIG", "SET", "notify-keyspace-events", "") == "OK"
+    assert config_get(raw, "notify-keyspace-events") == {"notify-keyspace-events": ""}
