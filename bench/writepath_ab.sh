@@ -1,5 +1,6 @@
 #!/bin/bash
-# A/B: old (c2bb1f2) vs new larder, interleaved; CPU-µs per op from /proc.
+# A/B of two larder builds, interleaved (5 rounds, SET and GET, redis-benchmark -P 16 -c 50);
+# server CPU-µs per op from /proc/PID/stat.
 # usage: bench/writepath_ab.sh OLD_BINARY NEW_BINARY (two builds of larder, e.g. before and after a change)
 OLD=${1:?old binary}; NEW=${2:?new binary}
 run() { # bin port test
