@@ -944,7 +944,7 @@ mod tests {
         let old = larder_engine::now_ms() - 100_000;
         for i in 0..1000 {
             let k = format!("k{i}");
-            let (mut shard, hash) = h.server.keyspace.db(0).lock_key(k.as_bytes());
+            let (mut shard, hash) = crate::testing::shard_for(&h.server, k.as_bytes());
             let slot = shard.find(k.as_bytes(), hash, 0).expect("present");
             shard.touch(slot, old);
         }

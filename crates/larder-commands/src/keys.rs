@@ -566,7 +566,7 @@ mod tests {
         // Grown strings stay grown; many names cover same-shard and cross-shard copies.
         h.run(&["SET", "g", "ab"]);
         {
-            let (mut shard, hash) = h.server.keyspace.db(0).lock_key(b"g");
+            let (mut shard, hash) = crate::testing::shard_for(&h.server, b"g");
             let slot = shard.find(b"g", hash, 0).expect("g");
             shard.update_string(slot, |v| v.push(b'c'));
         }

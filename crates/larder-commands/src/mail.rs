@@ -274,7 +274,7 @@ mod tests {
             "normal 0 0 0 slave 268435456 67108864 60 pubsub 1048576 524288 10"
         );
         assert!(parse_output_limits("foo 1 2 3")
-            .unwrap_err()
+            .expect_err("an error")
             .contains("Invalid client class"));
         assert!(parse_output_limits("pubsub 1 2").is_err());
     }

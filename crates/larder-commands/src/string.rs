@@ -498,7 +498,7 @@ mod tests {
 
     /// The remaining TTL of `key`, if it has one (shared with the submodules' tests).
     pub(super) fn ttl_ms(h: &mut Harness, key: &str) -> Option<u64> {
-        let (mut shard, hash) = h.server.keyspace.db(h.conn.db).lock_key(key.as_bytes());
+        let (mut shard, hash) = crate::testing::shard_in(&h.server, h.conn.db, key.as_bytes());
         let now = larder_engine::now_ms();
         let slot = shard.find(key.as_bytes(), hash, now)?;
         shard
@@ -859,7 +859,7 @@ mod tests {
                 "{:?} did not keep the buffer",
                 cmd[0]
             );
-            let (shard, hash) = h.server.keyspace.db(0).lock_key(b"k");
+            let (shard, hash) = crate::testing::shard_for(&h.server, b"k");
             let slot = shard.find_raw(b"k", hash).expect("stored");
             assert!(matches!(
                 shard.entry(slot).object(),

@@ -165,3 +165,17 @@ impl Notices {
             .collect()
     }
 }
+
+/// Lock the shard of `key` in database 0 directly, for tests that set an entry up by hand.
+pub fn shard_for<'a>(server: &'a Server, key: &[u8]) -> (larder_engine::ShardRef<'a>, u64) {
+    shard_in(server, 0, key)
+}
+
+/// [`shard_for`] in database `db`.
+pub fn shard_in<'a>(
+    server: &'a Server,
+    db: usize,
+    key: &[u8],
+) -> (larder_engine::ShardRef<'a>, u64) {
+    server.keyspace.db(db).lock_key(key)
+}

@@ -262,7 +262,7 @@ mod tests {
         // A string grown in place is "raw", whatever it holds.
         h.run(&["SET", "g", "5"]);
         {
-            let (mut shard, hash) = h.server.keyspace.db(0).lock_key(b"g");
+            let (mut shard, hash) = crate::testing::shard_for(&h.server, b"g");
             let slot = shard.find(b"g", hash, 0).expect("g");
             shard.update_string(slot, |v| v.push(b'1'));
         }
@@ -308,7 +308,7 @@ mod tests {
         assert_eq!(h.run(&["OBJECT", "FREQ", "nokey"]), Frame::Null);
         // Decay: one per lfu-decay-time minutes since the last decrement.
         {
-            let (mut shard, hash) = h.server.keyspace.db(0).lock_key(b"k");
+            let (mut shard, hash) = crate::testing::shard_for(&h.server, b"k");
             let slot = shard.find(b"k", hash, 0).expect("k");
             let minutes = ((larder_engine::now_ms() / 60_000) as u32).wrapping_sub(3) & 0xffff;
             shard.set_access(slot, (minutes << 8) | 15);
@@ -334,7 +334,7 @@ mod tests {
         assert_eq!(h.run(&["OBJECT", "IDLETIME", "k"]), int(0));
         // Age the access time; OBJECT and TYPE/TTL/EXISTS must not reset it, GET must.
         let age = |h: &Harness| {
-            let (mut shard, hash) = h.server.keyspace.db(0).lock_key(b"k");
+            let (mut shard, hash) = crate::testing::shard_for(&h.server, b"k");
             let slot = shard.find(b"k", hash, 0).expect("k");
             shard.touch(slot, larder_engine::now_ms() - 10_000);
         };

@@ -174,7 +174,7 @@ mod tests {
         assert_eq!(h.run(&["SETEX", "n", "100", "5"]), ok());
         assert_eq!(h.run(&["INCR", "n"]), int(6));
         assert_eq!(h.run(&["INCRBYFLOAT", "n", "0.5"]), bulk("6.5"));
-        let (mut shard, hash) = h.server.keyspace.db(0).lock_key(b"n");
+        let (mut shard, hash) = crate::testing::shard_for(&h.server, b"n");
         let slot = shard.find(b"n", hash, 0).expect("n");
         assert!(shard.entry(slot).expire_at_ms().is_some());
     }

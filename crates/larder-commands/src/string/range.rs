@@ -389,7 +389,7 @@ mod tests {
         assert_eq!(h.run(&["SET", "t", "z", "KEEPTTL"]), ok());
         assert_eq!(h.run(&["APPEND", "t", "w"]), int(2));
         assert_eq!(h.run(&["GET", "t"]), bulk("zw"));
-        let (mut shard, hash) = h.server.keyspace.db(0).lock_key(b"t");
+        let (mut shard, hash) = crate::testing::shard_for(&h.server, b"t");
         let slot = shard.find(b"t", hash, 0).expect("t");
         assert!(shard.entry(slot).expire_at_ms().is_some());
     }
