@@ -172,6 +172,8 @@ mod tests {
         assert_eq!(show("Elxn$m").as_deref(), Ok("$lxnEm"));
         assert_eq!(show("").as_deref(), Ok(""));
         assert_eq!(show("g$lshzxetdKE").as_deref(), Ok("AKE"));
-        assert!(show("Kxyz").expect_err("an error").contains("Invalid event class"));
+        assert!(show("Kxyz")
+            .expect_err("an error")
+            .contains("Invalid event class"));
     }
 }
