@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use larder_resp::{Protocol, ReplyBuf};
 
-use larder_engine::Db;
+use larder_engine::{Db, DbGuards, SHARDS_PER_DB};
 
 use crate::args::Args;
 use crate::config::Param;
@@ -358,7 +358,7 @@ pub fn execute(
             let n = keys.len().min(Db::PREFETCH_BATCH);
             server.keyspace.db(conn.db).prefetch(&keys[..n]);
         }
-        let mut guards = plan.lock(&server.keyspace);
+        let mut guards = lock_plan(plan, &server.keyspace);
         let group = server.keyspace.feed().group();
         let r = {
             let held = Held::new(&mut guards);
@@ -425,6 +425,19 @@ fn queue(
         m.queued.push(argv.iter().map(|a| a.to_vec()).collect());
     }
     out.simple("QUEUED");
+}
+
+/// Lock a plan's shards in the global order (database, then shard): the one place commands'
+/// shards are locked together. A database number past the last (an argument the handler will
+/// reject) is left out.
+pub(crate) fn lock_plan(mut plan: Plan, keyspace: &larder_engine::Keyspace) -> DbGuards<'_> {
+    if plan.all {
+        plan.shards = (0..keyspace.db_count())
+            .flat_map(|d| (0..SHARDS_PER_DB).map(move |s| (d, s)))
+            .collect();
+    }
+    plan.shards.retain(|&(d, _)| d < keyspace.db_count());
+    keyspace.lock_many(plan.shards)
 }
 
 /// Whether the executor locks the command's shards before its handler runs: a command that

@@ -17,7 +17,7 @@
 use std::cell::{RefCell, RefMut};
 use std::ops::{Deref, DerefMut};
 
-use larder_engine::{Db, DbGuards, Keyspace, Shard, ShardRef, SHARDS_PER_DB};
+use larder_engine::{Db, DbGuards, Shard, ShardRef, SHARDS_PER_DB};
 
 use crate::table::KeySpec;
 
@@ -100,18 +100,6 @@ impl Plan {
                 }
             }
         }
-    }
-
-    /// Lock the plan in the global order. A database number past the last (an argument a
-    /// handler will reject) is left out.
-    pub fn lock<'k>(mut self, keyspace: &'k Keyspace) -> DbGuards<'k> {
-        if self.all {
-            self.shards = (0..keyspace.db_count())
-                .flat_map(|d| (0..SHARDS_PER_DB).map(move |s| (d, s)))
-                .collect();
-        }
-        self.shards.retain(|&(d, _)| d < keyspace.db_count());
-        keyspace.lock_many(self.shards)
     }
 }
 

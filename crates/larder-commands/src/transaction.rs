@@ -182,7 +182,7 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
     for w in &watched {
         plan.shards.push((w.db, Db::route(&w.key).0));
     }
-    let mut guards = plan.lock(&server.keyspace);
+    let mut guards = exec::lock_plan(plan, &server.keyspace);
     for w in &watched {
         let (shard, hash) = Db::route(&w.key);
         if live_version(guards.get(w.db, shard), &w.key, hash, c.now_ms) != w.version {
