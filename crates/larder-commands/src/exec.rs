@@ -217,15 +217,27 @@ fn shard_in<'a>(
     db: usize,
     shard: usize,
 ) -> ShardGuard<'a> {
-    if let Some(held) = held {
-        if let Some(g) = held.get(db, shard) {
-            return ShardGuard::Held(g);
-        }
-        // The plan missed a shard the handler uses: a wrong key spec. Locking it now could
-        // deadlock against a thread that waits for one of ours; the command-table tests run
-        // every command under a plan to keep this unreachable.
-        debug_assert!(false, "shard {db}/{shard} is not in the command's plan");
+    match held {
+        None => ShardGuard::Own(server.keyspace.db(db).lock(shard)),
+        Some(held) => held_shard(server, held, db, shard),
     }
+}
+
+/// [`shard_in`] for a planned command (kept out of line: single-key commands never get here).
+#[inline(never)]
+fn held_shard<'a>(
+    server: &'a Server,
+    held: &'a Held<'a>,
+    db: usize,
+    shard: usize,
+) -> ShardGuard<'a> {
+    if let Some(g) = held.get(db, shard) {
+        return ShardGuard::Held(g);
+    }
+    // The plan missed a shard the handler uses: a wrong key spec. Locking it now could
+    // deadlock against a thread that waits for one of ours; a test runs
+    // every command alone and inside EXEC (`locks::plan_tests`) to keep this unreachable.
+    debug_assert!(false, "shard {db}/{shard} is not in the command's plan");
     ShardGuard::Own(server.keyspace.db(db).lock(shard))
 }
 
@@ -454,6 +466,7 @@ fn needs_plan(keys: &crate::table::KeySpec, argv: &[&[u8]]) -> bool {
 
 /// Run a resolved command's handler (the checks have passed): what EXEC does for each queued
 /// command, and `execute` for the one it was given.
+#[inline]
 pub(crate) fn call<'a>(
     server: &'a Server,
     conn: &'a mut ConnState,
@@ -479,6 +492,7 @@ pub(crate) fn call<'a>(
 }
 
 /// Count a command that ran (INFO commandstats) and write its error reply, if any.
+#[inline]
 pub(crate) fn account(
     server: &Server,
     conn: &mut ConnState,

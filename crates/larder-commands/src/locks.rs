@@ -12,7 +12,7 @@
 //!   asks for it; the shard's changes commit when the handler drops the guard (still locked).
 //!
 //! The plan comes from the command's key spec ([`Scope`]); a handler never asks for a shard
-//! outside its plan (checked in debug builds; the command-table tests run every command).
+//! outside its plan (checked in debug builds; `plan_tests` runs every command of the table).
 
 use std::cell::{RefCell, RefMut};
 use std::ops::{Deref, DerefMut};
@@ -256,5 +256,88 @@ mod tests {
         h.run(&["SELECT", "4"]);
         assert_eq!(h.run(&["GET", "y"]), bulk("one"));
         assert_eq!(h.server.keyspace.db(3).len(), 0);
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use crate::testing::Harness;
+
+    /// Requests that reach every handler's shard access: the realistic forms of the commands
+    /// whose scope is more than their key arguments, then every command of the table with
+    /// generic arguments.
+    fn requests() -> Vec<Vec<String>> {
+        let fixed: &[&str] = &[
+            "SET k1 v",
+            "RPUSH l1 a b",
+            "MSET k1 a k2 b k3 c",
+            "MGET k1 k2 k3",
+            "MSETNX k4 a k5 b",
+            "DEL k1 k2 nope",
+            "EXISTS k1 k2",
+            "TOUCH k1 k2",
+            "RENAME k3 k6",
+            "RENAMENX k6 k7",
+            "COPY k7 k8",
+            "COPY k7 k8 DB 2 REPLACE",
+            "COPY db x DB 1",
+            "MOVE k8 3",
+            "LCS k7 k4",
+            "KEYS *",
+            "SCAN 0 COUNT 1000",
+            "RANDOMKEY",
+            "DBSIZE",
+            "SWAPDB 0 1",
+            "SWAPDB 1 0",
+            "WATCH k1 k2",
+            "UNWATCH",
+            "FLUSHDB",
+            "FLUSHALL",
+        ];
+        let mut all: Vec<Vec<String>> = fixed
+            .iter()
+            .map(|r| r.split(' ').map(String::from).collect())
+            .collect();
+        let registry = crate::registry();
+        for (name, spec) in registry.all() {
+            // Commands that end the connection, the process or the test's client state.
+            if matches!(
+                name.as_str(),
+                "shutdown" | "quit" | "reset" | "client|kill" | "client|pause" | "client|reply"
+            ) {
+                continue;
+            }
+            let mut argv: Vec<String> = name.split('|').map(String::from).collect();
+            let want = (spec.arity.unsigned_abs() as usize).max(argv.len() + 2);
+            let mut i = 0;
+            while argv.len() < want {
+                argv.push(if i % 2 == 0 {
+                    format!("k{i}")
+                } else {
+                    "1".into()
+                });
+                i += 1;
+            }
+            if spec.arity > 0 {
+                argv.truncate(spec.arity as usize);
+            }
+            all.push(argv);
+        }
+        all
+    }
+
+    /// Every request runs alone and inside MULTI/EXEC without a handler asking for a shard
+    /// outside its command's plan (a debug assertion in `Cmd::shard_at`), or a deadlock.
+    #[test]
+    fn every_command_stays_inside_its_plan() {
+        let mut h = Harness::new();
+        for argv in requests() {
+            let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+            h.run_raw(&args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>());
+            h.run(&["MULTI"]);
+            h.run_raw(&args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>());
+            h.run_raw(&[b"EXEC"]);
+            h.conn.multi = None;
+        }
     }
 }

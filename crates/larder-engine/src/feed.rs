@@ -326,7 +326,10 @@ impl Feed {
     /// is open.
     #[inline]
     pub(crate) fn unlocked(&self) {
-        self.commit_if_outermost();
+        // Nothing is recorded while no consumer wants anything: skip the thread-local.
+        if self.wanted.load(Ordering::Relaxed) != 0 {
+            self.commit_if_outermost();
+        }
     }
 
     fn commit_if_outermost(&self) {
