@@ -1,0 +1,579 @@
+//! COMMAND and its subcommands (INFO, COUNT, LIST, DOCS, GETKEYS, GETKEYSANDFLAGS, HELP): the
+//! registry as Redis 7.0 describes it, with its flag order, ACL categories and command tips.
+
+use std::borrow::Cow;
+
+use super::{cmd, reply_help, HELP_SUMMARY};
+use crate::error::{self, Error, Result};
+use crate::exec::Cmd;
+use crate::table::{flags::*, CommandSpec, KeySpec};
+
+const INVALID_COMMAND: &str = "ERR Invalid command specified";
+const INVALID_ARG_COUNT: &str = "ERR Invalid number of arguments specified for command";
+const INVALID_ARGS: &str = "ERR Invalid arguments specified for command";
+const NO_KEY_ARGS: &str = "ERR The command has no key arguments";
+
+#[rustfmt::skip]
+static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
+    cmd("help", 2, LOADING | STALE, KeySpec::NONE, HELP_SUMMARY, "5.0.0", command_help),
+    cmd("info", -2, LOADING | STALE, KeySpec::NONE, "Get array of specific Redis command details, or all when no argument is given.", "2.8.13", command_info),
+    cmd("count", 2, LOADING | STALE, KeySpec::NONE, "Get total number of Redis commands", "2.8.13", command_count),
+    cmd("getkeys", -4, LOADING | STALE, KeySpec::NONE, "Extract keys given a full Redis command", "2.8.13", command_getkeys),
+    cmd("getkeysandflags", -4, LOADING | STALE, KeySpec::NONE, "Extract keys and access flags given a full Redis command", "7.0.0", command_getkeysandflags),
+    cmd("list", -2, LOADING | STALE, KeySpec::NONE, "Get an array of Redis command names", "7.0.0", command_list),
+    cmd("docs", -2, LOADING | STALE, KeySpec::NONE, "Get array of specific Redis command documentation", "7.0.0", command_docs),
+];
+
+/// COMMAND [subcommand [arg ...]]
+pub(super) fn command(c: &mut Cmd<'_>) -> Result<()> {
+    let Some(name) = c.args.peek() else {
+        return command_info(c);
+    };
+    let Some(sub) = COMMAND_SUBCOMMANDS
+        .iter()
+        .find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+    else {
+        return Err(error::unknown_subcommand(name, "command"));
+    };
+    if !sub.arity_ok(c.args.argv().len()) {
+        return Err(error::wrong_arity(&format!("command|{}", sub.name)));
+    }
+    c.args.skip(1);
+    (sub.handler)(c)
+}
+
+/// COMMAND HELP
+fn command_help(c: &mut Cmd<'_>) -> Result<()> {
+    reply_help(
+        c,
+        &[
+            "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
+            "HELP",
+            "    Prints this help.",
+        ],
+    )
+}
+
+/// A command's subcommands, COMMAND's own included (the registry does not see those, as
+/// COMMAND dispatches itself).
+pub(super) fn subcommands_of(spec: &'static CommandSpec) -> &'static [CommandSpec] {
+    if spec.subcommands.is_empty() && spec.name == "command" {
+        COMMAND_SUBCOMMANDS
+    } else {
+        spec.subcommands
+    }
+}
+
+/// A command or subcommand found by name.
+#[derive(Clone, Copy)]
+struct Found {
+    spec: &'static CommandSpec,
+    /// The container, for a subcommand.
+    parent: Option<&'static CommandSpec>,
+}
+
+impl Found {
+    /// `get`, `config|get`.
+    fn full_name(&self) -> Cow<'static, str> {
+        match self.parent {
+            Some(p) => Cow::Owned(format!("{}|{}", p.name, self.spec.name)),
+            None => Cow::Borrowed(self.spec.name),
+        }
+    }
+
+    fn top_name(&self) -> &'static str {
+        self.parent.unwrap_or(self.spec).name
+    }
+}
+
+/// Look up `get` or `config|get` (any case), as COMMAND INFO and DOCS name commands.
+fn find_command(c: &Cmd<'_>, name: &[u8]) -> Option<Found> {
+    match memchr::memchr(b'|', name) {
+        Some(bar) => {
+            let (_, parent) = c.server.registry.top(&name[..bar])?;
+            let sub_name = &name[bar + 1..];
+            let spec = subcommands_of(parent)
+                .iter()
+                .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub_name))?;
+            Some(Found {
+                spec,
+                parent: Some(parent),
+            })
+        }
+        None => c
+            .server
+            .registry
+            .top(name)
+            .map(|(_, spec)| Found { spec, parent: None }),
+    }
+}
+
+/// Flags in the order Redis 7.0 lists them; `may_replicate` is hidden, as in Redis.
+const FLAG_ORDER: &[(u32, &str)] = &[
+    (WRITE, "write"),
+    (READONLY, "readonly"),
+    (DENYOOM, "denyoom"),
+    (ADMIN, "admin"),
+    (PUBSUB, "pubsub"),
+    (NOSCRIPT, "noscript"),
+    (BLOCKING, "blocking"),
+    (LOADING, "loading"),
+    (STALE, "stale"),
+    (SKIP_MONITOR, "skip_monitor"),
+    (SKIP_SLOWLOG, "skip_slowlog"),
+    (FAST, "fast"),
+    (NO_AUTH, "no_auth"),
+    (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    (NO_MULTI, "no_multi"),
+    (MOVABLE_KEYS, "movablekeys"),
+    (ALLOW_BUSY, "allow_busy"),
+];
+
+/// ACL categories in the order Redis lists them.
+const ACL_CATEGORIES: &[&str] = &[
+    "@keyspace",
+    "@read",
+    "@write",
+    "@set",
+    "@sortedset",
+    "@list",
+    "@hash",
+    "@string",
+    "@bitmap",
+    "@hyperloglog",
+    "@geo",
+    "@stream",
+    "@pubsub",
+    "@admin",
+    "@fast",
+    "@slow",
+    "@blocking",
+    "@dangerous",
+    "@connection",
+    "@transaction",
+    "@scripting",
+];
+
+/// Categories Redis gives by name rather than by flag or group (commands and their
+/// subcommands, by top-level name).
+const EXTRA_CATEGORIES: &[(&str, &str)] = &[
+    ("command", "@connection"),
+    ("info", "@dangerous"),
+    ("keys", "@dangerous"),
+    ("flushdb", "@dangerous"),
+    ("flushall", "@dangerous"),
+    ("swapdb", "@dangerous"),
+    ("sort", "@dangerous"),
+    ("sort_ro", "@dangerous"),
+    ("restore", "@dangerous"),
+    ("migrate", "@dangerous"),
+    ("role", "@dangerous"),
+    ("lastsave", "@dangerous"),
+];
+
+/// Command tips (COMMAND INFO), by full name, for the commands that have them in Redis 7.0.
+#[rustfmt::skip]
+const TIPS: &[(&str, &[&str])] = &[
+    ("info", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("command", &["nondeterministic_output_order"]),
+    ("command|info", &["nondeterministic_output_order"]),
+    ("command|list", &["nondeterministic_output_order"]),
+    ("command|docs", &["nondeterministic_output_order"]),
+    ("config|set", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("time", &["nondeterministic_output"]),
+    ("slowlog|get", &["request_policy:all_nodes", "nondeterministic_output"]),
+    ("slowlog|len", &["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"]),
+    ("slowlog|reset", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("memory|stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("memory|doctor", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("memory|malloc-stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
+    ("memory|purge", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("latency|doctor", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|graph", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|histogram", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|history", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|latest", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
+    ("latency|reset", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
+    ("keys", &["request_policy:all_shards", "nondeterministic_output_order"]),
+    ("scan", &["nondeterministic_output", "request_policy:special", "response_policy:special"]),
+    ("randomkey", &["request_policy:all_shards", "response_policy:special", "nondeterministic_output"]),
+    ("dbsize", &["request_policy:all_shards", "response_policy:agg_sum"]),
+    ("flushall", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("flushdb", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("ping", &["request_policy:all_shards", "response_policy:all_succeeded"]),
+    ("client|list", &["nondeterministic_output"]),
+    ("client|info", &["nondeterministic_output"]),
+    ("client|id", &["nondeterministic_output"]),
+];
+
+/// The ACL categories of a command, as Redis derives them: from the flags (`@write`,
+/// `@read`, `@admin` + `@dangerous`, `@fast` or else `@slow`, ...), the group (not for
+/// containers, which have no category of their own), and a few named exceptions.
+fn acl_categories(found: Found) -> Vec<&'static str> {
+    let spec = found.spec;
+    let is_container = found.parent.is_none() && !spec.subcommands.is_empty();
+    let mut cats: Vec<&'static str> = Vec::new();
+    let group = spec.group.acl_category();
+    // The server group's "@admin" comes from the ADMIN flag, not from the group.
+    if !is_container && group != "@admin" {
+        cats.push(group);
+    }
+    for (flag, cat) in [
+        (WRITE, "@write"),
+        (READONLY, "@read"),
+        (ADMIN, "@admin"),
+        (ADMIN, "@dangerous"),
+        (PUBSUB, "@pubsub"),
+        (FAST, "@fast"),
+        (BLOCKING, "@blocking"),
+    ] {
+        if spec.has(flag) {
+            cats.push(cat);
+        }
+    }
+    if !spec.has(FAST) {
+        cats.push("@slow");
+    }
+    if !is_container {
+        let top = found.top_name();
+        cats.extend(
+            EXTRA_CATEGORIES
+                .iter()
+                .filter(|(n, _)| *n == top)
+                .map(|(_, c)| *c),
+        );
+    }
+    cats.sort_by_key(|c| {
+        ACL_CATEGORIES
+            .iter()
+            .position(|k| k == c)
+            .unwrap_or(usize::MAX)
+    });
+    cats.dedup();
+    cats
+}
+
+fn tips(full_name: &str) -> &'static [&'static str] {
+    TIPS.iter()
+        .find(|(n, _)| *n == full_name)
+        .map_or(&[], |(_, t)| t)
+}
+
+/// Key spec flags, derived from the command flags (the table has no per-key flags).
+fn key_flags(spec: &CommandSpec) -> &'static [&'static str] {
+    if spec.has(WRITE) {
+        &["RW", "update"]
+    } else if spec.has(READONLY) {
+        &["RO", "access"]
+    } else {
+        &["RO"]
+    }
+}
+
+/// One COMMAND INFO entry: name, arity, flags, first key, last key, step, ACL categories,
+/// tips, key specs, subcommands (Redis 7.0's shape: flags, categories, tips and key specs
+/// are sets; subcommands an array, or an empty set when there are none).
+fn write_command_info(c: &mut Cmd<'_>, found: Found) {
+    let spec = found.spec;
+    let full = found.full_name();
+    let out = &mut *c.out;
+    out.array(10);
+    out.bulk(full.as_bytes());
+    out.int(i64::from(spec.arity));
+    let flag_names: Vec<&str> = FLAG_ORDER
+        .iter()
+        .filter(|(f, _)| spec.has(*f))
+        .map(|(_, n)| *n)
+        .collect();
+    out.set(flag_names.len());
+    for n in flag_names {
+        out.simple(n);
+    }
+    out.int(i64::from(spec.keys.first));
+    out.int(i64::from(spec.keys.last));
+    out.int(i64::from(spec.keys.step));
+    let cats = acl_categories(found);
+    out.set(cats.len());
+    for cat in cats {
+        out.simple(cat);
+    }
+    let tips = tips(&full);
+    out.set(tips.len());
+    for t in tips {
+        out.bulk(t.as_bytes());
+    }
+    if spec.keys.first > 0 {
+        let k = spec.keys;
+        let lastkey = if k.last < 0 { k.last } else { k.last - k.first };
+        out.set(1);
+        out.map(3);
+        out.bulk(b"flags");
+        let flags = key_flags(spec);
+        out.set(flags.len());
+        for f in flags {
+            out.simple(f);
+        }
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"index");
+        out.bulk(b"spec");
+        out.map(1);
+        out.bulk(b"index");
+        out.int(i64::from(k.first));
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"range");
+        out.bulk(b"spec");
+        out.map(3);
+        out.bulk(b"lastkey");
+        out.int(i64::from(lastkey));
+        out.bulk(b"keystep");
+        out.int(i64::from(k.step));
+        out.bulk(b"limit");
+        out.int(0);
+    } else {
+        out.set(0);
+    }
+    let subs = if found.parent.is_none() {
+        subcommands_of(spec)
+    } else {
+        &[]
+    };
+    if subs.is_empty() {
+        c.out.set(0);
+    } else {
+        c.out.array(subs.len());
+        for s in subs {
+            write_command_info(
+                c,
+                Found {
+                    spec: s,
+                    parent: Some(spec),
+                },
+            );
+        }
+    }
+}
+
+/// COMMAND, COMMAND INFO [name ...]
+fn command_info(c: &mut Cmd<'_>) -> Result<()> {
+    let names = c.args.rest();
+    if names.is_empty() {
+        let all = c.server.registry.commands();
+        c.out.array(all.len());
+        for &spec in all {
+            write_command_info(c, Found { spec, parent: None });
+        }
+        return Ok(());
+    }
+    c.out.array(names.len());
+    for name in names {
+        match find_command(c, name) {
+            Some(found) => write_command_info(c, found),
+            None => c.out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// COMMAND COUNT
+fn command_count(c: &mut Cmd<'_>) -> Result<()> {
+    c.out.int(c.server.registry.commands().len() as i64);
+    Ok(())
+}
+
+/// One COMMAND DOCS entry (a map): summary, since, group, and subcommands for containers.
+fn write_command_docs(c: &mut Cmd<'_>, found: Found) {
+    let spec = found.spec;
+    let subs = if found.parent.is_none() {
+        subcommands_of(spec)
+    } else {
+        &[]
+    };
+    let group = found.parent.unwrap_or(spec).group.name();
+    c.out.map(3 + usize::from(!subs.is_empty()));
+    c.out.bulk(b"summary");
+    c.out.bulk(spec.summary.as_bytes());
+    c.out.bulk(b"since");
+    c.out.bulk(spec.since.as_bytes());
+    c.out.bulk(b"group");
+    c.out.bulk(group.as_bytes());
+    if !subs.is_empty() {
+        c.out.bulk(b"subcommands");
+        c.out.map(subs.len());
+        for s in subs {
+            let sub = Found {
+                spec: s,
+                parent: Some(spec),
+            };
+            c.out.bulk(sub.full_name().as_bytes());
+            write_command_docs(c, sub);
+        }
+    }
+}
+
+/// COMMAND DOCS [name ...]: a map from name to docs; unknown names are left out.
+fn command_docs(c: &mut Cmd<'_>) -> Result<()> {
+    let names = c.args.rest();
+    let found: Vec<Found> = if names.is_empty() {
+        c.server
+            .registry
+            .commands()
+            .iter()
+            .map(|&spec| Found { spec, parent: None })
+            .collect()
+    } else {
+        names.iter().filter_map(|n| find_command(c, n)).collect()
+    };
+    c.out.map(found.len());
+    for f in found {
+        c.out.bulk(f.full_name().as_bytes());
+        write_command_docs(c, f);
+    }
+    Ok(())
+}
+
+/// COMMAND LIST's filter.
+enum ListFilter<'a> {
+    All,
+    Module,
+    AclCategory(String),
+    Pattern(&'a [u8]),
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]
+fn command_list(c: &mut Cmd<'_>) -> Result<()> {
+    let filter = match c.args.rest() {
+        [] => ListFilter::All,
+        [filterby, kind, value] if filterby.eq_ignore_ascii_case(b"filterby") => {
+            match kind.to_ascii_lowercase().as_slice() {
+                b"module" => ListFilter::Module,
+                b"aclcat" => ListFilter::AclCategory(format!(
+                    "@{}",
+                    String::from_utf8_lossy(value).to_ascii_lowercase()
+                )),
+                b"pattern" => ListFilter::Pattern(value),
+                _ => return Err(Error::Static(error::SYNTAX)),
+            }
+        }
+        _ => return Err(Error::Static(error::SYNTAX)),
+    };
+    let keep = |f: Found, full: &str| match &filter {
+        ListFilter::All => true,
+        // larder loads no modules.
+        ListFilter::Module => false,
+        ListFilter::AclCategory(cat) => acl_categories(f).iter().any(|c| c == cat),
+        ListFilter::Pattern(p) => larder_engine::glob::matches(p, full.as_bytes(), true),
+    };
+    let mut names: Vec<Cow<'static, str>> = Vec::new();
+    for &spec in c.server.registry.commands() {
+        let top = Found { spec, parent: None };
+        if keep(top, spec.name) {
+            names.push(Cow::Borrowed(spec.name));
+        }
+        for s in subcommands_of(spec) {
+            let sub = Found {
+                spec: s,
+                parent: Some(spec),
+            };
+            let full = sub.full_name();
+            if keep(sub, &full) {
+                names.push(full);
+            }
+        }
+    }
+    c.out.array(names.len());
+    for n in names {
+        c.out.bulk(n.as_bytes());
+    }
+    Ok(())
+}
+
+/// The command a GETKEYS argument list names and the keys it would touch.
+fn keys_of<'a>(c: &Cmd<'_>, argv: &[&'a [u8]]) -> Result<(Found, Vec<&'a [u8]>)> {
+    let Some(&name) = argv.first() else {
+        return Err(Error::Static(INVALID_COMMAND));
+    };
+    let (_, top) = c
+        .server
+        .registry
+        .top(name)
+        .ok_or(Error::Static(INVALID_COMMAND))?;
+    let subs = subcommands_of(top);
+    let found = if subs.is_empty() {
+        Found {
+            spec: top,
+            parent: None,
+        }
+    } else {
+        let sub_name = argv.get(1).ok_or(Error::Static(INVALID_COMMAND))?;
+        let spec = subs
+            .iter()
+            .find(|s| s.name.as_bytes().eq_ignore_ascii_case(sub_name))
+            .ok_or(Error::Static(INVALID_COMMAND))?;
+        Found {
+            spec,
+            parent: Some(top),
+        }
+    };
+    let spec = found.spec;
+    if spec.keys.first <= 0 && !spec.has(MOVABLE_KEYS) {
+        return Err(Error::Static(NO_KEY_ARGS));
+    }
+    if !spec.arity_ok(argv.len()) {
+        return Err(Error::Static(INVALID_ARG_COUNT));
+    }
+    let keys = spec.keys.keys(argv);
+    if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
+        return Err(Error::Static(INVALID_ARGS));
+    }
+    Ok((found, keys))
+}
+
+/// COMMAND GETKEYS command [arg ...]
+fn command_getkeys(c: &mut Cmd<'_>) -> Result<()> {
+    let argv = c.args.rest();
+    let (_, keys) = keys_of(c, argv)?;
+    c.out.array(keys.len());
+    for k in keys {
+        c.out.bulk(k);
+    }
+    Ok(())
+}
+
+/// COMMAND GETKEYSANDFLAGS command [arg ...]
+fn command_getkeysandflags(c: &mut Cmd<'_>) -> Result<()> {
+    let argv = c.args.rest();
+    let (found, keys) = keys_of(c, argv)?;
+    let flags = key_flags(found.spec);
+    c.out.array(keys.len());
+    for k in keys {
+        c.out.array(2);
+        c.out.bulk(k);
+        c.out.set(flags.len());
+        for f in flags {
+            c.out.simple(f);
+        }
+    }
+    Ok(())
+}
