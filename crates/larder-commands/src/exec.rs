@@ -57,6 +57,8 @@ pub struct ConnState {
     pub watched: Vec<Watched>,
     /// Pub/sub subscriptions.
     pub subs: crate::pubsub::Subscriptions,
+    /// In MONITOR mode (until RESET or close).
+    pub monitor: bool,
 }
 
 impl ConnState {
@@ -77,6 +79,7 @@ impl ConnState {
             multi: None,
             watched: Vec::new(),
             subs: crate::pubsub::Subscriptions::default(),
+            monitor: false,
         }
     }
 }
@@ -284,6 +287,15 @@ pub fn execute(
         finish_reply(conn, out, reply_start);
         return Outcome::Continue;
     }
+    if conn.monitor {
+        if let Err(e) = crate::monitor::gate(server, conn, resolved.full_name, spec.flags) {
+            bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
+            flag_transaction(conn);
+            reply_error(server, conn, out, &e);
+            finish_reply(conn, out, reply_start);
+            return Outcome::Continue;
+        }
+    }
     if conn.subs.any()
         && conn.handle.resp.load(Ordering::Relaxed) == 2
         && !crate::pubsub::allowed_when_subscribed(resolved.full_name)
@@ -306,7 +318,10 @@ pub fn execute(
     let now_ms = started_us / 1000;
     let writes = spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
     if let Some(until_ms) = server.pause.holds(writes, now_ms) {
-        return Outcome::Paused { until_ms };
+        // Monitors are replicas to Redis, which CLIENT PAUSE does not hold.
+        if !conn.monitor {
+            return Outcome::Paused { until_ms };
+        }
     }
     // As Redis's processCommand: over maxmemory, evict by policy before any command; reject
     // a DENYOOM command with OOM only if nothing could be evicted (noeviction, or no
@@ -390,6 +405,9 @@ pub fn execute(
         conn.clock_us = Some(ended_us);
     }
     account(server, conn, out, resolved, result, elapsed_us);
+    if server.monitors.active() {
+        crate::monitor::feed_command(server, conn, argv, spec.flags, ended_us);
+    }
     if !spec.has(flags::SKIP_SLOWLOG) {
         slowlog_maybe(server, conn, argv, elapsed_us, now_ms);
     }
@@ -542,27 +560,14 @@ pub fn reply_error(server: &Server, conn: &ConnState, out: &mut ReplyBuf, e: &Er
     }
 }
 
-/// Positions of secrets that must never reach the slow log: AUTH's arguments and HELLO's
-/// `AUTH username password`, as Redis redacts them.
-fn redacted_args(argv: &[&[u8]]) -> Vec<usize> {
-    if argv[0].eq_ignore_ascii_case(b"auth") {
-        return (1..argv.len()).collect();
-    }
-    if argv[0].eq_ignore_ascii_case(b"hello") {
-        if let Some(i) = argv.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
-            return (i + 1..argv.len().min(i + 3)).collect();
-        }
-    }
-    Vec::new()
-}
-
 fn slowlog_maybe(server: &Server, conn: &ConnState, argv: &[&[u8]], elapsed_us: u64, now_ms: u64) {
     let threshold = server.config.num(Param::SlowlogLogSlowerThan);
     if threshold < 0 || elapsed_us < threshold as u64 {
         return;
     }
     let max_len = server.config.num(Param::SlowlogMaxLen).max(0) as usize;
-    let redacted = redacted_args(argv);
+    // Secrets never reach the slow log (the same positions MONITOR redacts).
+    let redacted = crate::monitor::redacted(argv);
     // Like Redis: at most 32 arguments, each cut at 128 bytes.
     let mut args: Vec<Vec<u8>> = Vec::new();
     for (i, a) in argv.iter().enumerate() {

@@ -21,6 +21,7 @@ pub mod latency;
 pub mod list;
 pub mod locks;
 pub mod mail;
+pub mod monitor;
 pub mod notify;
 pub mod pubsub;
 pub mod server;
@@ -48,6 +49,7 @@ pub fn registry() -> Registry {
         transaction::COMMANDS,
         pubsub::COMMANDS,
         latency::COMMANDS,
+        monitor::COMMANDS,
     ])
 }
 

@@ -255,6 +255,8 @@ pub struct Server {
     pub notifier: (Arc<crate::notify::Notifier>, u64),
     /// How late the expiry thread removes keys (INFO stats `expired_lateness_*`).
     pub expiry_lateness: Lateness,
+    /// Clients in MONITOR mode.
+    pub monitors: crate::monitor::Monitors,
 }
 
 /// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
@@ -358,6 +360,7 @@ impl Server {
             pubsub,
             notifier,
             expiry_lateness: Lateness::default(),
+            monitors: crate::monitor::Monitors::default(),
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();
@@ -365,8 +368,9 @@ impl Server {
         server
     }
 
-    /// Apply `notify-keyspace-events` and `client-output-buffer-limit` after they changed: at
-    /// startup and after CONFIG SET.
+    /// Apply `notify-keyspace-events` and `client-output-buffer-limit` (the `pubsub` class to
+    /// subscribers, the `normal` one to monitors) after they changed: at startup and after
+    /// CONFIG SET.
     pub fn sync_notifications(&self) {
         let (notifier, id) = &self.notifier;
         notifier.configure(
@@ -378,6 +382,7 @@ impl Server {
             crate::mail::parse_output_limits(&self.config.text(Param::ClientOutputBufferLimit))
                 .unwrap_or(crate::mail::DEFAULT_LIMITS);
         self.pubsub.set_limit(limits[2]);
+        self.monitors.set_limit(limits[0]);
     }
 
     /// A client is gone: drop what the server keeps for it.
@@ -385,6 +390,7 @@ impl Server {
         if let Some(subs) = subs {
             self.pubsub.forget(subs, id);
         }
+        self.monitors.remove(id);
         self.clients.unregister(id);
     }
 

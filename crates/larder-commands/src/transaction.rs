@@ -199,8 +199,12 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
             let held = Held::new(&mut guards);
             exec::call(server, c.conn, argv, c.out, r, c.now_ms, Some(&held))
         };
-        let elapsed_us = larder_engine::now_us().saturating_sub(started_us);
+        let ended_us = larder_engine::now_us();
+        let elapsed_us = ended_us.saturating_sub(started_us);
         exec::account(server, c.conn, c.out, r, result, elapsed_us);
+        if server.monitors.active() {
+            crate::monitor::feed_command(server, c.conn, argv, r.spec.flags, ended_us);
+        }
     }
     // Every change of the transaction commits as one group, with every shard still locked.
     drop(group);

@@ -624,7 +624,12 @@ impl Worker {
                 doomed.push(t);
                 continue;
             }
-            if timeout_s > 0 && c.pending_output() == 0 && c.paused_until_ms.is_none() {
+            // Monitors are replicas to Redis, which the idle timeout does not close.
+            if timeout_s > 0
+                && c.pending_output() == 0
+                && c.paused_until_ms.is_none()
+                && !self.server.monitors.contains(c.handler.handle().id)
+            {
                 let last = c
                     .handler
                     .handle()

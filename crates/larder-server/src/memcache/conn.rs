@@ -43,7 +43,13 @@ impl Handler for McHandler {
         out: &mut Output,
         stop_at: usize,
     ) -> Processed {
-        let cx = Ctx::new(server, &self.mc, self.worker, self.handle.id);
+        let cx = Ctx::new(
+            server,
+            &self.mc,
+            self.worker,
+            self.handle.id,
+            &self.handle.addr,
+        );
         let first = self.session.protocol.is_none();
         let (used, close) = self.session.run(&cx, buf, &mut out.bytes, stop_at);
         if first {

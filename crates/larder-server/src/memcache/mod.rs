@@ -126,6 +126,8 @@ struct Ctx<'a> {
     now_ms: u64,
     item_size_max: usize,
     conn_id: u64,
+    /// The client's address, as MONITOR shows it.
+    addr: &'a str,
     /// Whether `maxmemory-policy` is an LFU one: entries then hold an access counter, not
     /// an access time, so meta `l` and `me la=` have no answer (they report 0).
     lfu: bool,
@@ -134,7 +136,13 @@ struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// The context of requests read now by worker `worker` for connection `conn_id`. Runs a
     /// delayed flush that has come due first.
-    fn new(server: &'a Server, mc: &'a McShared, worker: usize, conn_id: u64) -> Ctx<'a> {
+    fn new(
+        server: &'a Server,
+        mc: &'a McShared,
+        worker: usize,
+        conn_id: u64,
+        addr: &'a str,
+    ) -> Ctx<'a> {
         let now_ms = larder_engine::now_ms();
         mc.flush.run_due(&server.keyspace, now_ms);
         Ctx {
@@ -145,6 +153,7 @@ impl<'a> Ctx<'a> {
             now_ms,
             item_size_max: limits(server).item_size_max,
             conn_id,
+            addr,
             lfu: larder_commands::config::lfu_selected(&server.config),
         }
     }

@@ -3,7 +3,8 @@
 
 use larder_commands::state::bump;
 use larder_memcache::{
-    detect, parse_binary, parse_text, BinaryWriter, Protocol, TextWriter, HEADER_LEN,
+    detect, parse_binary, parse_text, BinaryCommand, BinaryRequest, BinaryWriter, Protocol,
+    TextWriter, HEADER_LEN,
 };
 
 use super::{binary, limits, text, Ctx, Flow};
@@ -51,7 +52,13 @@ impl Session {
             let step = match protocol {
                 Protocol::Text => match parse_text(rest, &limits) {
                     Ok(Some((req, _))) if self.held(cx, req.writes()) => break,
-                    Ok(Some((req, used))) => Step::Ran(text::execute(cx, &req, out), used),
+                    Ok(Some((req, used))) => {
+                        let flow = text::execute(cx, &req, out);
+                        if cx.server.monitors.active() {
+                            monitor_text(cx, rest);
+                        }
+                        Step::Ran(flow, used)
+                    }
                     Ok(None) => Step::Incomplete,
                     Err(e) => {
                         if e.kind == larder_memcache::TextErrorKind::ObjectTooLarge {
@@ -67,7 +74,13 @@ impl Session {
                 },
                 Protocol::Binary => match parse_binary(rest, &limits) {
                     Ok(Some((req, _))) if self.held(cx, req.command.writes()) => break,
-                    Ok(Some((req, used))) => Step::Ran(binary::execute(cx, &req, out), used),
+                    Ok(Some((req, used))) => {
+                        let flow = binary::execute(cx, &req, out);
+                        if cx.server.monitors.active() {
+                            monitor_binary(cx, &req);
+                        }
+                        Step::Ran(flow, used)
+                    }
                     Ok(None) => {
                         // Read the whole body before parsing again.
                         if let Some(head) = rest.first_chunk::<HEADER_LEN>() {
@@ -132,4 +145,69 @@ enum Step {
     Incomplete,
     /// The request was refused and answered: skip this many bytes, maybe close.
     Refused { skip: usize, close: bool },
+}
+
+/// Show a text or meta request that ran to the monitors (`larder_commands::monitor`): the
+/// words of its command line, as sent, without the data block.
+fn monitor_text(cx: &Ctx<'_>, request: &[u8]) {
+    let line = request.split(|&b| b == b'\n').next().unwrap_or(request);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let words = line.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    larder_commands::monitor::feed_memcached(cx.server, cx.addr, words, larder_engine::now_us());
+}
+
+/// Show a binary request that ran to the monitors: its opcode's name (quiet variants kept,
+/// lower case) and its fields, in the order of the text command that does the same.
+fn monitor_binary(cx: &Ctx<'_>, req: &BinaryRequest<'_>) {
+    let words = binary_words(req);
+    larder_commands::monitor::feed_memcached(
+        cx.server,
+        cx.addr,
+        words.iter().map(Vec::as_slice),
+        larder_engine::now_us(),
+    );
+}
+
+/// A binary request as words: `"setq" "k" "0" "0" "5"` (key, flags, exptime, value length
+/// and any CAS), `"increment" "k" "1" "0"` (key, delta, initial, exptime unless it only
+/// increments), `"getk" "k"`, `"flush" "0"`...
+fn binary_words(req: &BinaryRequest<'_>) -> Vec<Vec<u8>> {
+    let num = |n: &dyn std::fmt::Display| n.to_string().into_bytes();
+    let mut w = vec![format!("{:?}", req.opcode)
+        .to_ascii_lowercase()
+        .into_bytes()];
+    match req.command {
+        BinaryCommand::Get { key } | BinaryCommand::Delete { key, .. } => w.push(key.to_vec()),
+        BinaryCommand::Touch { key, exptime } | BinaryCommand::GetAndTouch { key, exptime } => {
+            w.extend([key.to_vec(), num(&exptime)]);
+        }
+        BinaryCommand::Store {
+            key,
+            flags,
+            exptime,
+            value,
+            compare_cas,
+            ..
+        } => {
+            w.extend([key.to_vec(), num(&flags), num(&exptime), num(&value.len())]);
+            w.extend(compare_cas.map(|c| num(&c)));
+        }
+        BinaryCommand::Counter {
+            key,
+            delta,
+            initial,
+            exptime,
+            ..
+        } => {
+            w.extend([key.to_vec(), num(&delta), num(&initial)]);
+            w.extend(exptime.map(|e| num(&e)));
+        }
+        BinaryCommand::Flush { delay } => w.push(num(&delay)),
+        BinaryCommand::Stat { group } if !group.is_empty() => w.push(group.to_vec()),
+        BinaryCommand::Stat { .. }
+        | BinaryCommand::Quit
+        | BinaryCommand::Noop
+        | BinaryCommand::Version => {}
+    }
+    w
 }

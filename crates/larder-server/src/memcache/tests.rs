@@ -25,7 +25,7 @@ impl Door {
 
     /// Runs `input`; returns the answers, the bytes consumed and whether to close.
     fn feed(&mut self, input: &[u8]) -> (Vec<u8>, usize, bool) {
-        let cx = Ctx::new(&self.server, &self.mc, 0, 1);
+        let cx = Ctx::new(&self.server, &self.mc, 0, 1, "127.0.0.1:0");
         let mut out = Vec::new();
         let (used, close) = self.session.run(&cx, input, &mut out, usize::MAX);
         (out, used, close)
@@ -273,4 +273,49 @@ fn one_protocol_per_connection() {
     // After text, a binary magic byte is just an unknown text command.
     let (out, _, _) = d.feed(&[0x80, b'\r', b'\n']);
     assert_eq!(out, b"ERROR\r\n");
+}
+
+/// MONITOR shows the door's requests that ran, in memcached's words, in database 0.
+#[test]
+fn monitors_see_requests_in_memcached_words() {
+    let mut d = Door::new();
+    let handle = larder_commands::testing::detached_handle(&d.server);
+    let mut monitor = larder_commands::ConnState::new(&d.server, handle, 0);
+    let mut reply = larder_resp::ReplyBuf::new(larder_resp::Protocol::Resp2);
+    larder_commands::execute(&d.server, &mut monitor, &[b"MONITOR"], &mut reply);
+    assert_eq!(reply.buf, b"+OK\r\n");
+    d.text("set k 0 0 5\r\nhello\r\nget k  x\r\nbogus\r\nmg k v\r\n");
+    d.session = Session::default();
+    let mut input = packet(0x11, &[0, 0, 0, 7, 0, 0, 0, 0], b"b", b"xyz", 0);
+    input.extend(packet(0x0c, &[], b"b", &[], 0));
+    input.extend(packet(
+        0x05,
+        &[0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0],
+        b"n",
+        &[],
+        0,
+    ));
+    input.extend(packet(0x0a, &[], &[], &[], 0));
+    d.feed(&input);
+    let text = String::from_utf8(monitor.handle.mail.take()).expect("ASCII");
+    let shown: Vec<&str> = text
+        .split("\r\n")
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            assert!(l.contains(" [0 127.0.0.1:0] "), "{l}");
+            l.split_once("] ").map_or("", |(_, rest)| rest)
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            r#""set" "k" "0" "0" "5""#,
+            r#""get" "k" "x""#,
+            r#""mg" "k" "v""#,
+            r#""setq" "b" "7" "0" "3""#,
+            r#""getk" "b""#,
+            r#""increment" "n" "2" "1" "0""#,
+            r#""noop""#,
+        ]
+    );
 }
