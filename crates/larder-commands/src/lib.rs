@@ -29,6 +29,7 @@ pub mod string;
 pub mod table;
 pub mod testing;
 pub mod transaction;
+pub mod values;
 
 #[cfg(test)]
 mod notify_tests;
