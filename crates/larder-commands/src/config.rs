@@ -39,6 +39,7 @@ pub enum Param {
     LatencyTracking,
     LatencyTrackingInfoPercentiles,
     LatencyMonitorThreshold,
+    ValueEventsBufferLimit,
 }
 
 /// How a parameter's value is parsed and shown.
@@ -402,6 +403,17 @@ pub static PARAMS: &[ParamDef] = &[
         "0",
         Mutability::Mutable,
         "milliseconds; commands at least this slow are LATENCY events (0 = monitor off)",
+    ),
+    def(
+        Param::ValueEventsBufferLimit,
+        "value-events-buffer-limit",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX,
+        },
+        "1048576",
+        Mutability::Mutable,
+        "pending output per client past which value events are dropped (0 = no limit)",
     ),
 ];
 

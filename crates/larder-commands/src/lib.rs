@@ -30,6 +30,7 @@ pub mod string;
 pub mod table;
 pub mod testing;
 pub mod transaction;
+pub mod values;
 
 #[cfg(test)]
 mod notify_tests;

@@ -38,6 +38,9 @@ pub enum Refused {
     OverLimit,
     /// The client is already closing.
     Closed,
+    /// Queuing the bytes would take the client past the budget given to
+    /// [`Mail::post_within`]: nothing was queued, and the client stays.
+    OverBudget,
 }
 
 #[derive(Default)]
@@ -111,6 +114,40 @@ impl Mail {
                 o.over = true;
                 o.bytes = Vec::new();
                 return Err(Refused::OverLimit);
+            }
+        }
+        if was_empty {
+            if let Some(m) = &self.mailbox {
+                m.wake(self.token, id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Append what `write` writes to the outbox only if the outbox plus `unsent` then holds at
+    /// most `budget` bytes (0: no budget); otherwise queue nothing and answer
+    /// [`Refused::OverBudget`]. For lossy deliveries (value events) that skip a message rather
+    /// than close the client: this never marks the client over its limit. Wakes the worker if
+    /// the outbox was empty.
+    pub fn post_within(
+        &self,
+        id: u64,
+        budget: u64,
+        unsent: usize,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<(), Refused> {
+        let was_empty;
+        {
+            let mut o = self.outbox.lock();
+            if o.over {
+                return Err(Refused::Closed);
+            }
+            was_empty = o.bytes.is_empty();
+            let before = o.bytes.len();
+            write(&mut o.bytes);
+            if budget > 0 && (o.bytes.len() + unsent) as u64 > budget {
+                o.bytes.truncate(before);
+                return Err(Refused::OverBudget);
             }
         }
         if was_empty {
@@ -263,6 +300,42 @@ mod tests {
         assert_eq!(
             mail.post(1, limit, 95, 0, |b| b.extend_from_slice(b"0123456789")),
             Err(Refused::OverLimit)
+        );
+    }
+
+    #[test]
+    fn posts_within_a_budget_skip_and_never_close() {
+        let count = Arc::new(Count(Default::default()));
+        let mail = Mail::new(count.clone(), 3);
+        mail.post_within(1, 10, 0, |b| b.extend_from_slice(b"01234"))
+            .expect("fits");
+        assert_eq!(count.0.load(Ordering::Relaxed), 1);
+        // 5 queued + 2 unsent + 4 new > 10: refused, nothing queued.
+        assert_eq!(
+            mail.post_within(1, 10, 2, |b| b.extend_from_slice(b"abcd")),
+            Err(Refused::OverBudget)
+        );
+        assert_eq!(mail.queued(), 5);
+        assert!(!mail.over_limit());
+        mail.post_within(1, 10, 1, |b| b.extend_from_slice(b"abcd"))
+            .expect("exactly at the budget");
+        assert_eq!(mail.take(), b"01234abcd");
+        // No budget: anything goes; an empty outbox wakes the worker again.
+        mail.post_within(1, 0, 1 << 40, |b| b.push(b'x'))
+            .expect("no budget");
+        assert_eq!(count.0.load(Ordering::Relaxed), 2);
+        // A client closed for its output limit takes nothing more.
+        let limit = Limit {
+            hard_bytes: 4,
+            ..Limit::default()
+        };
+        assert_eq!(
+            mail.post(1, limit, 10, 0, |b| b.push(b'y')),
+            Err(Refused::OverLimit)
+        );
+        assert_eq!(
+            mail.post_within(1, 0, 0, |b| b.push(b'z')),
+            Err(Refused::Closed)
         );
     }
 

@@ -124,7 +124,8 @@ impl Monitors {
             match c.mail.post(c.id, limit, unsent, now_ms, |out| {
                 out.extend_from_slice(line)
             }) {
-                Ok(()) | Err(Refused::Closed) => {}
+                // `post` never answers OverBudget (only `post_within` does).
+                Ok(()) | Err(Refused::Closed | Refused::OverBudget) => {}
                 Err(Refused::OverLimit) => {
                     crate::mail::note_over_limit(&c.addr, c.id, "normal");
                     crate::state::kill_client(c);

@@ -10,6 +10,9 @@
 //! commands, PING, QUIT and RESET, as in Redis; in RESP3 messages are push frames interleaved
 //! with replies.
 //!
+//! Channels and patterns that start with `__values@` are also value subscriptions: the
+//! registry tells [`crate::values::Values`] about them, which posts value events to them.
+//!
 //! larder has one node, so the shard channels of SSUBSCRIBE and SPUBLISH are a registry of
 //! their own with the same delivery.
 
@@ -56,6 +59,8 @@ pub struct PubSub {
     shard_channels: RwLock<Subscribers>,
     /// Output limit of the pubsub class (`client-output-buffer-limit`), kept parsed.
     limit: RwLock<Limit>,
+    /// Value events: told about every `__values@` channel and pattern subscription.
+    values: Arc<crate::values::Values>,
 }
 
 /// Which registry a (un)subscription is about.
@@ -98,21 +103,34 @@ impl PubSub {
         *self.limit.write() = limit;
     }
 
+    /// The value-events consumer (`__values@` subscriptions).
+    pub fn values(&self) -> &Arc<crate::values::Values> {
+        &self.values
+    }
+
     fn add(&self, kind: Kind, name: &[u8], client: &Arc<ClientHandle>) {
         self.registry(kind)
             .write()
             .entry(name.to_vec())
             .or_default()
             .push(Arc::clone(client));
+        if kind != Kind::Shard && crate::values::is_value_name(name) {
+            self.values.add(kind == Kind::Pattern, name, client);
+        }
     }
 
     fn remove(&self, kind: Kind, name: &[u8], id: u64) {
-        let mut reg = self.registry(kind).write();
-        if let Some(subs) = reg.get_mut(name) {
-            subs.retain(|c| c.id != id);
-            if subs.is_empty() {
-                reg.remove(name);
+        {
+            let mut reg = self.registry(kind).write();
+            if let Some(subs) = reg.get_mut(name) {
+                subs.retain(|c| c.id != id);
+                if subs.is_empty() {
+                    reg.remove(name);
+                }
             }
+        }
+        if kind != Kind::Shard && crate::values::is_value_name(name) {
+            self.values.remove(kind == Kind::Pattern, name, id);
         }
     }
 
@@ -248,7 +266,7 @@ fn post(client: &ClientHandle, limit: Limit, now_ms: u64, frame: &[u8]) -> bool 
             crate::state::kill_client(client);
             false
         }
-        Err(Refused::Closed) => false,
+        Err(Refused::Closed | Refused::OverBudget) => false,
     }
 }
 

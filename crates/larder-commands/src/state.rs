@@ -249,7 +249,8 @@ pub struct Server {
     pub used_memory: fn() -> usize,
     /// Connected clients (maintained by the network layer).
     pub connected_clients: AtomicUsize,
-    /// Pub/sub subscriptions of every client.
+    /// Pub/sub subscriptions of every client, and the value-events consumer
+    /// (`pubsub.values()`).
     pub pubsub: Arc<crate::pubsub::PubSub>,
     /// The feed consumer that publishes keyspace notifications, and its subscription id.
     pub notifier: (Arc<crate::notify::Notifier>, u64),
@@ -335,6 +336,7 @@ impl Server {
         let keyspace = Keyspace::new(databases);
         let pubsub = Arc::new(crate::pubsub::PubSub::default());
         let notifier = crate::notify::Notifier::install(keyspace.feed(), Arc::clone(&pubsub));
+        pubsub.values().install(keyspace.feed());
         let server = Server {
             keyspace,
             config,
@@ -368,9 +370,9 @@ impl Server {
         server
     }
 
-    /// Apply `notify-keyspace-events` and `client-output-buffer-limit` (the `pubsub` class to
-    /// subscribers, the `normal` one to monitors) after they changed: at startup and after
-    /// CONFIG SET.
+    /// Apply `notify-keyspace-events`, `client-output-buffer-limit` (the `pubsub` class to
+    /// subscribers, the `normal` one to monitors) and `value-events-buffer-limit` after they
+    /// changed: at startup and after CONFIG SET.
     pub fn sync_notifications(&self) {
         let (notifier, id) = &self.notifier;
         notifier.configure(
@@ -383,6 +385,9 @@ impl Server {
                 .unwrap_or(crate::mail::DEFAULT_LIMITS);
         self.pubsub.set_limit(limits[2]);
         self.monitors.set_limit(limits[0]);
+        self.pubsub
+            .values()
+            .set_budget(self.config.num(Param::ValueEventsBufferLimit).max(0) as u64);
     }
 
     /// A client is gone: drop what the server keeps for it.
