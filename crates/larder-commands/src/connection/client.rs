@@ -230,6 +230,9 @@ fn write_client_line(
     argv_mem: usize,
 ) {
     let mut flags = String::new();
+    if server.monitors.contains(handle.id) {
+        flags.push('O');
+    }
     if handle.no_evict.load(Ordering::Relaxed) {
         flags.push('e');
     }
