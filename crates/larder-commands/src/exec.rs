@@ -376,25 +376,7 @@ pub fn execute(
         return Outcome::Continue;
     }
     let result = if needs_plan(&spec.keys, argv) {
-        let mut plan = Plan::default();
-        plan.add(&spec.keys, argv, conn.db);
-        if plan.shards.len() > 1 {
-            // Warm the caches for the keys' lookups before locking (the prefetch skips
-            // locked shards, ours included).
-            let keys = spec.keys.keys(argv);
-            let n = keys.len().min(Db::PREFETCH_BATCH);
-            server.keyspace.db(conn.db).prefetch(&keys[..n]);
-        }
-        let mut guards = lock_plan(plan, &server.keyspace);
-        let group = server.keyspace.feed().group();
-        let r = {
-            let held = Held::new(&mut guards);
-            call(server, conn, argv, out, resolved, now_ms, Some(&held))
-        };
-        // The group commits while every shard is still locked, then the locks go.
-        drop(group);
-        drop(guards);
-        r
+        run_planned(server, conn, argv, out, resolved, now_ms)
     } else {
         call(server, conn, argv, out, resolved, now_ms, None)
     };
@@ -455,6 +437,38 @@ fn queue(
         m.queued.push(argv.iter().map(|a| a.to_vec()).collect());
     }
     out.simple("QUEUED");
+}
+
+/// Run a planned command: lock its scope, open its feed group, run, commit, unlock.
+#[inline(never)]
+fn run_planned(
+    server: &Server,
+    conn: &mut ConnState,
+    argv: &[&[u8]],
+    out: &mut ReplyBuf,
+    resolved: Resolved,
+    now_ms: u64,
+) -> crate::error::Result<()> {
+    let spec = resolved.spec;
+    let mut plan = Plan::default();
+    plan.add(&spec.keys, argv, conn.db);
+    if plan.shards.len() > 1 {
+        // Warm the caches for the keys' lookups before locking (the prefetch skips
+        // locked shards, ours included).
+        let keys = spec.keys.keys(argv);
+        let n = keys.len().min(Db::PREFETCH_BATCH);
+        server.keyspace.db(conn.db).prefetch(&keys[..n]);
+    }
+    let mut guards = lock_plan(plan, &server.keyspace);
+    let group = server.keyspace.feed().group();
+    let r = {
+        let held = Held::new(&mut guards);
+        call(server, conn, argv, out, resolved, now_ms, Some(&held))
+    };
+    // The group commits while every shard is still locked, then the locks go.
+    drop(group);
+    drop(guards);
+    r
 }
 
 /// Lock a plan's shards in the global order (database, then shard): the one place commands'

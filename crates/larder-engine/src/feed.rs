@@ -258,8 +258,9 @@ impl Feed {
             && self.notice_classes.load(Ordering::Relaxed) & class != 0
     }
 
-    /// Record a data change made under a shard lock (the engine calls this).
-    #[inline]
+    /// Record a data change made under a shard lock (the engine calls this after checking
+    /// [`Feed::records_changes`], so it stays out of the write path's inlined code).
+    #[inline(never)]
     pub(crate) fn record(&self, kind: ChangeKind, db: u32, entry: &Entry) {
         if !self.records_changes() {
             return;
@@ -298,18 +299,9 @@ impl Feed {
     /// change's group.
     #[inline]
     pub fn notice(&self, class: u32, event: &'static str, db: usize, key: &[u8]) {
-        if !self.wants_notice(class) {
-            return;
+        if self.wants_notice(class) {
+            push_notice(class, event, db, key);
         }
-        push(Change {
-            kind: ChangeKind::Notice,
-            db: db as u32,
-            key: key.to_vec(),
-            version: 0,
-            value: None,
-            event,
-            class,
-        });
     }
 
     /// Open a group spanning several shard locks: everything recorded on this thread until the
@@ -372,6 +364,20 @@ impl Feed {
     pub fn last_seq(&self) -> u64 {
         *self.order.lock()
     }
+}
+
+/// The part of [`Feed::notice`] that runs only when notifications are wanted.
+#[inline(never)]
+fn push_notice(class: u32, event: &'static str, db: usize, key: &[u8]) {
+    push(Change {
+        kind: ChangeKind::Notice,
+        db: db as u32,
+        key: key.to_vec(),
+        version: 0,
+        value: None,
+        event,
+        class,
+    });
 }
 
 #[inline]

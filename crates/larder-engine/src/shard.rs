@@ -228,10 +228,17 @@ impl Shard {
     pub fn find(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<SlotId> {
         let slot = self.find_raw(key, hash)?;
         if self.slot(slot).is_expired(now_ms) {
-            self.remove_as(slot, ChangeKind::Expired);
+            self.expire_lazily(slot);
             return None;
         }
         Some(slot)
+    }
+
+    /// Remove an entry a reader found past its deadline (kept out of `find`'s inlined code).
+    #[cold]
+    #[inline(never)]
+    fn expire_lazily(&mut self, slot: SlotId) {
+        self.remove_as(slot, ChangeKind::Expired);
     }
 
     /// Like [`Shard::find`], also recording the access for LRU/`OBJECT IDLETIME` unless the
