@@ -21,6 +21,9 @@ use parking_lot::Mutex;
 pub trait Mailbox: Send + Sync {
     /// Ask the worker to move client `token`'s outbox (client id `id`) into its output.
     fn wake(&self, token: usize, id: u64);
+
+    /// Ask the worker to run again the requests a CLIENT PAUSE held (the pause was lifted).
+    fn resume(&self) {}
 }
 
 /// Output limits of one client class: hard bytes, soft bytes, soft seconds (0 = none).

@@ -256,6 +256,8 @@ pub struct Server {
     pub notifier: (Arc<crate::notify::Notifier>, u64),
     /// How late the expiry thread removes keys (INFO stats `expired_lateness_*`).
     pub expiry_lateness: Lateness,
+    /// Every worker's mailbox (set by the network layer), for messages to all workers.
+    pub workers: Mutex<Vec<Arc<dyn crate::mail::Mailbox>>>,
     /// Clients in MONITOR mode.
     pub monitors: crate::monitor::Monitors,
 }
@@ -362,6 +364,7 @@ impl Server {
             pubsub,
             notifier,
             expiry_lateness: Lateness::default(),
+            workers: Mutex::new(Vec::new()),
             monitors: crate::monitor::Monitors::default(),
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
@@ -388,6 +391,13 @@ impl Server {
         self.pubsub
             .values()
             .set_budget(self.config.num(Param::ValueEventsBufferLimit).max(0) as u64);
+    }
+
+    /// A pause was lifted (CLIENT UNPAUSE): every worker retries the requests it held.
+    pub fn resume_paused(&self) {
+        for w in self.workers.lock().iter() {
+            w.resume();
+        }
     }
 
     /// A client is gone: drop what the server keeps for it.

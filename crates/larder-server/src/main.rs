@@ -180,7 +180,17 @@ fn run() -> anyhow::Result<()> {
             "memcached door ready (text, meta and binary protocols)"
         );
     }
-    net::serve(Arc::clone(&server), listeners, mc_listeners, threads)?;
+    let doors = vec![
+        net::Listeners {
+            door: net::Door::Resp,
+            sockets: listeners,
+        },
+        net::Listeners {
+            door: net::Door::Memcache,
+            sockets: mc_listeners,
+        },
+    ];
+    net::serve(Arc::clone(&server), doors, threads)?;
     tracing::info!("larder is now ready to exit, bye bye");
     Ok(())
 }

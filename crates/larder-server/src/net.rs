@@ -27,18 +27,25 @@ use crate::memcache::{McHandler, McShared};
 use crate::resp::RespHandler;
 
 const WAKER: Token = Token(usize::MAX);
+/// Listener tokens start here; a listener's token is `LISTENER_BASE + its index` in the list
+/// of all doors' listeners.
 const LISTENER_BASE: usize = 1 << 30;
-const MC_LISTENER_BASE: usize = 1 << 29;
 const SIGNAL: Token = Token(usize::MAX - 1);
 
 /// How long shutdown waits for replies in flight to drain.
 const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
 
 /// Which protocol family a listener serves.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Door {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Door {
     Resp,
     Memcache,
+}
+
+/// A door and the sockets it listens on: what `serve` takes, one entry per door.
+pub struct Listeners {
+    pub door: Door,
+    pub sockets: Vec<std::net::TcpListener>,
 }
 
 /// What a worker's mailbox carries.
@@ -47,6 +54,8 @@ enum Letter {
     Connect(TcpStream, SocketAddr, Door),
     /// Bytes wait in the outbox of the client at `token` (if it is still client `id`).
     Wake { token: usize, id: u64 },
+    /// CLIENT UNPAUSE ran: try the requests a pause held back now.
+    Resume,
 }
 
 /// A worker thread's mailbox: letters, and the `mio::Waker` that interrupts its poll. Many
@@ -69,6 +78,10 @@ impl WorkerLink {
 impl larder_commands::mail::Mailbox for WorkerLink {
     fn wake(&self, token: usize, id: u64) {
         self.post(Letter::Wake { token, id });
+    }
+
+    fn resume(&self) {
+        self.post(Letter::Resume);
     }
 }
 
@@ -157,12 +170,7 @@ impl Handler for DoorHandler {
 type Client = Conn<DoorHandler>;
 
 /// Start listening and serve until shutdown. Returns when every worker has stopped.
-pub fn serve(
-    server: Arc<Server>,
-    listeners: Vec<std::net::TcpListener>,
-    mc_listeners: Vec<std::net::TcpListener>,
-    threads: usize,
-) -> anyhow::Result<()> {
+pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyhow::Result<()> {
     let stopping = Arc::new(AtomicBool::new(false));
     let mut poll = Poll::new()?;
     let main_waker = Arc::new(mio::Waker::new(poll.registry(), WAKER)?);
@@ -182,29 +190,27 @@ pub fn serve(
     poll.registry()
         .register(&mut sig_read, SIGNAL, Interest::READABLE)?;
 
-    let mut mio_listeners = Vec::new();
-    for (i, l) in listeners.into_iter().enumerate() {
-        l.set_nonblocking(true)?;
-        let mut ml = TcpListener::from_std(l);
-        poll.registry()
-            .register(&mut ml, Token(LISTENER_BASE + i), Interest::READABLE)?;
-        mio_listeners.push(ml);
-    }
-    // The memcached door: its listeners, its shared state and its delayed-flush timer.
-    let mut mc_mio_listeners = Vec::new();
+    // Every door's listeners, each with its door. The memcached door also has shared state
+    // (its listeners' addresses for `stats`) and a delayed-flush timer.
+    let mut mio_listeners: Vec<(TcpListener, Door)> = Vec::new();
     let mut mc_addrs = Vec::new();
-    for (i, l) in mc_listeners.into_iter().enumerate() {
-        l.set_nonblocking(true)?;
-        mc_addrs.push((
-            std::os::fd::AsRawFd::as_raw_fd(&l) as i64,
-            l.local_addr().map(|a| a.to_string()).unwrap_or_default(),
-        ));
-        let mut ml = TcpListener::from_std(l);
-        poll.registry()
-            .register(&mut ml, Token(MC_LISTENER_BASE + i), Interest::READABLE)?;
-        mc_mio_listeners.push(ml);
+    for Listeners { door, sockets } in doors {
+        for l in sockets {
+            l.set_nonblocking(true)?;
+            if door == Door::Memcache {
+                mc_addrs.push((
+                    std::os::fd::AsRawFd::as_raw_fd(&l) as i64,
+                    l.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+                ));
+            }
+            let mut ml = TcpListener::from_std(l);
+            let token = Token(LISTENER_BASE + mio_listeners.len());
+            poll.registry()
+                .register(&mut ml, token, Interest::READABLE)?;
+            mio_listeners.push((ml, door));
+        }
     }
-    let mc = (!mc_mio_listeners.is_empty()).then(|| Arc::new(McShared::new(threads, mc_addrs)));
+    let mc = (!mc_addrs.is_empty()).then(|| Arc::new(McShared::new(threads, mc_addrs)));
     let mc_timer = match &mc {
         Some(mc) => {
             let (server, stopping, mc) =
@@ -251,6 +257,10 @@ pub fn serve(
             woken: AtomicBool::new(false),
         });
         links.push(Arc::clone(&link));
+        server
+            .workers
+            .lock()
+            .push(Arc::clone(&link) as Arc<dyn larder_commands::mail::Mailbox>);
         let (server, stopping, mc) = (Arc::clone(&server), Arc::clone(&stopping), mc.clone());
         handles.push(
             std::thread::Builder::new()
@@ -282,12 +292,9 @@ pub fn serve(
                     tracing::info!("SHUTDOWN requested, stopping");
                     break 'main;
                 }
-                Token(t) if t >= MC_LISTENER_BASE => {
-                    let (l, door) = if t >= LISTENER_BASE {
-                        (&mio_listeners[t - LISTENER_BASE], Door::Resp)
-                    } else {
-                        (&mc_mio_listeners[t - MC_LISTENER_BASE], Door::Memcache)
-                    };
+                Token(t) if t >= LISTENER_BASE && t - LISTENER_BASE < mio_listeners.len() => {
+                    let (l, door) = &mio_listeners[t - LISTENER_BASE];
+                    let door = *door;
                     loop {
                         match l.accept() {
                             Ok((stream, addr)) => {
@@ -320,7 +327,6 @@ pub fn serve(
 
     // Stop accepting, let workers finish replies in flight, then exit.
     drop(mio_listeners);
-    drop(mc_mio_listeners);
     stopping.store(true, Ordering::Release);
     for link in &links {
         let _ = link.waker.wake();
@@ -379,6 +385,9 @@ struct Worker {
     scratch: Vec<u8>,
     /// Connections to run again without waiting for an event.
     retry: Vec<usize>,
+    /// Connections whose next request a CLIENT PAUSE holds: run again when the earliest
+    /// pause ends (the poll's timeout) or when a `Letter::Resume` says it was lifted.
+    paused: Vec<usize>,
 }
 
 impl Worker {
@@ -402,6 +411,7 @@ impl Worker {
             conns: slab::Slab::new(),
             scratch: Vec::new(),
             retry: Vec::new(),
+            paused: Vec::new(),
         }
     }
 
@@ -435,9 +445,13 @@ impl Worker {
                     touched.push(t);
                 }
             }
+            let mut resume = false;
             if woken {
-                self.read_letters(now_ms, &mut touched);
+                resume = self.read_letters(now_ms, &mut touched);
                 self.check_killed(&mut touched);
+            }
+            if resume || self.earliest_pause_end().is_some_and(|at| at <= now_ms) {
+                self.retry.append(&mut self.paused);
             }
             // Connections that stopped before draining their socket, or are paused.
             let retry = std::mem::take(&mut self.retry);
@@ -470,22 +484,38 @@ impl Worker {
             return Some(Duration::ZERO);
         }
         if !self.retry.is_empty() {
-            // Paused clients re-check every 10 ms (CLIENT UNPAUSE may end the pause early).
-            return Some(Duration::from_millis(10));
+            return Some(Duration::from_millis(1));
         }
-        if self.server.config.num(Param::Timeout) > 0 && !self.conns.is_empty() {
-            return Some(Duration::from_millis(500));
+        // Held requests wake at the pause's end, or earlier by a `Letter::Resume`.
+        let pause = self
+            .earliest_pause_end()
+            .map(|at| Duration::from_millis(at.saturating_sub(larder_engine::now_ms()).max(1)));
+        let idle = (self.server.config.num(Param::Timeout) > 0 && !self.conns.is_empty())
+            .then_some(Duration::from_millis(500));
+        match (pause, idle) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
-        None
     }
 
-    /// Everything in the mailbox: new connections, and clients whose outbox has bytes.
-    fn read_letters(&mut self, now_ms: u64, touched: &mut Vec<usize>) {
+    /// When the earliest pause holding one of this worker's connections ends (Unix ms).
+    fn earliest_pause_end(&self) -> Option<u64> {
+        self.paused
+            .iter()
+            .filter_map(|&t| self.conns.get(t).and_then(|c| c.paused_until_ms))
+            .min()
+    }
+
+    /// Everything in the mailbox: new connections, and clients whose outbox has bytes. True
+    /// if a letter asked to retry the requests a pause held.
+    fn read_letters(&mut self, now_ms: u64, touched: &mut Vec<usize>) -> bool {
+        let mut resume = false;
         // Cleared before reading, so a letter posted from here on wakes the poll again.
         self.link.woken.store(false, Ordering::Release);
         while let Ok(letter) = self.rx.try_recv() {
             match letter {
                 Letter::Connect(stream, addr, door) => self.accept(stream, addr, door, now_ms),
+                Letter::Resume => resume = true,
                 Letter::Wake { token, id } => {
                     if let Some(c) = self.conns.get_mut(token) {
                         if c.handler.handle().id == id {
@@ -496,6 +526,7 @@ impl Worker {
                 }
             }
         }
+        resume
     }
 
     fn accept(&mut self, mut stream: TcpStream, addr: SocketAddr, door: Door, now_ms: u64) {
@@ -581,7 +612,11 @@ impl Worker {
             self.close(t);
             return;
         }
-        if c.more || c.paused_until_ms.is_some() {
+        if c.paused_until_ms.is_some() {
+            if !self.paused.contains(&t) {
+                self.paused.push(t);
+            }
+        } else if c.more {
             self.retry.push(t);
         }
         let want_write = c.want_write;

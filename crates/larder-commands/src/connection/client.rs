@@ -511,6 +511,7 @@ fn client_pause(c: &mut Cmd<'_>) -> Result<()> {
 /// CLIENT UNPAUSE
 fn client_unpause(c: &mut Cmd<'_>) -> Result<()> {
     c.server.pause.until_ms.store(0, Ordering::Release);
+    c.server.resume_paused();
     c.out.simple("OK");
     Ok(())
 }
