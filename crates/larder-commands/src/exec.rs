@@ -57,6 +57,9 @@ pub struct ConnState {
     pub watched: Vec<Watched>,
     /// Pub/sub subscriptions.
     pub subs: crate::pubsub::Subscriptions,
+    /// What the running command's handler said to record for replay instead of its own
+    /// request ([`Cmd::propagate`]); empty: the request itself.
+    pub propagate: Vec<Vec<Vec<u8>>>,
     /// In MONITOR mode (until RESET or close).
     pub monitor: bool,
 }
@@ -79,6 +82,7 @@ impl ConnState {
             multi: None,
             watched: Vec::new(),
             subs: crate::pubsub::Subscriptions::default(),
+            propagate: Vec::new(),
             monitor: false,
         }
     }
@@ -169,6 +173,19 @@ impl<'a> Cmd<'a> {
             .keyspace
             .feed()
             .notice(class, event, self.conn.db, key);
+    }
+
+    /// Record `argv` for replay (the append-only log, replicas) instead of the request the
+    /// client sent, so that replaying it gives the same result whenever it runs: a relative
+    /// deadline becomes an absolute one (EXPIRE as PEXPIREAT), a computed value is stored as
+    /// such (INCRBYFLOAT as SET ... KEEPTTL). Called several times, every `argv` is recorded,
+    /// in order. Costs nothing while no consumer records commands.
+    pub fn propagate(&mut self, argv: &[&[u8]]) {
+        if self.server.keyspace.feed().records_commands() {
+            self.conn
+                .propagate
+                .push(argv.iter().map(|a| a.to_vec()).collect());
+        }
     }
 
     /// [`Cmd::notify`] in database `db`.
@@ -375,7 +392,11 @@ pub fn execute(
         finish_reply(conn, out, reply_start);
         return Outcome::Continue;
     }
-    let result = if needs_plan(&spec.keys, argv) {
+    // A write runs planned while a consumer records commands, so its command record joins
+    // its changes' group before the shard is unlocked.
+    let result = if needs_plan(&spec.keys, argv)
+        || (spec.has(flags::WRITE) && server.keyspace.feed().records_commands())
+    {
         run_planned(server, conn, argv, out, resolved, now_ms)
     } else {
         call(server, conn, argv, out, resolved, now_ms, None)
@@ -461,14 +482,41 @@ fn run_planned(
     }
     let mut guards = lock_plan(plan, &server.keyspace);
     let group = server.keyspace.feed().group();
+    let since = larder_engine::feed::data_changes();
     let r = {
         let held = Held::new(&mut guards);
         call(server, conn, argv, out, resolved, now_ms, Some(&held))
     };
+    record_command(server, conn, argv, resolved, since);
     // The group commits while every shard is still locked, then the locks go.
     drop(group);
     drop(guards);
     r
+}
+
+/// After a command ran in an open feed group: record what to replay for the data changes it
+/// made since `since` (its handler's [`Cmd::propagate`] commands, or its own request).
+///
+/// Only writes are recorded: a read's only changes are keys it found expired, which a log
+/// replays from their `Expired` records.
+pub(crate) fn record_command(
+    server: &Server,
+    conn: &mut ConnState,
+    argv: &[&[u8]],
+    resolved: Resolved,
+    since: usize,
+) {
+    let feed = server.keyspace.feed();
+    let replacements = std::mem::take(&mut conn.propagate);
+    if !feed.records_commands() || !resolved.spec.has(flags::WRITE) {
+        return;
+    }
+    if replacements.is_empty() {
+        feed.command(conn.db, since, argv.iter().map(|a| a.to_vec()).collect());
+    }
+    for r in replacements {
+        feed.command(conn.db, since, r);
+    }
 }
 
 /// Lock a plan's shards in the global order (database, then shard): the one place commands'

@@ -23,6 +23,8 @@ pub mod locks;
 pub mod mail;
 pub mod monitor;
 pub mod notify;
+#[cfg(test)]
+mod propagate_tests;
 pub mod pubsub;
 pub mod server;
 pub mod state;

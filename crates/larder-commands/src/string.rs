@@ -328,12 +328,22 @@ fn notify_set(c: &Cmd<'_>, key: &[u8], expiry: Expiry) {
     }
 }
 
+/// What to replay for a string write with a deadline: SET with the absolute deadline (as
+/// Redis 7.0 rewrites SET EX/PX/EXAT, SETEX and PSETEX), so replay later sets the same one.
+/// A write without a deadline replays as sent.
+fn propagate_set(c: &mut Cmd<'_>, key: &[u8], value: &[u8], expiry: Expiry) {
+    if let Expiry::At(at) = expiry {
+        let at = at.to_string();
+        c.propagate(&[b"SET", key, value, b"PXAT", at.as_bytes()]);
+    }
+}
+
 /// SET key value [NX | XX] [GET] [EX s | PX ms | EXAT ts | PXAT ts-ms | KEEPTTL]
 fn set(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let value = c.args.next_arg()?;
+    let raw = c.args.next_arg()?;
     let o = parse_extended(&mut c.args, Extended::Set)?;
-    let value = Value::of(c, value);
+    let value = Value::of(c, raw);
     let expiry = match o.ttl {
         TtlOption::KeepTtl => Expiry::Keep,
         ttl => match ttl.deadline(c.now_ms, c.resolved.full_name)? {
@@ -361,6 +371,7 @@ fn set(c: &mut Cmd<'_>) -> Result<()> {
     if proceed {
         store(c, &mut shard, key, hash, found, value, expiry);
         notify_set(c, key, expiry);
+        propagate_set(c, key, raw, expiry);
     }
     drop(shard);
     match (o.get, proceed) {
@@ -403,13 +414,14 @@ fn psetex(c: &mut Cmd<'_>) -> Result<()> {
 fn set_with_ttl(c: &mut Cmd<'_>, unit_ms: i64) -> Result<()> {
     let key = c.args.key()?;
     let ttl = c.args.next_arg()?;
-    let value = c.args.next_arg()?;
+    let raw = c.args.next_arg()?;
     let at = parse_deadline(ttl, unit_ms, false, c.now_ms, c.resolved.full_name)?;
-    let value = Value::of(c, value);
+    let value = Value::of(c, raw);
     let (mut shard, hash) = c.shard_of(key);
     let found = shard.find(key, hash, c.now_ms);
     store(c, &mut shard, key, hash, found, value, Expiry::At(at));
     notify_set(c, key, Expiry::At(at));
+    propagate_set(c, key, raw, Expiry::At(at));
     drop(shard);
     c.out.simple("OK");
     Ok(())
@@ -443,6 +455,7 @@ fn getdel(c: &mut Cmd<'_>) -> Result<()> {
             reply_string(c.out, shard.entry(slot))?;
             shard.remove(slot);
             c.notify(class::GENERIC, "del", key);
+            c.propagate(&[b"DEL", key]);
         }
         None => c.out.null(),
     }
@@ -470,15 +483,18 @@ fn getex(c: &mut Cmd<'_>) -> Result<()> {
         (Some(at), _) if at <= c.now_ms => {
             shard.remove(slot);
             c.notify(class::GENERIC, "del", key);
+            c.propagate(&[b"DEL", key]);
         }
         (Some(at), _) => {
             shard.set_expire(slot, Some(at));
             c.notify(class::GENERIC, "expire", key);
+            c.propagate(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
         }
         (None, TtlOption::Persist) => {
             if shard.entry(slot).expire_at_ms().is_some() {
                 shard.set_expire(slot, None);
                 c.notify(class::GENERIC, "persist", key);
+                c.propagate(&[b"PERSIST", key]);
             }
         }
         (None, _) => {}

@@ -194,11 +194,13 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
     c.out.array(requests.len());
     for (argv, r) in requests.iter().zip(resolved) {
         let started_us = larder_engine::now_us();
+        let since = larder_engine::feed::data_changes();
         let result = {
             // A view of the held shards per command: a handler's borrows end with it.
             let held = Held::new(&mut guards);
             exec::call(server, c.conn, argv, c.out, r, c.now_ms, Some(&held))
         };
+        exec::record_command(server, c.conn, argv, r, since);
         let ended_us = larder_engine::now_us();
         let elapsed_us = ended_us.saturating_sub(started_us);
         exec::account(server, c.conn, c.out, r, result, elapsed_us);

@@ -402,7 +402,7 @@ impl Consumer for Values {
                     self.db_event(&mut reg, c.class, &event);
                     continue;
                 }
-                ChangeKind::Notice => continue,
+                ChangeKind::Notice | ChangeKind::Command => continue,
             };
             // A change recorded before values were asked for (a write racing the first
             // value subscription) has none to carry: skip it.

@@ -45,6 +45,11 @@ pub enum ChangeKind {
     /// A Redis keyspace notification that the command that made the changes raised (an
     /// `event` name such as `lpush`, and its `class`); no data changed by itself.
     Notice,
+    /// The command to replay for the data changes recorded before it in the group (in
+    /// `argv`): the request as the client sent it, or what its handler said to record instead
+    /// so that replay is deterministic (EXPIRE as PEXPIREAT, INCRBYFLOAT as SET ... KEEPTTL).
+    /// Recorded for a consumer with [`Interest::COMMANDS`] (the append-only log, replication).
+    Command,
 }
 
 impl ChangeKind {
@@ -91,6 +96,8 @@ pub struct Change {
     /// `Notice`: the notification class (a bit of [`crate::feed::class`]); `Swapped`: the
     /// other database.
     pub class: u32,
+    /// `Command`: the request to replay, name first; empty otherwise.
+    pub argv: Vec<Vec<u8>>,
 }
 
 /// Redis's keyspace notification classes (`notify-keyspace-events` letters).
@@ -120,6 +127,9 @@ impl Interest {
     pub const VALUES: Interest = Interest(1 << 1);
     /// Keyspace notifications; which classes is [`Feed::set_notice_classes`]'s business.
     pub const NOTICES: Interest = Interest(1 << 2);
+    /// Data changes, and after each command's changes the command to replay for them
+    /// ([`ChangeKind::Command`]): what a log or a replica needs.
+    pub const COMMANDS: Interest = Interest(1 << 3);
 
     pub fn has(self, other: Interest) -> bool {
         self.0 & other.0 == other.0
@@ -181,11 +191,13 @@ impl std::fmt::Debug for Feed {
 struct Pending {
     depth: u32,
     changes: Vec<Change>,
+    /// How many of `changes` are data changes (not notices or commands).
+    data: usize,
 }
 
 thread_local! {
     static PENDING: RefCell<Pending> = const {
-        RefCell::new(Pending { depth: 0, changes: Vec::new() })
+        RefCell::new(Pending { depth: 0, changes: Vec::new(), data: 0 })
     };
 }
 
@@ -242,7 +254,34 @@ impl Feed {
     /// Whether data changes are recorded now.
     #[inline]
     pub fn records_changes(&self) -> bool {
-        self.wanted.load(Ordering::Relaxed) & (Interest::CHANGES.0 | Interest::VALUES.0) != 0
+        self.wanted.load(Ordering::Relaxed)
+            & (Interest::CHANGES.0 | Interest::VALUES.0 | Interest::COMMANDS.0)
+            != 0
+    }
+
+    /// Whether commands are recorded now (a consumer asked for [`Interest::COMMANDS`]).
+    #[inline]
+    pub fn records_commands(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed) & Interest::COMMANDS.0 != 0
+    }
+
+    /// Record the command to replay for the data changes this thread recorded since
+    /// `since` (a [`data_changes`] count): nothing if there were none, as Redis propagates
+    /// only commands that changed something.
+    pub fn command(&self, db: usize, since: usize, argv: Vec<Vec<u8>>) {
+        if !self.records_commands() || data_changes() == since {
+            return;
+        }
+        push(Change {
+            kind: ChangeKind::Command,
+            db: db as u32,
+            key: Vec::new(),
+            version: 0,
+            value: None,
+            event: "",
+            class: 0,
+            argv,
+        });
     }
 
     /// Whether changes carry values now.
@@ -274,6 +313,7 @@ impl Feed {
             value,
             event: "",
             class: 0,
+            argv: Vec::new(),
         });
     }
 
@@ -291,6 +331,7 @@ impl Feed {
             value: None,
             event: "",
             class: other,
+            argv: Vec::new(),
         });
     }
 
@@ -330,6 +371,7 @@ impl Feed {
             if p.depth > 0 || p.changes.is_empty() {
                 return None;
             }
+            p.data = 0;
             Some(std::mem::take(&mut p.changes))
         });
         if let Some(changes) = changes {
@@ -343,7 +385,9 @@ impl Feed {
             *seq += 1;
             let subs = self.subscriptions.read();
             for s in subs.iter() {
-                let wants = s.interest.0 & (Interest::CHANGES.0 | Interest::VALUES.0) != 0
+                let wants = s.interest.0
+                    & (Interest::CHANGES.0 | Interest::VALUES.0 | Interest::COMMANDS.0)
+                    != 0
                     || changes.iter().any(|c| c.kind == ChangeKind::Notice);
                 if wants {
                     s.consumer.committed(*seq, &changes);
@@ -377,12 +421,25 @@ fn push_notice(class: u32, event: &'static str, db: usize, key: &[u8]) {
         value: None,
         event,
         class,
+        argv: Vec::new(),
     });
+}
+
+/// How many data changes (not notices or commands) this thread has recorded in its open
+/// group so far.
+pub fn data_changes() -> usize {
+    PENDING.with(|p| p.borrow().data)
 }
 
 #[inline]
 fn push(change: Change) {
-    PENDING.with(|p| p.borrow_mut().changes.push(change));
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        if !matches!(change.kind, ChangeKind::Notice | ChangeKind::Command) {
+            p.data += 1;
+        }
+        p.changes.push(change);
+    });
 }
 
 /// An open group (see [`Feed::group`]); dropping the outermost one commits it.

@@ -123,11 +123,14 @@ fn set_deadline(c: &mut Cmd<'_>, unit: Unit, base: Base) -> Result<()> {
         Ok(at) if when > now => {
             shard.set_expire(slot, Some(at));
             c.notify(class::GENERIC, "expire", key);
+            // Replayed as the absolute deadline, whatever the form (Redis's PEXPIREAT).
+            c.propagate(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
             None
         }
         _ => {
             let removed = shard.remove(slot);
             c.notify(class::GENERIC, "del", key);
+            c.propagate(&[b"DEL", key]);
             Some(removed)
         }
     };

@@ -118,6 +118,9 @@ pub(super) fn incrbyfloat(c: &mut Cmd<'_>) -> Result<()> {
         }
     }
     c.notify(class::STRING, "incrbyfloat", key);
+    // Replayed as the value it computed (float formatting must not differ on replay), keeping
+    // the deadline: Redis's SET ... KEEPTTL.
+    c.propagate(&[b"SET", key, &text, b"KEEPTTL"]);
     drop(shard);
     c.out.bulk(&text);
     Ok(())
