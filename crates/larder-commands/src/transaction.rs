@@ -26,12 +26,25 @@ pub struct Multi {
     pub dirty: bool,
 }
 
-/// A watched key and the version it had when WATCH ran (0: absent).
+/// A watched key and the version it had when WATCH ran (0: absent). For an absent key, also
+/// its shard's stamp then: a key created and removed again before EXEC leaves the version
+/// as it was, and only the shard's memory of removals tells ([`Shard::removed_since`]).
+///
+/// [`Shard::removed_since`]: larder_engine::Shard::removed_since
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Watched {
     pub db: usize,
     pub key: Vec<u8>,
     pub version: u64,
+    pub stamp: u64,
+}
+
+impl Watched {
+    /// Whether the key changed since WATCH, seen from its shard (held by EXEC).
+    fn changed(&self, shard: &larder_engine::Shard, hash: u64, now_ms: u64) -> bool {
+        let version = live_version(shard, &self.key, hash, now_ms);
+        version != self.version || (version == 0 && shard.removed_since(hash, self.stamp))
+    }
 }
 
 /// Most commands one transaction may queue (each holds its arguments until EXEC).
@@ -121,13 +134,19 @@ fn watch(c: &mut Cmd<'_>) -> Result<()> {
         if c.conn.watched.iter().any(|w| w.db == db && w.key == *key) {
             continue;
         }
-        let (shard, hash) = c.shard_of(key);
-        let version = live_version(&shard, key, hash, c.now_ms);
+        // A key past its deadline is reclaimed now, so that its removal is not mistaken for
+        // a change made after WATCH.
+        let (mut shard, hash) = c.shard_of(key);
+        let version = shard
+            .find(key, hash, c.now_ms)
+            .map_or(0, |slot| shard.entry(slot).version());
+        let stamp = shard.stamp();
         drop(shard);
         c.conn.watched.push(Watched {
             db,
             key: key.to_vec(),
             version,
+            stamp,
         });
     }
     c.out.simple("OK");
@@ -185,7 +204,7 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
     let mut guards = exec::lock_plan(plan, &server.keyspace);
     for w in &watched {
         let (shard, hash) = Db::route(&w.key);
-        if live_version(guards.get(w.db, shard), &w.key, hash, c.now_ms) != w.version {
+        if w.changed(guards.get(w.db, shard), hash, c.now_ms) {
             c.out.null_array();
             return Ok(());
         }
@@ -290,6 +309,37 @@ mod tests {
         h.run(&["MULTI"]);
         h.run(&["PING"]);
         assert_eq!(h.run(&["EXEC"]), Frame::Null);
+    }
+
+    /// A key absent at WATCH that is created and removed again before EXEC fails the EXEC;
+    /// removals of other keys, and the reclaiming of a key already expired at WATCH, do not.
+    #[test]
+    fn watch_sees_a_missing_key_come_and_go() {
+        let mut h = Harness::new();
+        let mut other = Harness::connect(Arc::clone(&h.server));
+        h.run(&["WATCH", "k"]);
+        other.run(&["SET", "k", "1"]);
+        other.run(&["DEL", "k"]);
+        h.run(&["MULTI"]);
+        h.run(&["SET", "k", "mine"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::Null);
+        // Other keys come and go (some in the same shard): EXEC runs.
+        h.run(&["WATCH", "k"]);
+        for i in 0..500 {
+            let key = format!("other:{i}");
+            other.run(&["SET", &key, "1"]);
+            other.run(&["DEL", &key]);
+        }
+        h.run(&["MULTI"]);
+        h.run(&["SET", "k", "mine"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::Array(vec![ok()]));
+        // A key past its deadline when WATCH runs counts as absent then.
+        h.run(&["SET", "e", "v", "PX", "1"]);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        h.run(&["WATCH", "e"]);
+        h.run(&["MULTI"]);
+        h.run(&["GET", "e"]);
+        assert_eq!(h.run(&["EXEC"]), Frame::Array(vec![Frame::Null]));
     }
 
     #[test]

@@ -82,7 +82,16 @@ pub struct Shard {
     policy: Arc<AccessPolicy>,
     /// Where every change is recorded (see `feed.rs`); shared by the keyspace.
     feed: Arc<Feed>,
+    /// The last removals, newest last: (the key's 32-bit tag, the shard's stamp after it). A
+    /// key that is absent now may have existed since a stamp taken earlier: WATCH on a key
+    /// that did not exist needs to know ([`Shard::removed_since`]).
+    removed: std::collections::VecDeque<(u32, u64)>,
+    /// The stamp of the newest removal dropped from `removed` (0: none).
+    removed_floor: u64,
 }
+
+/// Removals a shard remembers for [`Shard::removed_since`].
+const REMOVED_KEPT: usize = 64;
 
 impl Shard {
     /// An empty shard with the default access policy. The keyspace makes its own; this is
@@ -102,6 +111,8 @@ impl Shard {
             used_bytes: 0,
             policy,
             feed,
+            removed: std::collections::VecDeque::new(),
+            removed_floor: 0,
         }
     }
 
@@ -428,6 +439,7 @@ impl Shard {
         debug_assert!(kind.removes());
         self.record(kind, slot);
         let tag = self.slot(slot).hash_tag;
+        self.note_removed(tag);
         if !self.index.remove(table_hash(tag), slot) {
             // Invariant: every live slot is indexed.
             unreachable!("slot {slot} not in index");
@@ -440,6 +452,38 @@ impl Shard {
         self.free.push(slot);
         self.maybe_shrink();
         entry
+    }
+
+    /// Remember that the key with `tag` was removed now (see [`Shard::removed_since`]).
+    fn note_removed(&mut self, tag: u32) {
+        self.version_seq += 1;
+        if self.removed.len() == REMOVED_KEPT {
+            if let Some((_, stamp)) = self.removed.pop_front() {
+                self.removed_floor = stamp;
+            }
+        }
+        self.removed.push_back((tag, self.version_seq));
+    }
+
+    /// A stamp of the shard's history now, for [`Shard::removed_since`]. It grows with every
+    /// write and removal.
+    pub fn stamp(&self) -> u64 {
+        self.version_seq
+    }
+
+    /// Whether the key with `hash` may have been removed after `stamp` (from
+    /// [`Shard::stamp`]). Exact for the last removals the shard remembers; once it forgot
+    /// removals made after `stamp`, the answer is a conservative yes. Another key with the
+    /// same 32-bit tag also answers yes.
+    pub fn removed_since(&self, hash: u64, stamp: u64) -> bool {
+        let tag = tag_of(hash);
+        self.removed_floor > stamp
+            || self
+                .removed
+                .iter()
+                .rev()
+                .take_while(|&&(_, s)| s > stamp)
+                .any(|&(t, _)| t == tag)
     }
 
     /// Give memory back when the index is mostly empty. Slot ids do not move.
@@ -472,6 +516,17 @@ impl Shard {
 
     /// Remove every key (the caller records the flush: [`crate::Db::clear_locked`]).
     pub fn clear(&mut self) -> Vec<Vec<Entry>> {
+        // A few keys are remembered one by one; past that, every earlier stamp answers yes.
+        if self.len() <= REMOVED_KEPT {
+            let tags: Vec<u32> = self.iter().map(|e| e.hash_tag).collect();
+            for tag in tags {
+                self.note_removed(tag);
+            }
+        } else {
+            self.version_seq += 1;
+            self.removed.clear();
+            self.removed_floor = self.version_seq;
+        }
         self.index = SlotIndex::new();
         self.free = Vec::new();
         self.expires = BTreeSet::new();
@@ -750,6 +805,34 @@ mod tests {
         let h = hash_key(k);
         assert!(s.find(k, h, 0).is_none());
         s.insert_string(k, h, v, at, 0)
+    }
+
+    #[test]
+    fn removed_since_remembers_recent_removals_and_is_conservative_after() {
+        let mut s = Shard::new(1);
+        let (k, h) = (b"k".as_slice(), hash_key(b"k"));
+        let before = s.stamp();
+        let slot = put(&mut s, k, b"v", 0);
+        assert!(!s.removed_since(h, before));
+        s.remove(slot);
+        assert!(s.removed_since(h, before));
+        let after = s.stamp();
+        assert!(!s.removed_since(h, after));
+        // Other keys' removals: not this key's, until the shard forgets more than it keeps.
+        for i in 0..REMOVED_KEPT {
+            let key = format!("o{i}");
+            let slot = put(&mut s, key.as_bytes(), b"v", 0);
+            s.remove(slot);
+        }
+        assert!(!s.removed_since(h, after));
+        let slot = put(&mut s, b"last", b"v", 0);
+        s.remove(slot);
+        assert!(s.removed_since(h, after), "forgotten removals answer yes");
+        // A flush of a few keys remembers each.
+        let before = s.stamp();
+        put(&mut s, k, b"v", 0);
+        s.clear();
+        assert!(s.removed_since(h, before));
     }
 
     #[test]
