@@ -17,6 +17,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+/// Most capacity an empty outbox keeps between messages.
+const OUTBOX_KEEP: usize = 64 * 1024;
+
 /// The worker side of delivery: what the network layer gives each client.
 pub trait Mailbox: Send + Sync {
     /// Ask the worker to move client `token`'s outbox (client id `id`) into its output.
@@ -164,6 +167,23 @@ impl Mail {
     /// Take everything queued (the worker, on a wake-up).
     pub fn take(&self) -> Vec<u8> {
         std::mem::take(&mut self.outbox.lock().bytes)
+    }
+
+    /// Move everything queued to the end of `out` (the worker, on a wake-up). When `out` is
+    /// empty the two buffers are swapped instead of copied, so the outbox keeps an allocation
+    /// for the next message rather than growing a new one per post.
+    pub fn move_into(&self, out: &mut Vec<u8>) {
+        let mut o = self.outbox.lock();
+        if out.is_empty() {
+            std::mem::swap(&mut o.bytes, out);
+            o.bytes.clear();
+        } else {
+            out.extend_from_slice(&o.bytes);
+            o.bytes.clear();
+        }
+        if o.bytes.capacity() > OUTBOX_KEEP {
+            o.bytes = Vec::new();
+        }
     }
 
     /// Bytes queued and not yet taken.
@@ -353,5 +373,29 @@ mod tests {
             .expect_err("an error")
             .contains("Invalid client class"));
         assert!(parse_output_limits("pubsub 1 2").is_err());
+    }
+}
+
+#[cfg(test)]
+mod move_tests {
+    use super::*;
+
+    /// Moving into an empty output swaps buffers (no copy, and the outbox keeps the output's
+    /// old allocation); into a non-empty one it appends. Either way the outbox ends empty.
+    #[test]
+    fn move_into_swaps_or_appends() {
+        let mail = Mail::default();
+        let limit = Limit::default();
+        mail.post(1, limit, 0, 0, |b| b.extend_from_slice(b"abc"))
+            .expect("posted");
+        let mut out = Vec::with_capacity(128);
+        mail.move_into(&mut out);
+        assert_eq!(out, b"abc");
+        assert_eq!(mail.queued(), 0);
+        mail.post(1, limit, 0, 0, |b| b.extend_from_slice(b"de"))
+            .expect("posted");
+        mail.move_into(&mut out);
+        assert_eq!(out, b"abcde");
+        assert_eq!(mail.queued(), 0);
     }
 }

@@ -532,16 +532,11 @@ impl<H: Handler> Conn<H> {
         if self.closing.is_some() {
             return;
         }
-        let mail = self.handler.handle().mail.take();
-        if mail.is_empty() {
-            return;
+        let before = self.out.bytes.len();
+        self.handler.handle().mail.move_into(&mut self.out.bytes);
+        if self.out.bytes.len() > before {
+            self.flush(server);
         }
-        if self.out.bytes.is_empty() && self.out.attached.is_empty() {
-            self.out.bytes = mail;
-        } else {
-            self.out.bytes.extend_from_slice(&mail);
-        }
-        self.flush(server);
     }
 
     /// Whether the connection can be dropped now.
