@@ -61,15 +61,30 @@ enum Letter {
 /// A worker thread's mailbox: letters, and the `mio::Waker` that interrupts its poll. Many
 /// letters posted while the worker is busy cost one wake-up.
 struct WorkerLink {
+    /// The worker's index.
+    id: usize,
     tx: Sender<Letter>,
     waker: Arc<mio::Waker>,
     /// Set when a wake-up is on its way and the worker has not started reading letters yet.
     woken: AtomicBool,
+    /// Set when the worker posted to itself (a publisher and a subscriber on the same
+    /// worker): it reads its letters before it polls again, so no wake-up is needed.
+    posted_by_self: AtomicBool,
+}
+
+thread_local! {
+    /// The index of the worker running on this thread (`usize::MAX` elsewhere).
+    static WORKER_ID: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
 }
 
 impl WorkerLink {
     fn post(&self, letter: Letter) {
-        if self.tx.send(letter).is_ok() && !self.woken.swap(true, Ordering::AcqRel) {
+        if self.tx.send(letter).is_err() {
+            return;
+        }
+        if WORKER_ID.with(std::cell::Cell::get) == self.id {
+            self.posted_by_self.store(true, Ordering::Release);
+        } else if !self.woken.swap(true, Ordering::AcqRel) {
             let _ = self.waker.wake();
         }
     }
@@ -252,9 +267,11 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
         let waker = Arc::new(mio::Waker::new(wpoll.registry(), WAKER)?);
         let (tx, rx) = crossbeam_channel::unbounded();
         let link = Arc::new(WorkerLink {
+            id: w,
             tx,
             waker: Arc::clone(&waker),
             woken: AtomicBool::new(false),
+            posted_by_self: AtomicBool::new(false),
         });
         links.push(Arc::clone(&link));
         server
@@ -416,6 +433,7 @@ impl Worker {
     }
 
     fn run(&mut self) -> io::Result<()> {
+        WORKER_ID.with(|w| w.set(self.link.id));
         let mut events = Events::with_capacity(1024);
         let mut last_housekeeping = Instant::now();
         let mut touched: Vec<usize> = Vec::new();
@@ -464,6 +482,14 @@ impl Worker {
                     touched.push(t);
                 }
             }
+            // Letters this worker posted to itself while it ran requests (`posted_by_self`).
+            while self.link.posted_by_self.swap(false, Ordering::AcqRel) {
+                if self.read_letters(now_ms, &mut touched) {
+                    self.retry.append(&mut self.paused);
+                }
+            }
+            touched.sort_unstable();
+            touched.dedup();
             for &t in &touched {
                 self.settle(t);
             }
