@@ -6,7 +6,8 @@
 //! Input: one command per line, arguments separated by spaces. A first token of one byte picks
 //! a command from the table by index (so every command is reachable without spelling it);
 //! argument tokens `#k` become one of a few shared key names, so commands meet each other's
-//! keys and types. A last token that starts with `@` is passed the way a connection passes a
+//! keys and types; MULTI/EXEC, WATCH, the pub/sub commands and MONITOR run like any other.
+//! A last token that starts with `@` is passed the way a connection passes a
 //! large last argument it read into a buffer of its own (`ConnState::owned_arg`), so SET and
 //! friends store it shared and later commands read, grow and send it. The keyspace is flushed
 //! before each input.
@@ -66,8 +67,9 @@ fn allowed(argv: &[&[u8]]) -> bool {
 
 fuzz_target!(|data: &[u8]| {
     let mut h = harness().lock().expect("no earlier panic");
-    h.run_raw(&[b"HELLO", b"2"]);
-    h.run_raw(&[b"SELECT", b"0"]);
+    // RESET ends what an earlier input left open: MULTI, watches, subscriptions, MONITOR,
+    // RESP3, the selected database.
+    h.run_raw(&[b"RESET"]);
     h.run_raw(&[b"FLUSHALL"]);
     h.run_raw(&[b"CLIENT", b"REPLY", b"ON"]);
     let names: Vec<&'static str> = h
