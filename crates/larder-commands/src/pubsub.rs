@@ -192,12 +192,6 @@ impl PubSub {
         n
     }
 
-    /// Whether anyone subscribed to `channel` or to a pattern that could match it (a cheap
-    /// test for publishers that build messages only when someone listens).
-    pub fn has_listeners(&self) -> bool {
-        !self.channels.read().is_empty() || !self.patterns.read().is_empty()
-    }
-
     /// PUBSUB CHANNELS / SHARDCHANNELS.
     fn names(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
         let mut v: Vec<Vec<u8>> = self

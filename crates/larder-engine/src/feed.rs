@@ -130,10 +130,6 @@ impl Interest {
     /// Data changes, and after each command's changes the command to replay for them
     /// ([`ChangeKind::Command`]): what a log or a replica needs.
     pub const COMMANDS: Interest = Interest(1 << 3);
-
-    pub fn has(self, other: Interest) -> bool {
-        self.0 & other.0 == other.0
-    }
 }
 
 impl std::ops::BitOr for Interest {
@@ -402,11 +398,6 @@ impl Feed {
                 p.changes = changes;
             }
         });
-    }
-
-    /// The last sequence number given to a group.
-    pub fn last_seq(&self) -> u64 {
-        *self.order.lock()
     }
 }
 

@@ -572,15 +572,16 @@ impl Keyspace {
         if a == b {
             return;
         }
-        let mut guards = self.lock_dbs(&[a, b]);
+        let (first, second) = (a.min(b), a.max(b));
+        let mut guards = self.lock_dbs(&[first, second]);
         let _group = self.shared.feed.group();
-        for s in 0..SHARDS_PER_DB {
-            let (sa, sb) = guards.pair((a, s), (b, s));
-            sa.swap_data(sb);
-        }
-        self.shared
-            .feed
-            .record_db(ChangeKind::Swapped, a as u32, b as u32);
+        // Sorted by (db, shard): the first database's shards, then the second's.
+        let (lo, hi) = guards.guards.split_at_mut(SHARDS_PER_DB);
+        let pairs = lo
+            .iter_mut()
+            .zip(hi)
+            .map(|((_, x), (_, y))| (&mut **x, &mut **y));
+        self.swap_locked(first, second, pairs);
     }
 
     /// Swap databases `a` and `b` whose shards the caller holds: `pairs` gives each shard of
