@@ -335,11 +335,7 @@ fn latency_help(c: &mut Cmd<'_>) -> Result<()> {
         "HELP",
         "    Prints this help.",
     ];
-    c.out.array(LINES.len());
-    for l in LINES {
-        c.out.simple(l);
-    }
-    Ok(())
+    crate::server::reply_help(c, LINES)
 }
 
 #[cfg(test)]

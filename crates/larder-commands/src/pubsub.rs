@@ -556,11 +556,7 @@ fn pubsub_help(c: &mut Cmd<'_>) -> Result<()> {
         "HELP",
         "    Print this help.",
     ];
-    c.out.array(LINES.len());
-    for l in LINES {
-        c.out.simple(l);
-    }
-    Ok(())
+    crate::server::reply_help(c, LINES)
 }
 
 #[cfg(test)]

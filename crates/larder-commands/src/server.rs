@@ -97,7 +97,7 @@ static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
 ];
 
 /// Reply with a HELP text: an array of status lines.
-fn reply_help(c: &mut Cmd<'_>, lines: &[&str]) -> Result<()> {
+pub(crate) fn reply_help(c: &mut Cmd<'_>, lines: &[&str]) -> Result<()> {
     c.out.array(lines.len());
     for l in lines {
         c.out.simple(l);

@@ -222,11 +222,7 @@ fn help(c: &mut Cmd<'_>) -> Result<()> {
         "HELP",
         "    Prints this help.",
     ];
-    c.out.array(LINES.len());
-    for line in LINES {
-        c.out.simple(line);
-    }
-    Ok(())
+    crate::server::reply_help(c, LINES)
 }
 
 #[cfg(test)]
