@@ -404,6 +404,7 @@ fn subscribe_generic(c: &mut Cmd<'_>, kind: Kind) -> Result<()> {
         };
         confirm(c, kind.subscribe_word(), Some(name), count);
     }
+    c.conn.handle.tracking.set_subscribed(c.conn.subs.any());
     Ok(())
 }
 
@@ -442,6 +443,7 @@ fn unsubscribe_generic(c: &mut Cmd<'_>, kind: Kind) -> Result<()> {
         };
         confirm(c, kind.unsubscribe_word(), Some(&name), count);
     }
+    c.conn.handle.tracking.set_subscribed(c.conn.subs.any());
     Ok(())
 }
 

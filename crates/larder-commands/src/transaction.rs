@@ -197,7 +197,12 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
         let result = {
             // A view of the held shards per command: a handler's borrows end with it.
             let held = Held::new(&mut guards);
-            exec::call(server, c.conn, argv, c.out, r, c.now_ms, Some(&held))
+            let result = exec::call(server, c.conn, argv, c.out, r, c.now_ms, Some(&held));
+            // A tracking client's reads are remembered while their shards are held.
+            if c.conn.handle.tracking.on() {
+                crate::tracking::remember(server, c.conn, argv, r);
+            }
+            result
         };
         let ended_us = larder_engine::now_us();
         let elapsed_us = ended_us.saturating_sub(started_us);
