@@ -40,6 +40,7 @@ pub enum Param {
     LatencyTrackingInfoPercentiles,
     LatencyMonitorThreshold,
     ValueEventsBufferLimit,
+    TrackingTableMaxKeys,
 }
 
 /// How a parameter's value is parsed and shown.
@@ -414,6 +415,17 @@ pub static PARAMS: &[ParamDef] = &[
         "1048576",
         Mutability::Mutable,
         "pending output per client past which value events are dropped (0 = no limit)",
+    ),
+    def(
+        Param::TrackingTableMaxKeys,
+        "tracking-table-max-keys",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "1000000",
+        Mutability::Mutable,
+        "keys remembered for client-side caching; past it, keys are invalidated (0 = no limit)",
     ),
 ];
 

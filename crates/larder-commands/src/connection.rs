@@ -231,6 +231,10 @@ fn reset(c: &mut Cmd<'_>) -> Result<()> {
     c.conn.watched.clear();
     let subs = std::mem::take(&mut c.conn.subs);
     c.server.pubsub.forget(&subs, c.conn.id);
+    c.conn.handle.tracking.set_subscribed(false);
+    if c.conn.handle.tracking.on() {
+        c.server.tracking.disable(&c.conn.handle);
+    }
     c.out.simple("RESET");
     Ok(())
 }

@@ -392,14 +392,10 @@ pub fn execute(
         finish_reply(conn, out, reply_start);
         return Outcome::Continue;
     }
-    // A write runs planned while a consumer records commands, so its command record joins
-    // its changes' group before the shard is unlocked.
-    let result = if needs_plan(&spec.keys, argv)
-        || (spec.has(flags::WRITE) && server.keyspace.feed().records_commands())
-    {
-        run_planned(server, conn, argv, out, resolved, now_ms)
+    let result = if conn.handle.tracking.on() {
+        crate::tracking::run(server, conn, argv, out, resolved, now_ms, run_command)
     } else {
-        call(server, conn, argv, out, resolved, now_ms, None)
+        run_command(server, conn, argv, out, resolved, now_ms)
     };
     // Wall-clock microseconds, as Redis's `ustime()`; a clock step back counts as 0.
     let ended_us = larder_engine::now_us();
@@ -458,6 +454,27 @@ fn queue(
         m.queued.push(argv.iter().map(|a| a.to_vec()).collect());
     }
     out.simple("QUEUED");
+}
+
+/// Run a command that passed the checks: planned, or locking on demand.
+#[inline]
+fn run_command(
+    server: &Server,
+    conn: &mut ConnState,
+    argv: &[&[u8]],
+    out: &mut ReplyBuf,
+    resolved: Resolved,
+    now_ms: u64,
+) -> crate::error::Result<()> {
+    // A write runs planned while a consumer records commands, so its command record joins
+    // its changes' group before the shard is unlocked.
+    if needs_plan(&resolved.spec.keys, argv)
+        || (resolved.spec.has(flags::WRITE) && server.keyspace.feed().records_commands())
+    {
+        run_planned(server, conn, argv, out, resolved, now_ms)
+    } else {
+        call(server, conn, argv, out, resolved, now_ms, None)
+    }
 }
 
 /// Run a planned command: lock its scope, open its feed group, run, commit, unlock.

@@ -231,7 +231,7 @@ fn clients_section(cx: &Ctx<'_>, out: &mut String) {
         max_of(|c| c.output_buf_bytes.load(Ordering::Relaxed)),
     );
     field(out, "blocked_clients", 0);
-    field(out, "tracking_clients", 0);
+    field(out, "tracking_clients", s.tracking.info().0);
     field(out, "clients_in_timeout_table", 0);
 }
 
@@ -655,9 +655,10 @@ fn stats_section(cx: &Ctx<'_>, out: &mut String) {
     field(out, "active_defrag_key_misses", 0);
     field(out, "total_active_defrag_time", 0);
     field(out, "current_active_defrag_time", 0);
-    field(out, "tracking_total_keys", 0);
-    field(out, "tracking_total_items", 0);
-    field(out, "tracking_total_prefixes", 0);
+    let (_, tracked_keys, tracked_items, prefixes) = s.tracking.info();
+    field(out, "tracking_total_keys", tracked_keys);
+    field(out, "tracking_total_items", tracked_items);
+    field(out, "tracking_total_prefixes", prefixes);
     field(out, "unexpected_error_replies", 0);
     field(out, "total_error_replies", st.sum(|t| &t.error_replies));
     field(out, "dump_payload_sanitizations", 0);

@@ -31,6 +31,7 @@ pub mod state;
 pub mod string;
 pub mod table;
 pub mod testing;
+pub mod tracking;
 pub mod transaction;
 pub mod values;
 

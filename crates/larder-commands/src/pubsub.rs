@@ -398,6 +398,7 @@ fn subscribe_generic(c: &mut Cmd<'_>, kind: Kind) -> Result<()> {
         };
         confirm(c, kind.subscribe_word(), Some(name), count);
     }
+    c.conn.handle.tracking.set_subscribed(c.conn.subs.any());
     Ok(())
 }
 
@@ -436,6 +437,7 @@ fn unsubscribe_generic(c: &mut Cmd<'_>, kind: Kind) -> Result<()> {
         };
         confirm(c, kind.unsubscribe_word(), Some(&name), count);
     }
+    c.conn.handle.tracking.set_subscribed(c.conn.subs.any());
     Ok(())
 }
 

@@ -108,6 +108,8 @@ pub struct ClientHandle {
     /// Bytes other threads deliver to this client (pub/sub messages), and its worker's
     /// mailbox.
     pub mail: crate::mail::Mail,
+    /// CLIENT TRACKING's flags and redirection.
+    pub tracking: crate::tracking::TrackingFlags,
 }
 
 /// Mark a client killed and wake its worker (CLIENT KILL, an output limit passed).
@@ -141,6 +143,11 @@ impl Clients {
 
     pub fn register(&self, h: Arc<ClientHandle>) {
         self.map.lock().insert(h.id, h);
+    }
+
+    /// The connected client `id`.
+    pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        self.map.lock().get(&id).cloned()
     }
 
     pub fn unregister(&self, id: u64) {
@@ -260,6 +267,9 @@ pub struct Server {
     pub workers: Mutex<Vec<Arc<dyn crate::mail::Mailbox>>>,
     /// Clients in MONITOR mode.
     pub monitors: crate::monitor::Monitors,
+    /// Client-side caching: tracking clients, the keys they read, and the feed consumer that
+    /// sends their invalidations.
+    pub tracking: Arc<crate::tracking::Tracking>,
 }
 
 /// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
@@ -339,6 +349,8 @@ impl Server {
         let pubsub = Arc::new(crate::pubsub::PubSub::default());
         let notifier = crate::notify::Notifier::install(keyspace.feed(), Arc::clone(&pubsub));
         pubsub.values().install(keyspace.feed());
+        let tracking = Arc::new(crate::tracking::Tracking::default());
+        tracking.install(keyspace.feed());
         let server = Server {
             keyspace,
             config,
@@ -366,6 +378,7 @@ impl Server {
             expiry_lateness: Lateness::default(),
             workers: Mutex::new(Vec::new()),
             monitors: crate::monitor::Monitors::default(),
+            tracking,
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();
@@ -388,6 +401,11 @@ impl Server {
                 .unwrap_or(crate::mail::DEFAULT_LIMITS);
         self.pubsub.set_limit(limits[2]);
         self.monitors.set_limit(limits[0]);
+        self.tracking.configure(
+            limits[0],
+            limits[2],
+            self.config.num(Param::TrackingTableMaxKeys).max(0) as u64,
+        );
         self.pubsub
             .values()
             .set_budget(self.config.num(Param::ValueEventsBufferLimit).max(0) as u64);
@@ -404,6 +422,9 @@ impl Server {
     pub fn client_closed(&self, id: u64, subs: Option<&crate::pubsub::Subscriptions>) {
         if let Some(subs) = subs {
             self.pubsub.forget(subs, id);
+        }
+        if let Some(h) = self.clients.get(id) {
+            self.tracking.client_closed(&h);
         }
         self.monitors.remove(id);
         self.clients.unregister(id);

@@ -31,6 +31,7 @@ pub fn detached_handle(server: &Server) -> Arc<ClientHandle> {
         no_touch: AtomicBool::new(false),
         waker: None,
         mail: crate::mail::Mail::default(),
+        tracking: Default::default(),
     })
 }
 

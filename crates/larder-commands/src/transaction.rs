@@ -217,7 +217,12 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
         let result = {
             // A view of the held shards per command: a handler's borrows end with it.
             let held = Held::new(&mut guards);
-            exec::call(server, c.conn, argv, c.out, r, c.now_ms, Some(&held))
+            let result = exec::call(server, c.conn, argv, c.out, r, c.now_ms, Some(&held));
+            // A tracking client's reads are remembered while their shards are held.
+            if c.conn.handle.tracking.on() {
+                crate::tracking::remember(server, c.conn, argv, r);
+            }
+            result
         };
         exec::record_command(server, c.conn, argv, r, since);
         let ended_us = larder_engine::now_us();

@@ -604,6 +604,7 @@ impl Worker {
                     let _ = waker.wake();
                 })),
                 mail,
+                tracking: Default::default(),
             });
             self.server.clients.register(Arc::clone(&handle));
             let handler = match (door, &self.mc) {

@@ -280,6 +280,7 @@ fn old_client(server: &Server, age_ms: u64) -> Arc<ClientHandle> {
         no_touch: AtomicBool::new(false),
         waker: None,
         mail: crate::mail::Mail::default(),
+        tracking: Default::default(),
     });
     server.clients.register(Arc::clone(&h));
     h
