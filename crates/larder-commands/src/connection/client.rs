@@ -799,11 +799,7 @@ fn client_help(c: &mut Cmd<'_>) -> Result<()> {
         "HELP",
         "    Prints this help.",
     ];
-    c.out.array(HELP.len());
-    for line in HELP {
-        c.out.simple(line);
-    }
-    Ok(())
+    crate::server::reply_help(c, HELP)
 }
 
 #[cfg(test)]
