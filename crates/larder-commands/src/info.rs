@@ -228,7 +228,7 @@ fn clients_section(cx: &Ctx<'_>, out: &mut String) {
     field(
         out,
         "client_recent_max_output_buffer",
-        max_of(|c| c.output_buf_bytes.load(Ordering::Relaxed)),
+        max_of(|c| c.output_bytes()),
     );
     field(out, "blocked_clients", 0);
     field(out, "tracking_clients", s.tracking.info().0);
@@ -291,10 +291,7 @@ pub fn memory_report(server: &Server) -> MemoryReport {
         .clients
         .snapshot()
         .iter()
-        .map(|c| {
-            (c.query_buf_bytes.load(Ordering::Relaxed) + c.output_buf_bytes.load(Ordering::Relaxed))
-                as u64
-        })
+        .map(|c| (c.query_buf_bytes.load(Ordering::Relaxed) + c.output_bytes()) as u64)
         .sum();
     let hooked = (server.used_memory)() as u64;
     let used_bytes = if hooked > 0 {

@@ -12,6 +12,7 @@
 //! hard limit, or stays past the soft limit for its seconds, is closed, logged and counted,
 //! never skipped.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -51,11 +52,54 @@ pub enum Refused {
 
 #[derive(Default)]
 struct Outbox {
-    bytes: Vec<u8>,
+    /// Queued bytes, oldest first, in chunks of about `CHUNK` bytes: a backlog of megabytes
+    /// (a subscriber that stopped reading) never needs one large buffer regrown and copied,
+    /// which stalled the worker for milliseconds at each doubling.
+    chunks: VecDeque<Vec<u8>>,
+    /// Bytes in `chunks`.
+    len: usize,
+    /// An emptied chunk kept for the next one.
+    spare: Vec<u8>,
     /// When the client passed its soft limit (Unix ms; 0 = it is under it).
     soft_since_ms: u64,
     /// Set once the client was found over its limit: nothing more is queued.
     over: bool,
+}
+
+/// The size an outbox chunk is started with (a larger message makes a larger chunk).
+const CHUNK: usize = 16 * 1024;
+
+impl Outbox {
+    /// Append what `write` writes, to the last chunk while it has room; returns the bytes
+    /// written (all in the last chunk).
+    fn write(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> usize {
+        if self.chunks.back().is_none_or(|c| c.len() >= CHUNK) {
+            let mut chunk = std::mem::take(&mut self.spare);
+            chunk.reserve(CHUNK);
+            self.chunks.push_back(chunk);
+        }
+        let Some(last) = self.chunks.back_mut() else {
+            return 0;
+        };
+        let before = last.len();
+        write(last);
+        let added = last.len() - before;
+        self.len += added;
+        added
+    }
+
+    /// Take back the last `n` bytes written.
+    fn unwrite(&mut self, n: usize) {
+        if let Some(last) = self.chunks.back_mut() {
+            last.truncate(last.len() - n.min(last.len()));
+            self.len -= n.min(self.len);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.chunks = VecDeque::new();
+        self.len = 0;
+    }
 }
 
 /// A client's outbox and the way to its worker.
@@ -102,9 +146,9 @@ impl Mail {
             if o.over {
                 return Err(Refused::Closed);
             }
-            was_empty = o.bytes.is_empty();
-            write(&mut o.bytes);
-            let total = (o.bytes.len() + unsent) as u64;
+            was_empty = o.len == 0;
+            o.write(write);
+            let total = (o.len + unsent) as u64;
             let hard = limit.hard_bytes > 0 && total >= limit.hard_bytes;
             let soft = limit.soft_bytes > 0 && total >= limit.soft_bytes;
             let soft_expired = if soft {
@@ -118,7 +162,7 @@ impl Mail {
             };
             if hard || soft_expired {
                 o.over = true;
-                o.bytes = Vec::new();
+                o.clear();
                 return Err(Refused::OverLimit);
             }
         }
@@ -148,11 +192,10 @@ impl Mail {
             if o.over {
                 return Err(Refused::Closed);
             }
-            was_empty = o.bytes.is_empty();
-            let before = o.bytes.len();
-            write(&mut o.bytes);
-            if budget > 0 && (o.bytes.len() + unsent) as u64 > budget {
-                o.bytes.truncate(before);
+            was_empty = o.len == 0;
+            let added = o.write(write);
+            if budget > 0 && (o.len + unsent) as u64 > budget {
+                o.unwrite(added);
                 return Err(Refused::OverBudget);
             }
         }
@@ -166,29 +209,43 @@ impl Mail {
 
     /// Take everything queued (the worker, on a wake-up).
     pub fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut self.outbox.lock().bytes)
+        let mut o = self.outbox.lock();
+        o.len = 0;
+        std::mem::take(&mut o.chunks)
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
-    /// Move everything queued to the end of `out` (the worker, on a wake-up). When `out` is
-    /// empty the two buffers are swapped instead of copied, so the outbox keeps an allocation
-    /// for the next message rather than growing a new one per post.
-    pub fn move_into(&self, out: &mut Vec<u8>) {
+    /// Move queued chunks, oldest first, to the end of `out` until it holds at least `max`
+    /// bytes or the outbox is empty (the worker, when the connection's output is empty).
+    /// The first chunk moved into an empty `out` is swapped in, not copied. Returns whether
+    /// anything moved.
+    pub fn move_into(&self, out: &mut Vec<u8>, max: usize) -> bool {
         let mut o = self.outbox.lock();
-        if out.is_empty() {
-            std::mem::swap(&mut o.bytes, out);
-            o.bytes.clear();
-        } else {
-            out.extend_from_slice(&o.bytes);
-            o.bytes.clear();
+        let mut moved = false;
+        while out.len() < max {
+            let Some(mut chunk) = o.chunks.pop_front() else {
+                break;
+            };
+            o.len -= chunk.len();
+            moved |= !chunk.is_empty();
+            if out.is_empty() {
+                std::mem::swap(out, &mut chunk);
+            } else {
+                out.extend_from_slice(&chunk);
+            }
+            chunk.clear();
+            if chunk.capacity() <= OUTBOX_KEEP && o.spare.capacity() < chunk.capacity() {
+                o.spare = chunk;
+            }
         }
-        if o.bytes.capacity() > OUTBOX_KEEP {
-            o.bytes = Vec::new();
-        }
+        moved
     }
 
     /// Bytes queued and not yet taken.
     pub fn queued(&self) -> usize {
-        self.outbox.lock().bytes.len()
+        self.outbox.lock().len
     }
 
     /// Whether the client went over its output limit.
@@ -389,13 +446,58 @@ mod move_tests {
         mail.post(1, limit, 0, 0, |b| b.extend_from_slice(b"abc"))
             .expect("posted");
         let mut out = Vec::with_capacity(128);
-        mail.move_into(&mut out);
+        assert!(mail.move_into(&mut out, usize::MAX));
         assert_eq!(out, b"abc");
         assert_eq!(mail.queued(), 0);
         mail.post(1, limit, 0, 0, |b| b.extend_from_slice(b"de"))
             .expect("posted");
-        mail.move_into(&mut out);
+        assert!(mail.move_into(&mut out, usize::MAX));
         assert_eq!(out, b"abcde");
+        assert!(!mail.move_into(&mut out, usize::MAX));
         assert_eq!(mail.queued(), 0);
+    }
+}
+
+#[cfg(test)]
+mod chunk_tests {
+    use super::*;
+
+    /// A backlog is kept in chunks, moved out a batch at a time in order, and a budgeted post
+    /// that does not fit leaves no trace.
+    #[test]
+    fn backlog_is_chunked_and_moves_in_order() {
+        let mail = Mail::default();
+        let limit = Limit::default();
+        let mut all = Vec::new();
+        for i in 0..1000u32 {
+            let msg = format!("message {i:04} ").repeat(8);
+            all.extend_from_slice(msg.as_bytes());
+            mail.post(1, limit, 0, 0, |b| b.extend_from_slice(msg.as_bytes()))
+                .expect("no limit");
+        }
+        assert_eq!(mail.queued(), all.len());
+        assert!(mail.outbox.lock().chunks.len() > 1);
+        assert!(mail
+            .outbox
+            .lock()
+            .chunks
+            .iter()
+            .all(|c| c.len() < 2 * CHUNK));
+        let mut got = Vec::new();
+        let mut out = Vec::new();
+        while mail.move_into(&mut out, 4096) {
+            assert!(out.len() < 4096 + 2 * CHUNK);
+            got.extend_from_slice(&out);
+            out.clear();
+        }
+        assert_eq!(got, all);
+        assert_eq!(mail.queued(), 0);
+        mail.post(1, limit, 0, 0, |b| b.extend_from_slice(b"kept"))
+            .expect("no limit");
+        assert_eq!(
+            mail.post_within(1, 10, 0, |b| b.extend_from_slice(b"too long")),
+            Err(Refused::OverBudget)
+        );
+        assert_eq!(mail.take(), b"kept");
     }
 }

@@ -112,6 +112,13 @@ pub struct ClientHandle {
     pub tracking: crate::tracking::TrackingFlags,
 }
 
+impl ClientHandle {
+    /// Output not yet written: what its worker holds plus what waits in its outbox.
+    pub fn output_bytes(&self) -> usize {
+        self.output_buf_bytes.load(Ordering::Relaxed) + self.mail.queued()
+    }
+}
+
 /// Mark a client killed and wake its worker (CLIENT KILL, an output limit passed).
 pub fn kill_client(h: &ClientHandle) {
     h.killed.store(true, Ordering::Release);

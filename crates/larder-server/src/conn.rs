@@ -62,6 +62,9 @@ fn read_appending(stream: &TcpStream, buf: &mut Vec<u8>, want: usize) -> io::Res
     Ok(n)
 }
 
+/// How much of a client's outbox is moved into its output at a time.
+const MAIL_BATCH: usize = 256 * 1024;
+
 /// Pieces of output one `writev` sends at most.
 const MAX_IOV: usize = 64;
 
@@ -480,6 +483,47 @@ impl<H: Handler> Conn<H> {
 
     /// Writes pending output. Sets `want_write` if the socket is full.
     pub fn flush(&mut self, server: &Server) {
+        loop {
+            self.write_pending(server);
+            // Once the output is written, what other threads posted goes next, a batch at a
+            // time: a backlog stays in the outbox's chunks until the socket takes it.
+            if self.pending_output() > 0 || self.closing.is_some() {
+                break;
+            }
+            self.reset_output();
+            if !self
+                .handler
+                .handle()
+                .mail
+                .move_into(&mut self.out.bytes, MAIL_BATCH)
+            {
+                break;
+            }
+        }
+        if self.pending_output() == 0 {
+            self.reset_output();
+            self.want_write = false;
+        } else {
+            self.want_write = true;
+        }
+        self.handler
+            .handle()
+            .output_buf_bytes
+            .store(self.pending_output(), Ordering::Relaxed);
+    }
+
+    /// Empty output: forget what was written, keep a buffer of moderate size.
+    fn reset_output(&mut self) {
+        self.out.bytes.clear();
+        self.out.attached.clear();
+        self.sent = Sent::default();
+        if self.out.bytes.capacity() > BUFFER_KEEP {
+            self.out.bytes = Vec::new();
+        }
+    }
+
+    /// Write pending output until it is all written or the socket is full.
+    fn write_pending(&mut self, server: &Server) {
         while self.pending_output() > 0 {
             let result = if self.sent.att_next == self.out.attached.len() {
                 (&self.stream).write(&self.out.bytes[self.sent.bytes..])
@@ -509,21 +553,6 @@ impl<H: Handler> Conn<H> {
                 }
             }
         }
-        if self.pending_output() == 0 {
-            self.out.bytes.clear();
-            self.out.attached.clear();
-            self.sent = Sent::default();
-            if self.out.bytes.capacity() > BUFFER_KEEP {
-                self.out.bytes = Vec::new();
-            }
-            self.want_write = false;
-        } else {
-            self.want_write = true;
-        }
-        self.handler
-            .handle()
-            .output_buf_bytes
-            .store(self.pending_output(), Ordering::Relaxed);
     }
 
     /// Move what other threads posted to this client ([`ClientHandle::mail`]) into its output
@@ -532,11 +561,8 @@ impl<H: Handler> Conn<H> {
         if self.closing.is_some() {
             return;
         }
-        let before = self.out.bytes.len();
-        self.handler.handle().mail.move_into(&mut self.out.bytes);
-        if self.out.bytes.len() > before {
-            self.flush(server);
-        }
+        // Writes what is pending, then the outbox (see `flush`).
+        self.flush(server);
     }
 
     /// Whether the connection can be dropped now.

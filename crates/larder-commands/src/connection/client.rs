@@ -265,7 +265,7 @@ fn write_client_line(
     let age_s = now_ms.saturating_sub(handle.created_ms) / 1000;
     let idle_s = now_ms.saturating_sub(handle.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let qbuf = handle.query_buf_bytes.load(Ordering::Relaxed);
-    let omem = handle.output_buf_bytes.load(Ordering::Relaxed);
+    let omem = handle.output_bytes();
     let events = if omem > 0 { "rw" } else { "r" };
     let cmd = server
         .registry
