@@ -40,17 +40,16 @@ const fn cmd(
     since: &'static str,
     handler: crate::table::Handler,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::new(
         name,
         arity,
         flags,
-        keys: KeySpec::NONE,
-        group: Group::Connection,
+        KeySpec::NONE,
+        Group::Connection,
         summary,
         since,
         handler,
-        subcommands: &[],
-    }
+    )
 }
 
 /// Flags Redis gives the commands a client may send before authenticating.

@@ -35,17 +35,7 @@ const fn cmd(
     since: &'static str,
     handler: crate::table::Handler,
 ) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        keys,
-        group,
-        summary,
-        since,
-        handler,
-        subcommands: &[],
-    }
+    CommandSpec::new(name, arity, flags, keys, group, summary, since, handler)
 }
 
 use Group::{Connection, Keyspace, Server};

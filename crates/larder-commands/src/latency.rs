@@ -137,17 +137,16 @@ const fn cmd(
     since: &'static str,
     handler: crate::table::Handler,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::new(
         name,
         arity,
         flags,
-        keys: KeySpec::NONE,
-        group: Group::Server,
+        KeySpec::NONE,
+        Group::Server,
         summary,
         since,
         handler,
-        subcommands: &[],
-    }
+    )
 }
 
 /// The latency family's table.

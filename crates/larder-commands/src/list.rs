@@ -25,17 +25,16 @@ const fn cmd(
     since: &'static str,
     handler: crate::table::Handler,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::new(
         name,
         arity,
         flags,
-        keys: KeySpec::ONE,
-        group: Group::List,
+        KeySpec::ONE,
+        Group::List,
         summary,
         since,
         handler,
-        subcommands: &[],
-    }
+    )
 }
 
 /// The list family's table. Arity, flags, key positions, summaries and versions are those of

@@ -297,17 +297,16 @@ const fn cmd(
     since: &'static str,
     handler: crate::table::Handler,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::new(
         name,
         arity,
         flags,
-        keys: KeySpec::NONE,
-        group: Group::Pubsub,
+        KeySpec::NONE,
+        Group::Pubsub,
         summary,
         since,
         handler,
-        subcommands: &[],
-    }
+    )
 }
 
 const fn sub(

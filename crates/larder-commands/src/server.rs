@@ -25,17 +25,16 @@ const fn cmd(
     since: &'static str,
     handler: crate::table::Handler,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::new(
         name,
         arity,
         flags,
         keys,
-        group: Group::Server,
+        Group::Server,
         summary,
         since,
         handler,
-        subcommands: &[],
-    }
+    )
 }
 
 const fn container(

@@ -32,17 +32,16 @@ const fn cmd(
     since: &'static str,
     handler: crate::table::Handler,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::new(
         name,
         arity,
         flags,
         keys,
-        group: Group::String,
+        Group::String,
         summary,
         since,
         handler,
-        subcommands: &[],
-    }
+    )
 }
 
 /// The string family's table. Arity, flags, key positions, summaries and versions are those

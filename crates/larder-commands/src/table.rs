@@ -196,6 +196,31 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// A command without subcommands (the families' table helpers build on this).
+    #[allow(clippy::too_many_arguments)]
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: u32,
+        keys: KeySpec,
+        group: Group,
+        summary: &'static str,
+        since: &'static str,
+        handler: Handler,
+    ) -> CommandSpec {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            keys,
+            group,
+            summary,
+            since,
+            handler,
+            subcommands: &[],
+        }
+    }
+
     /// Whether `argc` arguments satisfy the arity.
     #[inline]
     pub fn arity_ok(&self, argc: usize) -> bool {

@@ -59,17 +59,16 @@ const fn cmd(
     since: &'static str,
     handler: crate::table::Handler,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::new(
         name,
         arity,
         flags,
         keys,
-        group: Group::Transactions,
+        Group::Transactions,
         summary,
         since,
         handler,
-        subcommands: &[],
-    }
+    )
 }
 
 /// The transaction family's table (Redis 7.0's COMMAND INFO).

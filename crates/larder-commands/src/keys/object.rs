@@ -33,17 +33,16 @@ const fn sub(
     since: &'static str,
     handler: crate::table::Handler,
 ) -> CommandSpec {
-    CommandSpec {
+    CommandSpec::new(
         name,
         arity,
         flags,
         keys,
-        group: Group::Keyspace,
+        Group::Keyspace,
         summary,
         since,
         handler,
-        subcommands: &[],
-    }
+    )
 }
 
 /// OBJECT's subcommands.
