@@ -5,6 +5,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use parking_lot::RwLock;
 
+mod params;
+pub use params::{ALIASES, PARAMS};
+
 /// A configuration parameter. The discriminant indexes [`Config`]'s value array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -41,6 +44,13 @@ pub enum Param {
     LatencyMonitorThreshold,
     ValueEventsBufferLimit,
     TrackingTableMaxKeys,
+    HashMaxListpackEntries,
+    HashMaxListpackValue,
+    SetMaxIntsetEntries,
+    ZsetMaxListpackEntries,
+    ZsetMaxListpackValue,
+    ListMaxListpackSize,
+    HllSparseMaxBytes,
 }
 
 /// How a parameter's value is parsed and shown.
@@ -118,344 +128,30 @@ pub fn lfu_selected(config: &Config) -> bool {
     eviction_policy(config).is_some_and(larder_engine::EvictionPolicy::is_lfu)
 }
 
-/// Every parameter larder supports, in [`Param`] order.
-pub static PARAMS: &[ParamDef] = &[
-    def(
-        Param::Bind,
-        "bind",
-        Kind::Text,
-        "127.0.0.1",
-        Mutability::Immutable,
-        "addresses to listen on (space-separated)",
-    ),
-    def(
-        Param::Port,
-        "port",
-        Kind::Int { min: 0, max: 65535 },
-        "6379",
-        Mutability::Immutable,
-        "RESP port",
-    ),
-    def(
-        Param::MemcachedPort,
-        "memcached-port",
-        Kind::Int { min: 0, max: 65535 },
-        "11211",
-        Mutability::Immutable,
-        "memcached port (0 disables)",
-    ),
-    def(
-        Param::MemcachedItemSizeMax,
-        "memcached-item-size-max",
-        Kind::Memory {
-            min: 1024,
-            max: 1024 * MB,
-        },
-        "1048576",
-        Mutability::Mutable,
-        "largest value a memcached client may store (memcached's -I)",
-    ),
-    def(
-        Param::Threads,
-        "threads",
-        Kind::Int { min: 0, max: 1024 },
-        "0",
-        Mutability::Immutable,
-        "I/O threads (0 = chosen from the machine's cores)",
-    ),
-    def(
-        Param::Databases,
-        "databases",
-        Kind::Int { min: 1, max: 4096 },
-        "16",
-        Mutability::Immutable,
-        "number of databases",
-    ),
-    def(
-        Param::Requirepass,
-        "requirepass",
-        Kind::Text,
-        "",
-        Mutability::Mutable,
-        "password for the default user",
-    ),
-    def(
-        Param::Maxclients,
-        "maxclients",
-        Kind::Int {
-            min: 1,
-            max: u32::MAX as i64,
-        },
-        "10000",
-        Mutability::Mutable,
-        "maximum connected clients",
-    ),
-    def(
-        Param::Timeout,
-        "timeout",
-        Kind::Int {
-            min: 0,
-            max: i32::MAX as i64,
-        },
-        "0",
-        Mutability::Mutable,
-        "close clients idle this many seconds (0 = never)",
-    ),
-    def(
-        Param::TcpKeepalive,
-        "tcp-keepalive",
-        Kind::Int {
-            min: 0,
-            max: i32::MAX as i64,
-        },
-        "300",
-        Mutability::Mutable,
-        "TCP keepalive seconds",
-    ),
-    def(
-        Param::ProtoMaxBulkLen,
-        "proto-max-bulk-len",
-        // Redis allows up to LLONG_MAX; larder stores key lengths in 32 bits, so a bulk
-        // string (and with it a key) stays under 4 GiB.
-        Kind::Memory {
-            min: MB,
-            max: u32::MAX as i64,
-        },
-        "536870912",
-        Mutability::Mutable,
-        "largest bulk string accepted",
-    ),
-    def(
-        Param::ClientQueryBufferLimit,
-        "client-query-buffer-limit",
-        Kind::Memory {
-            min: MB,
-            max: i64::MAX,
-        },
-        "1073741824",
-        Mutability::Mutable,
-        "largest query buffer per client",
-    ),
-    def(
-        Param::Hz,
-        "hz",
-        // Redis accepts any non-negative int and clamps it to 1..=500 (see `parse_value`).
-        Kind::Int {
-            min: 0,
-            max: i32::MAX as i64,
-        },
-        "10",
-        Mutability::Mutable,
-        "background task frequency",
-    ),
-    def(
-        Param::SlowlogLogSlowerThan,
-        "slowlog-log-slower-than",
-        Kind::Int {
-            min: -1,
-            max: i64::MAX,
-        },
-        "10000",
-        Mutability::Mutable,
-        "microseconds; -1 disables the slow log",
-    ),
-    def(
-        Param::SlowlogMaxLen,
-        "slowlog-max-len",
-        Kind::Int {
-            min: 0,
-            max: i64::MAX,
-        },
-        "128",
-        Mutability::Mutable,
-        "slow log entries kept",
-    ),
-    def(
-        Param::Maxmemory,
-        "maxmemory",
-        Kind::Memory {
-            min: 0,
-            max: i64::MAX,
-        },
-        "0",
-        Mutability::Mutable,
-        "memory limit in bytes (0 = none)",
-    ),
-    def(
-        Param::MaxmemoryPolicy,
-        "maxmemory-policy",
-        Kind::Enum(MAXMEMORY_POLICIES),
-        "noeviction",
-        Mutability::Mutable,
-        "what to do at the memory limit",
-    ),
-    def(
-        Param::MaxmemorySamples,
-        "maxmemory-samples",
-        Kind::Int {
-            min: 1,
-            max: i32::MAX as i64,
-        },
-        "5",
-        Mutability::Mutable,
-        "keys sampled per eviction (more: closer to true LRU/LFU, slower)",
-    ),
-    def(
-        Param::LfuLogFactor,
-        "lfu-log-factor",
-        Kind::Int {
-            min: 0,
-            max: i32::MAX as i64,
-        },
-        "10",
-        Mutability::Mutable,
-        "LFU counter growth: higher needs more hits per increment",
-    ),
-    def(
-        Param::LfuDecayTime,
-        "lfu-decay-time",
-        Kind::Int {
-            min: 0,
-            max: i32::MAX as i64,
-        },
-        "1",
-        Mutability::Mutable,
-        "minutes per LFU counter decrement (0 = never decay)",
-    ),
-    def(
-        Param::Loglevel,
-        "loglevel",
-        Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]),
-        "notice",
-        Mutability::Mutable,
-        "log verbosity",
-    ),
-    def(
-        Param::Logfile,
-        "logfile",
-        Kind::Text,
-        "",
-        Mutability::Immutable,
-        "log file (empty = stderr)",
-    ),
-    def(
-        Param::LazyfreeLazyUserFlush,
-        "lazyfree-lazy-user-flush",
-        Kind::Bool,
-        "no",
-        Mutability::Mutable,
-        "FLUSHALL/FLUSHDB without a mode free memory in the background",
-    ),
-    def(
-        Param::LazyfreeLazyUserDel,
-        "lazyfree-lazy-user-del",
-        Kind::Bool,
-        "no",
-        Mutability::Mutable,
-        "DEL behaves like UNLINK",
-    ),
-    def(
-        Param::DisableThp,
-        "disable-thp",
-        Kind::Bool,
-        "yes",
-        Mutability::Immutable,
-        "turn transparent huge pages off for the process (page faults that zero 2 MiB stall clients)",
-    ),
-    def(
-        Param::NotifyKeyspaceEvents,
-        "notify-keyspace-events",
-        Kind::Custom(crate::notify::parse_classes),
-        "",
-        Mutability::Mutable,
-        "keyspace notification classes (Redis's letters: K E g $ l s h z x e t m d n A)",
-    ),
-    def(
-        Param::ClientOutputBufferLimit,
-        "client-output-buffer-limit",
-        Kind::Custom(parse_output_limits),
-        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-        Mutability::Mutable,
-        "output limits per client class: class hard soft seconds (normal, replica, pubsub)",
-    ),
-    def(
-        Param::LatencyTracking,
-        "latency-tracking",
-        Kind::Bool,
-        "yes",
-        Mutability::Mutable,
-        "keep a latency histogram per command (INFO latencystats, LATENCY HISTOGRAM)",
-    ),
-    def(
-        Param::LatencyTrackingInfoPercentiles,
-        "latency-tracking-info-percentiles",
-        Kind::Percentiles,
-        "50 99 99.9",
-        Mutability::Mutable,
-        "percentiles INFO latencystats reports (space-separated)",
-    ),
-    def(
-        Param::LatencyMonitorThreshold,
-        "latency-monitor-threshold",
-        Kind::Int {
-            min: 0,
-            max: i64::MAX,
-        },
-        "0",
-        Mutability::Mutable,
-        "milliseconds; commands at least this slow are LATENCY events (0 = monitor off)",
-    ),
-    def(
-        Param::ValueEventsBufferLimit,
-        "value-events-buffer-limit",
-        Kind::Memory {
-            min: 0,
-            max: i64::MAX,
-        },
-        "1048576",
-        Mutability::Mutable,
-        "pending output per client past which value events are dropped (0 = no limit)",
-    ),
-    def(
-        Param::TrackingTableMaxKeys,
-        "tracking-table-max-keys",
-        Kind::Int {
-            min: 0,
-            max: i64::MAX,
-        },
-        "1000000",
-        Mutability::Mutable,
-        "keys remembered for client-side caching; past it, keys are invalidated (0 = no limit)",
-    ),
-];
-
-/// `client-output-buffer-limit`'s parser for the parameter table.
-fn parse_output_limits(value: &str) -> Result<(i64, String), String> {
-    let limits = crate::mail::parse_output_limits(value)?;
-    Ok((0, crate::mail::format_output_limits(&limits)))
-}
-
-const fn def(
-    param: Param,
-    name: &'static str,
-    kind: Kind,
-    default: &'static str,
-    mutability: Mutability,
-    help: &'static str,
-) -> ParamDef {
-    ParamDef {
-        param,
-        name,
-        kind,
-        default,
-        mutability,
-        help,
-    }
-}
-
-/// Find a parameter by name (case-insensitive).
+/// Find a parameter by name or alias (case-insensitive).
 pub fn lookup(name: &str) -> Option<&'static ParamDef> {
-    PARAMS.iter().find(|d| d.name.eq_ignore_ascii_case(name))
+    PARAMS
+        .iter()
+        .find(|d| d.name.eq_ignore_ascii_case(name))
+        .or_else(|| {
+            ALIASES
+                .iter()
+                .find(|(alias, _)| alias.eq_ignore_ascii_case(name))
+                .map(|&(_, p)| &PARAMS[p as usize])
+        })
+}
+
+/// The compact-encoding limits in force (`larder_engine::Limits`), read from the parameters.
+pub fn limits(config: &Config) -> larder_engine::Limits {
+    let n = |p| usize::try_from(config.num(p)).unwrap_or(0);
+    larder_engine::Limits {
+        hash_max_listpack_entries: n(Param::HashMaxListpackEntries),
+        hash_max_listpack_value: n(Param::HashMaxListpackValue),
+        set_max_intset_entries: n(Param::SetMaxIntsetEntries),
+        zset_max_listpack_entries: n(Param::ZsetMaxListpackEntries),
+        zset_max_listpack_value: n(Param::ZsetMaxListpackValue),
+        list_max_listpack_size: config.num(Param::ListMaxListpackSize),
+    }
 }
 
 /// Parse a memory value like Redis's `memtoll`: digits with an optional unit

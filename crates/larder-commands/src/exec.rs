@@ -194,6 +194,12 @@ impl<'a> Cmd<'a> {
         self.server.keyspace.feed().notice(class, event, db, key);
     }
 
+    /// The compact-encoding limits in force, for engine operations that grow a collection.
+    #[inline]
+    pub fn limits(&self) -> larder_engine::Limits {
+        crate::config::limits(&self.server.config)
+    }
+
     /// Whether this client's reads update keys' access time (CLIENT NO-TOUCH turns it off).
     #[inline]
     pub fn access(&self) -> larder_engine::Access {

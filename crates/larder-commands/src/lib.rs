@@ -11,10 +11,13 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod bitmap;
 pub mod config;
 pub mod connection;
 pub mod error;
 pub mod exec;
+pub mod hash;
+pub mod hyperloglog;
 pub mod info;
 pub mod keys;
 pub mod latency;
@@ -27,6 +30,7 @@ pub mod notify;
 mod propagate_tests;
 pub mod pubsub;
 pub mod server;
+pub mod set;
 pub mod state;
 pub mod string;
 pub mod table;
@@ -34,6 +38,7 @@ pub mod testing;
 pub mod tracking;
 pub mod transaction;
 pub mod values;
+pub mod zset;
 
 #[cfg(test)]
 mod notify_tests;
@@ -48,6 +53,11 @@ pub fn registry() -> Registry {
         string::COMMANDS,
         keys::COMMANDS,
         list::COMMANDS,
+        hash::COMMANDS,
+        set::COMMANDS,
+        zset::COMMANDS,
+        bitmap::COMMANDS,
+        hyperloglog::COMMANDS,
         connection::COMMANDS,
         server::COMMANDS,
         transaction::COMMANDS,

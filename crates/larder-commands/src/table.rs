@@ -64,6 +64,12 @@ pub enum Group {
     Keyspace,
     Transactions,
     Pubsub,
+    Hash,
+    Set,
+    SortedSet,
+    Bitmap,
+    Hyperloglog,
+    Geo,
 }
 
 impl Group {
@@ -76,6 +82,12 @@ impl Group {
             Group::Server => "server",
             Group::Transactions => "transactions",
             Group::Pubsub => "pubsub",
+            Group::Hash => "hash",
+            Group::Set => "set",
+            Group::SortedSet => "sorted-set",
+            Group::Bitmap => "bitmap",
+            Group::Hyperloglog => "hyperloglog",
+            Group::Geo => "geo",
         }
     }
 
@@ -89,6 +101,12 @@ impl Group {
             Group::Server => "@admin",
             Group::Transactions => "@transaction",
             Group::Pubsub => "@pubsub",
+            Group::Hash => "@hash",
+            Group::Set => "@set",
+            Group::SortedSet => "@sortedset",
+            Group::Bitmap => "@bitmap",
+            Group::Hyperloglog => "@hyperloglog",
+            Group::Geo => "@geo",
         }
     }
 }

@@ -226,24 +226,51 @@ struct Event<'a> {
     value: Option<(&'static str, &'a [u8])>,
 }
 
-/// A value's type word and its bytes in a message: a string as it is, a list as a RESP2
-/// array of bulk strings.
+/// A value's type word and its bytes in a message: a string as it is; a list or a set as a
+/// RESP2 array of bulk strings; a hash as an array of field, value, field, value...; a
+/// sorted set as an array of member, score, ... lowest score first, each score in its
+/// shortest round-trip decimal form (`inf` and `-inf` for the infinities).
 fn encode_value(value: &Value) -> (&'static str, Cow<'_, [u8]>) {
+    fn array<'a>(n: usize, items: impl Iterator<Item = &'a [u8]>) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.push(b'*');
+        out.extend_from_slice(n.to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for i in items {
+            bulk_header(&mut out, i.len());
+            out.extend_from_slice(i);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
+    }
     match value {
         Value::String(s) => ("string", Cow::Borrowed(s)),
-        Value::List(items) => {
-            let mut out = Vec::new();
-            out.push(b'*');
-            out.extend_from_slice(items.len().to_string().as_bytes());
-            out.extend_from_slice(b"\r\n");
-            for i in items {
-                out.push(b'$');
-                out.extend_from_slice(i.len().to_string().as_bytes());
-                out.extend_from_slice(b"\r\n");
-                out.extend_from_slice(i);
-                out.extend_from_slice(b"\r\n");
-            }
-            ("list", Cow::Owned(out))
+        Value::List(items) => (
+            "list",
+            Cow::Owned(array(items.len(), items.iter().map(|i| &i[..]))),
+        ),
+        Value::Set(items) => (
+            "set",
+            Cow::Owned(array(items.len(), items.iter().map(|i| &i[..]))),
+        ),
+        Value::Hash(pairs) => {
+            let flat = pairs.iter().flat_map(|(f, v)| [&f[..], &v[..]]);
+            ("hash", Cow::Owned(array(2 * pairs.len(), flat)))
+        }
+        Value::ZSet(pairs) => {
+            let scores: Vec<Vec<u8>> = pairs
+                .iter()
+                .map(|(_, bits)| match f64::from_bits(*bits) {
+                    s if s == f64::INFINITY => b"inf".to_vec(),
+                    s if s == f64::NEG_INFINITY => b"-inf".to_vec(),
+                    s => s.to_string().into_bytes(),
+                })
+                .collect();
+            let flat = pairs
+                .iter()
+                .zip(&scores)
+                .flat_map(|((m, _), s)| [&m[..], &s[..]]);
+            ("zset", Cow::Owned(array(2 * pairs.len(), flat)))
         }
     }
 }

@@ -64,6 +64,12 @@ pub enum Object {
     Shared(std::sync::Arc<Vec<u8>>),
     /// A list, head first. Never empty while stored: commands delete a list that empties.
     List(crate::List),
+    /// A hash. Never empty while stored.
+    Hash(crate::Hash),
+    /// A set. Never empty while stored.
+    Set(crate::Set),
+    /// A sorted set. Never empty while stored.
+    ZSet(crate::ZSet),
 }
 
 impl Object {
@@ -71,6 +77,21 @@ impl Object {
         match self {
             Object::Str(_) | Object::Shared(_) => ObjectKind::String,
             Object::List(_) => ObjectKind::List,
+            Object::Hash(_) => ObjectKind::Hash,
+            Object::Set(_) => ObjectKind::Set,
+            Object::ZSet(_) => ObjectKind::ZSet,
+        }
+    }
+
+    /// Redis 7.0's name for the object's encoding (OBJECT ENCODING), for every type but the
+    /// string, whose name depends on its bytes: `None` for a string.
+    pub fn encoding(&self) -> Option<&'static str> {
+        match self {
+            Object::Str(_) | Object::Shared(_) => None,
+            Object::List(_) => Some("quicklist"),
+            Object::Hash(h) => Some(h.encoding()),
+            Object::Set(s) => Some(s.encoding()),
+            Object::ZSet(z) => Some(z.encoding()),
         }
     }
 
@@ -83,6 +104,9 @@ impl Object {
             // again, as it would a buffer of its own.
             Object::Shared(v) => v.capacity() + 2 * std::mem::size_of::<usize>(),
             Object::List(l) => l.heap_bytes(),
+            Object::Hash(h) => h.heap_bytes(),
+            Object::Set(s) => s.heap_bytes(),
+            Object::ZSet(z) => z.heap_bytes(),
         }
     }
 }
@@ -423,7 +447,7 @@ impl Entry {
             Block::Object(p) => match self.object_at(p) {
                 Object::Str(v) => Some(v),
                 Object::Shared(v) => Some(v),
-                Object::List(_) => None,
+                Object::List(_) | Object::Hash(_) | Object::Set(_) | Object::ZSet(_) => None,
             },
         }
     }
@@ -661,6 +685,17 @@ mod tests {
     #[test]
     fn entry_is_compact() {
         assert_eq!(std::mem::size_of::<Entry>(), 40);
+    }
+
+    /// Every key with a collection pays for the largest variant in its object block: a
+    /// type that needs more keeps it behind a pointer of its own.
+    #[test]
+    fn object_is_compact() {
+        assert!(
+            std::mem::size_of::<Object>() <= 48,
+            "{}",
+            std::mem::size_of::<Object>()
+        );
     }
 
     #[test]

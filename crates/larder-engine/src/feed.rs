@@ -68,6 +68,13 @@ pub enum Value {
     String(Vec<u8>),
     /// A list, head first.
     List(Vec<Vec<u8>>),
+    /// A hash: each field with its value.
+    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    /// A set's members.
+    Set(Vec<Vec<u8>>),
+    /// A sorted set's members with their scores (as IEEE bits, so that `Value` is `Eq`),
+    /// lowest first.
+    ZSet(Vec<(Vec<u8>, u64)>),
 }
 
 impl Value {
@@ -75,6 +82,13 @@ impl Value {
     pub fn of(entry: &Entry) -> Value {
         match entry.object() {
             Some(Object::List(l)) => Value::List(l.iter().map(|e| e.to_vec()).collect()),
+            Some(Object::Hash(h)) => {
+                Value::Hash(h.pairs().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
+            }
+            Some(Object::Set(s)) => Value::Set(s.to_vecs()),
+            Some(Object::ZSet(z)) => {
+                Value::ZSet(z.scored().map(|(m, s)| (m.to_vec(), s.to_bits())).collect())
+            }
             _ => Value::String(entry.string().unwrap_or_default().to_vec()),
         }
     }

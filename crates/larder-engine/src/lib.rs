@@ -3,8 +3,9 @@
 //!
 //! Main types: [`Keyspace`] (all databases), [`Db`] (one numbered database, a fixed set of
 //! shards), [`Shard`] (one hash table with its entries, a slab of slots, and an expiry index),
-//! [`Entry`] (one key with its metadata and value), [`List`] (a list value, with the list
-//! commands' operations).
+//! [`Entry`] (one key with its metadata and value), and one module per collection type with
+//! its compact and full encodings and the operations its commands need: [`List`], [`Hash`],
+//! [`Set`], [`ZSet`] ([`Limits`] says when a value leaves its compact encoding).
 //!
 //! A command locks the shard (or shards, in ascending order) that own its keys, runs shard-local
 //! operations, and unlocks. Shard operations do no I/O and know nothing of any protocol, so they
@@ -14,21 +15,29 @@
 #![deny(unsafe_code)]
 
 mod clock;
+pub mod encoding;
 mod entry;
 mod error;
 mod evict;
 pub mod feed;
 pub mod glob;
+mod hash;
 mod index;
 mod keyspace;
 mod list;
+mod set;
 mod shard;
+mod zset;
 
 pub use clock::{lru_clock, now_ms, now_us};
+pub use encoding::Limits;
 pub use entry::{Entry, Object, ObjectKind};
 pub use error::EngineError;
 pub use evict::{lfu_decayed, lfu_log_incr, EvictionPolicy, LFU_INIT_VAL};
 pub use feed::{Change, ChangeKind, Consumer, Feed, GroupScope, Interest, Value};
+pub use hash::Hash;
 pub use keyspace::{Db, DbGuards, Eviction, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
 pub use list::{List, Place};
+pub use set::Set;
 pub use shard::{Access, Shard, SlotId};
+pub use zset::ZSet;

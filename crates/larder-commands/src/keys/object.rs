@@ -112,8 +112,12 @@ fn inspect<R>(c: &mut Cmd<'_>, f: impl FnOnce(&Entry) -> R) -> Result<Option<R>>
     Ok(r)
 }
 
-/// How Redis 7.0 would encode the value: strings as "int", "embstr" or "raw".
+/// How Redis 7.0 would encode the value: strings as "int", "embstr" or "raw"; collections by
+/// their own encoding (`Object::encoding`).
 fn encoding_name(e: &Entry) -> &'static str {
+    if let Some(name) = e.object().and_then(|o| o.encoding()) {
+        return name;
+    }
     match e.kind() {
         ObjectKind::String if e.is_grown_string() => "raw",
         ObjectKind::String => match e.string() {

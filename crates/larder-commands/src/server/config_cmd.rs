@@ -45,6 +45,14 @@ fn config_get(c: &mut Cmd<'_>) -> Result<()> {
                     found.push((Cow::Borrowed(d.name), d));
                 }
             }
+            // Redis 7.0 lists an alias beside its parameter when the pattern matches it.
+            for &(alias, param) in config::ALIASES {
+                if larder_engine::glob::matches(p, alias.as_bytes(), true)
+                    && !found.iter().any(|(n, _)| n == alias)
+                {
+                    found.push((Cow::Borrowed(alias), &PARAMS[param as usize]));
+                }
+            }
         } else {
             let name = String::from_utf8_lossy(p);
             if let Some(d) = config::lookup(&name) {
