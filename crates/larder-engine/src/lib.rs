@@ -21,13 +21,13 @@ mod error;
 mod evict;
 pub mod feed;
 pub mod glob;
-mod hash;
+pub mod hash;
 mod index;
 mod keyspace;
-mod list;
-mod set;
+pub mod list;
+pub mod set;
 mod shard;
-mod zset;
+pub mod zset;
 
 pub use clock::{lru_clock, now_ms, now_us};
 pub use encoding::Limits;
