@@ -99,6 +99,21 @@ impl Harness {
         assert_eq!(outcome, Outcome::Continue);
         self.out.take_bytes()
     }
+
+    /// Run each request (space-separated words) alone, then inside MULTI/EXEC. A handler that
+    /// asks for a shard outside its command's lock plan trips a debug assertion, and one that
+    /// deadlocks hangs the test: every multi-key command's realistic forms belong here (the
+    /// table-wide sweep in `locks::plan_tests` only passes generic arguments).
+    pub fn check_plans(&mut self, requests: &[&str]) {
+        for r in requests {
+            let argv: Vec<&[u8]> = r.split(' ').map(str::as_bytes).collect();
+            self.run_raw(&argv);
+            self.run(&["MULTI"]);
+            self.run_raw(&argv);
+            self.run_raw(&[b"EXEC"]);
+            self.conn.multi = None;
+        }
+    }
 }
 
 /// Shorthands for expected frames.
