@@ -215,6 +215,99 @@ pub(crate) fn format_double(v: f64) -> DoubleText {
     out
 }
 
+/// Formats a sorted-set score the way Redis 7.0 replies it (`addReplyDouble`): `inf`, `-inf`,
+/// `nan`, and otherwise C's `%.17g` (17 significant digits, `%g`'s choice between fixed and
+/// exponent notation, trailing zeros stripped): `1.1000000000000001`, `1.0000000000000001e+300`,
+/// `-0`, `2.5`.
+pub(crate) fn format_score(v: f64) -> DoubleText {
+    let mut out = DoubleText {
+        buf: [0; 32],
+        len: 0,
+    };
+    if v.is_nan() {
+        out.extend(b"nan");
+        return out;
+    }
+    if v.is_infinite() {
+        out.extend(if v < 0.0 { b"-inf" } else { b"inf" });
+        return out;
+    }
+    if v.is_sign_negative() {
+        out.push(b'-');
+    }
+    if v == 0.0 {
+        out.push(b'0');
+        return out;
+    }
+    // 17 significant digits, correctly rounded like glibc's printf: "d.dddddddddddddddde[-]X".
+    let mut sci = Scratch {
+        buf: [0; 32],
+        len: 0,
+    };
+    if write!(sci, "{:.16e}", v.abs()).is_err() {
+        // Unreachable: the text is at most 24 bytes.
+        out.extend(b"nan");
+        return out;
+    }
+    let text = &sci.buf[..sci.len];
+    let e_at = text.iter().position(|&b| b == b'e').unwrap_or(text.len());
+    let mut digits = [0u8; 17];
+    let mut n = 0usize;
+    for &b in &text[..e_at] {
+        if b.is_ascii_digit() && n < digits.len() {
+            digits[n] = b;
+            n += 1;
+        }
+    }
+    let exp = text
+        .get(e_at + 1..)
+        .and_then(|s| std::str::from_utf8(s).ok())
+        .and_then(|s| s.parse::<i32>().ok())
+        .unwrap_or(0);
+    // %g strips trailing zeros of the fraction.
+    while n > 1 && digits[n - 1] == b'0' {
+        n -= 1;
+    }
+    let digits = &digits[..n];
+    if (-4..17).contains(&exp) {
+        if exp < 0 {
+            out.extend(b"0.");
+            for _ in 0..(-exp - 1) {
+                out.push(b'0');
+            }
+            out.extend(digits);
+        } else {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                out.extend(digits);
+                for _ in digits.len()..int_len {
+                    out.push(b'0');
+                }
+            } else {
+                out.extend(&digits[..int_len]);
+                out.push(b'.');
+                out.extend(&digits[int_len..]);
+            }
+        }
+    } else {
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend(&digits[1..]);
+        }
+        out.push(b'e');
+        out.push(if exp < 0 { b'-' } else { b'+' });
+        let e = exp.unsigned_abs();
+        if e < 10 {
+            out.push(b'0');
+        }
+        let mut tmp = [0u8; 20];
+        let start = write_digits(u64::from(e), &mut tmp, 20);
+        out.extend(&tmp[start..]);
+    }
+    out
+}
+
 /// fpconv's `emit_digits`: the value is `digits * 10^k` where `k = exp10 - (ndigits - 1)`.
 fn emit_digits(digits: &[u8], exp10: i32, negative: bool, out: &mut DoubleText) {
     let ndigits = digits.len() as i32;
@@ -374,6 +467,34 @@ mod tests {
             let text = format_double(v);
             let s = std::str::from_utf8(text.as_bytes()).expect("ascii");
             assert_eq!(s.parse::<f64>().ok(), Some(v), "{s}");
+        }
+    }
+
+    #[test]
+    fn score_g17_table() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (-3.0, "-3"),
+            (1.5, "1.5"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e+17"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0000000000000001e-05"),
+        ];
+        for &(v, want) in cases {
+            let got = format_score(v);
+            assert_eq!(std::str::from_utf8(got.as_bytes()), Ok(want), "{v:e}");
+        }
+        // Expectations printed by C's printf("%.17g") (through Python's % operator).
+        let printf: &[(f64, &str)] = &include!("score_g17_cases.in");
+        assert!(printf.len() > 600);
+        for &(v, want) in printf {
+            let got = format_score(v);
+            assert_eq!(std::str::from_utf8(got.as_bytes()), Ok(want), "{v:e}");
         }
     }
 }

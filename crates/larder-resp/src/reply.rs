@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use memchr::memchr2;
 
-use crate::number::{format_double, put_header, put_signed_header};
+use crate::number::{format_double, format_score, put_header, put_signed_header};
 
 /// The wire protocol a connection speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -233,6 +233,17 @@ impl ReplyBuf {
     #[inline]
     pub fn double(&mut self, v: f64) {
         let text = format_double(v);
+        match self.proto {
+            Protocol::Resp2 => self.bulk(text.as_bytes()),
+            Protocol::Resp3 => self.line(b',', text.as_bytes()),
+        }
+    }
+
+    /// A sorted-set score as Redis 7.0 replies it (`%.17g`: `1.1000000000000001`, `-0`,
+    /// `inf`): RESP3 `,<text>`, RESP2 a bulk string of the same text.
+    #[inline]
+    pub fn score(&mut self, v: f64) {
+        let text = format_score(v);
         match self.proto {
             Protocol::Resp2 => self.bulk(text.as_bytes()),
             Protocol::Resp3 => self.line(b',', text.as_bytes()),
