@@ -1,46 +1,475 @@
 //! The sorted set type: members ordered by (score, member), compact ("listpack") while small,
 //! an ordered index plus a member → score map past [`crate::Limits`]'s thresholds.
 //!
-//! Placeholder: the sorted-set commands' issue fills this module in. The methods below are
-//! the contract the rest of the engine relies on (the entry's memory accounting, OBJECT
-//! ENCODING, the change feed's value copies); keep them, and keep `size_of::<ZSet>()` within
-//! `entry::OBJECT_PAYLOAD_MAX`.
+//! Every operation the sorted-set commands (and geo) need is here, with Redis 7.0's semantics:
+//! ZADD's flags ([`ZSet::add`]), ranks, score and lex ranges resolved to rank ranges
+//! ([`ZSet::score_ranks`], [`ZSet::lex_ranks`]), visiting and removing rank ranges, pops.
+//! Scores are never NaN; equal scores order members byte-wise; -0.0 equals 0.0.
+//!
+//! Encodings: [`compact`] keeps one sorted buffer; [`full`] keeps each member once in a slab,
+//! a hash index of ids and an order-statistic B+tree ([`tree`]) of `(score, id)`, so rank,
+//! insert and range starts are O(log n). [`ZSet::heap_bytes`] is O(1): every part keeps its
+//! size as capacities and running counts.
+
+mod compact;
+mod full;
+mod tree;
+
+use std::ops::Range;
+
+use compact::Compact;
+use full::Full;
+
+use crate::Limits;
 
 /// A sorted set value. Never empty while stored: commands delete a sorted set that empties.
-/// Scores are never NaN, which is what makes `Eq` sound.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct ZSet {
-    members: Vec<(Box<[u8]>, f64)>,
+    repr: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    Compact(Compact),
+    Full(Box<Full>),
+}
+
+impl Default for ZSet {
+    fn default() -> ZSet {
+        ZSet::new()
+    }
+}
+
+impl PartialEq for ZSet {
+    fn eq(&self, other: &ZSet) -> bool {
+        self.len() == other.len()
+            && self
+                .scored()
+                .zip(other.scored())
+                .all(|((m1, s1), (m2, s2))| m1 == m2 && s1.to_bits() == s2.to_bits())
+    }
 }
 
 impl Eq for ZSet {}
 
+/// A score interval, each end inclusive or exclusive (ZRANGEBYSCORE's `(1.5 2`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScoreRange {
+    pub min: f64,
+    pub min_ex: bool,
+    pub max: f64,
+    pub max_ex: bool,
+}
+
+impl ScoreRange {
+    /// Whether `s` is past the lower end.
+    pub fn above_min(&self, s: f64) -> bool {
+        if self.min_ex {
+            s > self.min
+        } else {
+            s >= self.min
+        }
+    }
+
+    /// Whether `s` is before the upper end.
+    pub fn below_max(&self, s: f64) -> bool {
+        if self.max_ex {
+            s < self.max
+        } else {
+            s <= self.max
+        }
+    }
+}
+
+/// One end of a lex interval (ZRANGEBYLEX's `-`, `+`, `[a`, `(a`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LexBound<'a> {
+    NegInf,
+    PosInf,
+    Incl(&'a [u8]),
+    Excl(&'a [u8]),
+}
+
+/// A lex interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LexRange<'a> {
+    pub min: LexBound<'a>,
+    pub max: LexBound<'a>,
+}
+
+impl LexRange<'_> {
+    /// Whether `m` is past the lower end.
+    pub fn above_min(&self, m: &[u8]) -> bool {
+        match self.min {
+            LexBound::NegInf => true,
+            LexBound::PosInf => false,
+            LexBound::Incl(b) => m >= b,
+            LexBound::Excl(b) => m > b,
+        }
+    }
+
+    /// Whether `m` is before the upper end.
+    pub fn below_max(&self, m: &[u8]) -> bool {
+        match self.max {
+            LexBound::NegInf => false,
+            LexBound::PosInf => true,
+            LexBound::Incl(b) => m <= b,
+            LexBound::Excl(b) => m < b,
+        }
+    }
+}
+
+/// ZADD's options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddFlags {
+    /// Only add new members.
+    pub nx: bool,
+    /// Only update existing members.
+    pub xx: bool,
+    /// Only update when the new score is greater.
+    pub gt: bool,
+    /// Only update when the new score is less.
+    pub lt: bool,
+    /// Add the score to the current one.
+    pub incr: bool,
+}
+
+/// What [`ZSet::add`] did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Added {
+    /// A new member, with this score.
+    New(f64),
+    /// An existing member's score changed to this.
+    Updated(f64),
+    /// An existing member kept its score, which is this.
+    Same(f64),
+    /// Nothing: the flags ruled it out (Redis's `ZADD_OUT_NOP`).
+    Skipped,
+}
+
+/// ZADD INCR's sum was NaN (`inf + -inf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NanScore;
+
 impl ZSet {
+    /// An empty sorted set in the compact encoding.
     pub fn new() -> ZSet {
-        ZSet::default()
+        ZSet {
+            repr: Repr::Compact(Compact::default()),
+        }
+    }
+
+    /// An empty sorted set in the full encoding.
+    pub fn new_full() -> ZSet {
+        ZSet {
+            repr: Repr::Full(Box::default()),
+        }
+    }
+
+    /// An empty sorted set about to receive `size` members of at most `max_len` bytes: full
+    /// when they would not fit the compact encoding under `limits`.
+    pub fn with_hint(size: usize, max_len: usize, limits: &Limits) -> ZSet {
+        if size > limits.zset_max_listpack_entries || max_len > limits.zset_max_listpack_value {
+            ZSet::new_full()
+        } else {
+            ZSet::new()
+        }
+    }
+
+    /// A sorted set of `pairs` (distinct members), compact when they fit `limits` (the
+    /// result of ZUNIONSTORE and friends).
+    pub fn from_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a [u8], f64)>,
+        limits: &Limits,
+    ) -> ZSet {
+        let pairs: Vec<(&[u8], f64)> = pairs.into_iter().collect();
+        let max_len = pairs.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+        let mut z = ZSet::with_hint(pairs.len(), max_len, limits);
+        for (m, s) in pairs {
+            z.insert(m, s, limits);
+        }
+        z
     }
 
     /// Number of members.
     pub fn len(&self) -> usize {
-        self.members.len()
+        match &self.repr {
+            Repr::Compact(c) => c.len(),
+            Repr::Full(f) => f.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
+        self.len() == 0
     }
 
     /// Heap bytes owned by the sorted set, in O(1).
     pub fn heap_bytes(&self) -> usize {
-        self.members.capacity() * std::mem::size_of::<(Box<[u8]>, f64)>()
+        match &self.repr {
+            Repr::Compact(c) => c.heap_bytes(),
+            Repr::Full(f) => std::mem::size_of::<Full>() + f.heap_bytes(),
+        }
     }
 
     /// Redis's name for the current encoding: "listpack" or "skiplist".
     pub fn encoding(&self) -> &'static str {
-        "listpack"
+        match &self.repr {
+            Repr::Compact(_) => "listpack",
+            Repr::Full(_) => "skiplist",
+        }
     }
 
     /// Every member with its score, lowest first.
     pub fn scored(&self) -> impl Iterator<Item = (&[u8], f64)> + '_ {
-        self.members.iter().map(|(m, s)| (&**m, *s))
+        let mut all = Vec::with_capacity(self.len());
+        self.visit(0..self.len(), false, |m, s| all.push((m, s)));
+        all.into_iter()
+    }
+
+    /// The score of `member`.
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        match &self.repr {
+            Repr::Compact(c) => c.find(member).map(|e| e.score),
+            Repr::Full(f) => f.score(member),
+        }
+    }
+
+    /// The rank of `member` (0 for the lowest, or the highest when `rev`) and its score.
+    pub fn rank(&self, member: &[u8], rev: bool) -> Option<(usize, f64)> {
+        let (rank, score) = match &self.repr {
+            Repr::Compact(c) => c
+                .iter()
+                .enumerate()
+                .find(|(_, e)| e.member == member)
+                .map(|(i, e)| (i, e.score))?,
+            Repr::Full(f) => {
+                let score = f.score(member)?;
+                (f.rank_of_key(score, member), score)
+            }
+        };
+        Some((if rev { self.len() - 1 - rank } else { rank }, score))
+    }
+
+    /// The member of `rank` (ascending) with its score.
+    pub fn get(&self, rank: usize) -> Option<(&[u8], f64)> {
+        match &self.repr {
+            Repr::Compact(c) => c.iter().nth(rank).map(|e| (e.member, e.score)),
+            Repr::Full(f) => f.tree.get(rank).map(|it| (f.member(it.id), it.score)),
+        }
+    }
+
+    /// How many leading members (in order) satisfy `pred`, which must hold for a prefix.
+    pub fn partition_point(&self, mut pred: impl FnMut(&[u8], f64) -> bool) -> usize {
+        match &self.repr {
+            Repr::Compact(c) => c.iter().take_while(|e| pred(e.member, e.score)).count(),
+            Repr::Full(f) => f.tree.partition_point(|it| pred(f.member(it.id), it.score)),
+        }
+    }
+
+    /// The ranks of the members whose scores fall in `r`.
+    pub fn score_ranks(&self, r: &ScoreRange) -> Range<usize> {
+        let start = self.partition_point(|_, s| !r.above_min(s));
+        let end = self.partition_point(|_, s| r.below_max(s));
+        start..end.max(start)
+    }
+
+    /// The ranks of the members inside `r` (meaningful when all scores are equal, as in
+    /// Redis).
+    pub fn lex_ranks(&self, r: &LexRange<'_>) -> Range<usize> {
+        let start = self.partition_point(|m, _| !r.above_min(m));
+        let end = self.partition_point(|m, _| r.below_max(m));
+        start..end.max(start)
+    }
+
+    /// Visit the members of `ranks` in ascending order, or descending when `rev`.
+    pub fn visit<'a>(&'a self, ranks: Range<usize>, rev: bool, mut f: impl FnMut(&'a [u8], f64)) {
+        let end = ranks.end.min(self.len());
+        if ranks.start >= end {
+            return;
+        }
+        match &self.repr {
+            Repr::Compact(c) => {
+                let picked = c.iter().skip(ranks.start).take(end - ranks.start);
+                if rev {
+                    let all: Vec<_> = picked.collect();
+                    all.iter().rev().for_each(|e| f(e.member, e.score));
+                } else {
+                    picked.for_each(|e| f(e.member, e.score));
+                }
+            }
+            Repr::Full(full) => {
+                full.tree.visit(ranks.start, end, rev, &mut |it| {
+                    f(full.member(it.id), it.score)
+                });
+            }
+        }
+    }
+
+    /// Make room for one more member of `len` bytes: leave the compact encoding when it
+    /// would pass a limit.
+    fn make_room(&mut self, len: usize, limits: &Limits) {
+        if let Repr::Compact(c) = &self.repr {
+            if c.len() + 1 > limits.zset_max_listpack_entries
+                || len > limits.zset_max_listpack_value
+            {
+                let mut full = Full::default();
+                for e in c.iter() {
+                    full.insert(e.member, e.score);
+                }
+                self.repr = Repr::Full(Box::new(full));
+            }
+        }
+    }
+
+    /// Set `member`'s score, adding it if absent; returns its previous score.
+    pub fn insert(&mut self, member: &[u8], score: f64, limits: &Limits) -> Option<f64> {
+        let old = self.score(member);
+        match old {
+            Some(old) if old == score && old.to_bits() == score.to_bits() => {}
+            Some(_) => self.set_score(member, score),
+            None => {
+                self.make_room(member.len(), limits);
+                match &mut self.repr {
+                    Repr::Compact(c) => c.insert(member, score),
+                    Repr::Full(f) => f.insert(member, score),
+                }
+            }
+        }
+        old
+    }
+
+    fn set_score(&mut self, member: &[u8], score: f64) {
+        match &mut self.repr {
+            Repr::Compact(c) => {
+                if let Some((start, end)) = c.find(member).map(|e| (e.start, e.end)) {
+                    c.remove_span(start, end, 1);
+                    c.insert(member, score);
+                }
+            }
+            Repr::Full(f) => f.set_score(member, score),
+        }
+    }
+
+    /// ZADD for one member, with Redis 7.0's `zsetAdd` rules.
+    pub fn add(
+        &mut self,
+        member: &[u8],
+        score: f64,
+        flags: AddFlags,
+        limits: &Limits,
+    ) -> Result<Added, NanScore> {
+        if score.is_nan() {
+            return Err(NanScore);
+        }
+        match self.score(member) {
+            Some(cur) => {
+                if flags.nx {
+                    return Ok(Added::Skipped);
+                }
+                let score = if flags.incr { score + cur } else { score };
+                if score.is_nan() {
+                    return Err(NanScore);
+                }
+                if (flags.lt && score >= cur) || (flags.gt && score <= cur) {
+                    return Ok(Added::Skipped);
+                }
+                if score == cur {
+                    return Ok(Added::Same(score));
+                }
+                self.set_score(member, score);
+                Ok(Added::Updated(self.score(member).unwrap_or(score)))
+            }
+            None if flags.xx => Ok(Added::Skipped),
+            None => {
+                self.insert(member, score, limits);
+                Ok(Added::New(self.score(member).unwrap_or(score)))
+            }
+        }
+    }
+
+    /// Remove `member`, returning its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        match &mut self.repr {
+            Repr::Compact(c) => {
+                let (start, end, score) = c.find(member).map(|e| (e.start, e.end, e.score))?;
+                c.remove_span(start, end, 1);
+                Some(score)
+            }
+            Repr::Full(f) => f.remove(member),
+        }
+    }
+
+    /// Remove the members of `ranks`, calling `f` with each in ascending order; returns how
+    /// many were removed.
+    pub fn remove_ranks(&mut self, ranks: Range<usize>, mut f: impl FnMut(&[u8], f64)) -> usize {
+        let end = ranks.end.min(self.len());
+        if ranks.start >= end {
+            return 0;
+        }
+        match &mut self.repr {
+            Repr::Compact(c) => {
+                let a = c.offset_of_rank(ranks.start);
+                let b = c.offset_of_rank(end);
+                c.iter()
+                    .skip(ranks.start)
+                    .take(end - ranks.start)
+                    .for_each(|e| f(e.member, e.score));
+                c.remove_span(a, b, end - ranks.start);
+            }
+            Repr::Full(full) => full.remove_ranks(ranks.start, end, &mut f),
+        }
+        end - ranks.start
+    }
+
+    /// Remove up to `count` members from the low end (or the high end when `max`), in the
+    /// order they leave.
+    pub fn pop(&mut self, count: usize, max: bool) -> Vec<(Box<[u8]>, f64)> {
+        let n = count.min(self.len());
+        let ranks = if max {
+            self.len() - n..self.len()
+        } else {
+            0..n
+        };
+        let mut out = Vec::with_capacity(n);
+        self.remove_ranks(ranks, |m, s| out.push((Box::from(m), s)));
+        if max {
+            out.reverse();
+        }
+        out
+    }
+
+    /// ZSCAN: up to about `count` members from `cursor` on, and the next cursor (0 when done).
+    /// A compact set is returned whole; a full one is walked by slab slot, so a member present
+    /// for the whole scan is returned exactly once.
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> u64 {
+        match &self.repr {
+            Repr::Compact(c) => {
+                c.iter().for_each(|e| f(e.member, e.score));
+                0
+            }
+            Repr::Full(full) => {
+                let cursor = usize::try_from(cursor).unwrap_or(usize::MAX);
+                full.scan(cursor, count.max(1), &mut f) as u64
+            }
+        }
+    }
+
+    /// Heap bytes counted from scratch (tests compare it with [`ZSet::heap_bytes`]).
+    #[cfg(test)]
+    fn recount_bytes(&self) -> usize {
+        match &self.repr {
+            Repr::Compact(c) => c.heap_bytes(),
+            Repr::Full(f) => std::mem::size_of::<Full>() + f.recount_bytes(),
+        }
+    }
+
+    #[cfg(test)]
+    fn check(&self) {
+        if let Repr::Full(f) = &self.repr {
+            f.check();
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,193 @@
+//! The full ("skiplist") encoding: members in a slab addressed by a `u32` id, a hash index
+//! from member to id, and an order-statistic tree of `(score, id)` items.
+//!
+//! Each member is stored once (its slab slot); the index and the tree hold ids. The score is
+//! kept in the slab (member → score lookups) and in the tree (ordering without touching the
+//! member unless two scores tie).
+
+use std::cmp::Ordering;
+
+use hashbrown::HashTable;
+
+use super::tree::{Item, Tree};
+
+/// Heap bytes of a member's own allocation: its length rounded up to the allocator's 8-byte
+/// granule (an empty member allocates nothing).
+pub(crate) fn member_cost(m: &[u8]) -> usize {
+    m.len().next_multiple_of(8)
+}
+
+fn hash_of(m: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(m)
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Full {
+    members: Vec<Box<[u8]>>,
+    scores: Vec<f64>,
+    free: Vec<u32>,
+    index: HashTable<u32>,
+    pub(crate) tree: Tree,
+    member_bytes: usize,
+}
+
+impl Full {
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.members.capacity() * std::mem::size_of::<Box<[u8]>>()
+            + self.scores.capacity() * std::mem::size_of::<f64>()
+            + self.free.capacity() * std::mem::size_of::<u32>()
+            + self.index.allocation_size()
+            + self.tree.heap_bytes()
+            + self.member_bytes
+    }
+
+    #[cfg(test)]
+    pub fn recount_bytes(&self) -> usize {
+        self.members.capacity() * std::mem::size_of::<Box<[u8]>>()
+            + self.scores.capacity() * std::mem::size_of::<f64>()
+            + self.free.capacity() * std::mem::size_of::<u32>()
+            + self.index.allocation_size()
+            + self.tree.recount_bytes()
+            + self.members.iter().map(|m| member_cost(m)).sum::<usize>()
+    }
+
+    #[cfg(test)]
+    pub fn check(&self) {
+        self.tree.check();
+        assert_eq!(self.index.len(), self.tree.len());
+        assert_eq!(self.members.len() - self.free.len(), self.tree.len());
+    }
+
+    pub fn member(&self, id: u32) -> &[u8] {
+        &self.members[id as usize]
+    }
+
+    pub fn id_of(&self, member: &[u8]) -> Option<u32> {
+        let members = &self.members;
+        self.index
+            .find(hash_of(member), |&id| &*members[id as usize] == member)
+            .copied()
+    }
+
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        self.id_of(member).map(|id| self.scores[id as usize])
+    }
+
+    /// Whether `it` sorts before `(score, member)`.
+    fn before(&self, it: Item, score: f64, member: &[u8]) -> bool {
+        match it.score.partial_cmp(&score) {
+            Some(Ordering::Less) => true,
+            Some(Ordering::Greater) => false,
+            _ => *self.members[it.id as usize] < *member,
+        }
+    }
+
+    /// The rank `(score, member)` has, or would have.
+    pub fn rank_of_key(&self, score: f64, member: &[u8]) -> usize {
+        self.tree
+            .partition_point(|it| self.before(it, score, member))
+    }
+
+    /// Add a member that is not present.
+    pub fn insert(&mut self, member: &[u8], score: f64) {
+        let rank = self.rank_of_key(score, member);
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.members[id as usize] = member.into();
+                self.scores[id as usize] = score;
+                id
+            }
+            None => {
+                self.members.push(member.into());
+                self.scores.push(score);
+                (self.members.len() - 1) as u32
+            }
+        };
+        self.member_bytes += member_cost(member);
+        let members = &self.members;
+        self.index
+            .insert_unique(hash_of(member), id, |&i| hash_of(&members[i as usize]));
+        self.tree.insert(rank, Item { score, id });
+    }
+
+    /// Change the score of a present member.
+    pub fn set_score(&mut self, member: &[u8], score: f64) {
+        let Some(id) = self.id_of(member) else {
+            return;
+        };
+        let old = self.scores[id as usize];
+        let rank = self.rank_of_key(old, member);
+        self.tree.remove(rank);
+        self.scores[id as usize] = score;
+        let rank = self.rank_of_key(score, member);
+        self.tree.insert(rank, Item { score, id });
+    }
+
+    /// Remove a member, returning its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let id = self.id_of(member)?;
+        let score = self.scores[id as usize];
+        let rank = self.rank_of_key(score, member);
+        self.tree.remove(rank);
+        self.forget(id);
+        Some(score)
+    }
+
+    /// Drop member `id` from the index and the slab (the tree no longer holds it).
+    fn forget(&mut self, id: u32) {
+        let members = &self.members;
+        if let Ok(e) = self
+            .index
+            .find_entry(hash_of(&members[id as usize]), |&i| i == id)
+        {
+            e.remove();
+        }
+        let m = std::mem::take(&mut self.members[id as usize]);
+        self.member_bytes -= member_cost(&m);
+        self.free.push(id);
+        if self.tree.len() == 0 {
+            // Start over rather than keep a slab of free slots.
+            self.members = Vec::new();
+            self.scores = Vec::new();
+            self.free = Vec::new();
+            self.index = HashTable::new();
+        }
+    }
+
+    /// Remove the members of ranks `start..end`, calling `f` with each in ascending order.
+    pub fn remove_ranks(&mut self, start: usize, end: usize, f: &mut dyn FnMut(&[u8], f64)) {
+        for _ in start..end.min(self.len()) {
+            let Some(it) = self.tree.remove(start) else {
+                break;
+            };
+            f(&self.members[it.id as usize], it.score);
+            self.forget(it.id);
+        }
+    }
+
+    /// Slab ids from `cursor` on, for ZSCAN: `(member, score)` of up to `count` occupied
+    /// slots, and the next cursor (0 past the end).
+    pub fn scan(&self, cursor: usize, count: usize, f: &mut dyn FnMut(&[u8], f64)) -> usize {
+        let mut id = cursor;
+        let mut seen = 0;
+        // A free slot holds an empty member; so may one occupied slot (the member "").
+        let empty_id = self.id_of(b"");
+        let free_slot = |i: usize| self.members[i].is_empty() && empty_id != Some(i as u32);
+        while id < self.members.len() && seen < count {
+            if !free_slot(id) {
+                f(&self.members[id], self.scores[id]);
+                seen += 1;
+            }
+            id += 1;
+        }
+        if id >= self.members.len() {
+            0
+        } else {
+            id
+        }
+    }
+}

@@ -1,0 +1,494 @@
+//! An order-statistic B+tree of `(score, id)` items: the ordered index of a full sorted set.
+//!
+//! The tree knows nothing of members: it is addressed by rank (position in the order), and
+//! searched with a monotonic predicate over items ([`Tree::partition_point`]), which the
+//! sorted set builds from its member slab. Inner nodes keep each child's item count (rank in
+//! O(log n)) and its last item (search in O(log n)); leaves keep items in order. Every node's
+//! buffer is allocated once at its full capacity, so the tree's heap bytes follow from its
+//! node counts.
+
+/// One item: a score and the id of its member in the sorted set's slab.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Item {
+    pub score: f64,
+    pub id: u32,
+}
+
+/// Items per leaf.
+const LEAF_CAP: usize = 64;
+/// Children per inner node.
+const INNER_CAP: usize = 32;
+
+#[derive(Debug, Clone)]
+enum Node {
+    Leaf(Box<Leaf>),
+    Inner(Box<Inner>),
+}
+
+#[derive(Debug, Clone)]
+struct Leaf {
+    items: Vec<Item>,
+}
+
+#[derive(Debug, Clone)]
+struct Inner {
+    kids: Vec<Node>,
+    counts: Vec<usize>,
+    /// The last item of each child.
+    lasts: Vec<Item>,
+}
+
+/// Heap bytes of one leaf and of one inner node.
+pub(crate) const LEAF_BYTES: usize =
+    std::mem::size_of::<Leaf>() + LEAF_CAP * std::mem::size_of::<Item>();
+pub(crate) const INNER_BYTES: usize = std::mem::size_of::<Inner>()
+    + INNER_CAP
+        * (std::mem::size_of::<Node>()
+            + std::mem::size_of::<usize>()
+            + std::mem::size_of::<Item>());
+
+fn new_leaf() -> Leaf {
+    Leaf {
+        items: Vec::with_capacity(LEAF_CAP),
+    }
+}
+
+fn new_inner() -> Inner {
+    Inner {
+        kids: Vec::with_capacity(INNER_CAP),
+        counts: Vec::with_capacity(INNER_CAP),
+        lasts: Vec::with_capacity(INNER_CAP),
+    }
+}
+
+impl Node {
+    fn count(&self) -> usize {
+        match self {
+            Node::Leaf(l) => l.items.len(),
+            Node::Inner(i) => i.counts.iter().sum(),
+        }
+    }
+
+    /// Number of direct entries (items or children).
+    fn width(&self) -> usize {
+        match self {
+            Node::Leaf(l) => l.items.len(),
+            Node::Inner(i) => i.kids.len(),
+        }
+    }
+
+    fn last(&self) -> Option<Item> {
+        match self {
+            Node::Leaf(l) => l.items.last().copied(),
+            Node::Inner(i) => i.lasts.last().copied(),
+        }
+    }
+}
+
+/// The ordered index.
+#[derive(Debug, Clone)]
+pub(crate) struct Tree {
+    root: Node,
+    len: usize,
+    leaves: usize,
+    inners: usize,
+}
+
+impl Default for Tree {
+    fn default() -> Tree {
+        Tree::new()
+    }
+}
+
+impl Tree {
+    pub fn new() -> Tree {
+        Tree {
+            root: Node::Leaf(Box::new(new_leaf())),
+            len: 0,
+            leaves: 1,
+            inners: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Heap bytes, in O(1).
+    pub fn heap_bytes(&self) -> usize {
+        self.leaves * LEAF_BYTES + self.inners * INNER_BYTES
+    }
+
+    /// Heap bytes counted by walking every node (tests compare it with [`Tree::heap_bytes`]).
+    #[cfg(test)]
+    pub fn recount_bytes(&self) -> usize {
+        fn walk(n: &Node) -> usize {
+            match n {
+                Node::Leaf(_) => LEAF_BYTES,
+                Node::Inner(i) => INNER_BYTES + i.kids.iter().map(walk).sum::<usize>(),
+            }
+        }
+        walk(&self.root)
+    }
+
+    /// Check the structure's invariants (counts, lasts, fill), panicking on a broken one.
+    #[cfg(test)]
+    pub fn check(&self) {
+        fn walk(n: &Node, root: bool) -> (usize, Option<Item>) {
+            match n {
+                Node::Leaf(l) => {
+                    assert!(root || !l.items.is_empty());
+                    assert!(l.items.len() <= LEAF_CAP);
+                    (l.items.len(), l.items.last().copied())
+                }
+                Node::Inner(i) => {
+                    assert!(i.kids.len() >= if root { 2 } else { 1 });
+                    assert!(i.kids.len() <= INNER_CAP);
+                    let mut total = 0;
+                    for (k, kid) in i.kids.iter().enumerate() {
+                        let (c, last) = walk(kid, false);
+                        assert_eq!(c, i.counts[k]);
+                        assert_eq!(last, Some(i.lasts[k]));
+                        total += c;
+                    }
+                    (total, i.lasts.last().copied())
+                }
+            }
+        }
+        assert_eq!(walk(&self.root, true).0, self.len);
+    }
+
+    /// The item at `rank` (0-based, ascending).
+    pub fn get(&self, mut rank: usize) -> Option<Item> {
+        if rank >= self.len {
+            return None;
+        }
+        let mut node = &self.root;
+        loop {
+            match node {
+                Node::Leaf(l) => return l.items.get(rank).copied(),
+                Node::Inner(i) => {
+                    let mut k = 0;
+                    while k + 1 < i.counts.len() && rank >= i.counts[k] {
+                        rank -= i.counts[k];
+                        k += 1;
+                    }
+                    node = &i.kids[k];
+                }
+            }
+        }
+    }
+
+    /// The number of leading items for which `pred` holds; `pred` must hold for a prefix of
+    /// the order and fail for the rest.
+    pub fn partition_point(&self, mut pred: impl FnMut(Item) -> bool) -> usize {
+        let mut node = &self.root;
+        let mut rank = 0;
+        loop {
+            match node {
+                Node::Leaf(l) => return rank + l.items.partition_point(|&it| pred(it)),
+                Node::Inner(i) => {
+                    let k = i.lasts.partition_point(|&it| pred(it));
+                    if k == i.kids.len() {
+                        return rank + i.counts.iter().sum::<usize>();
+                    }
+                    rank += i.counts[..k].iter().sum::<usize>();
+                    node = &i.kids[k];
+                }
+            }
+        }
+    }
+
+    /// Visit the items of ranks `start..end` in ascending order, or descending when `rev`.
+    pub fn visit(&self, start: usize, end: usize, rev: bool, f: &mut dyn FnMut(Item)) {
+        fn walk(n: &Node, start: usize, end: usize, rev: bool, f: &mut dyn FnMut(Item)) {
+            match n {
+                Node::Leaf(l) => {
+                    let items = &l.items[start..end];
+                    if rev {
+                        items.iter().rev().for_each(|&it| f(it));
+                    } else {
+                        items.iter().for_each(|&it| f(it));
+                    }
+                }
+                Node::Inner(i) => {
+                    let mut spans = Vec::with_capacity(i.kids.len());
+                    let mut base = 0;
+                    for (k, &c) in i.counts.iter().enumerate() {
+                        let (lo, hi) = (start.max(base), end.min(base + c));
+                        if lo < hi {
+                            spans.push((k, lo - base, hi - base));
+                        }
+                        base += c;
+                        if base >= end {
+                            break;
+                        }
+                    }
+                    if rev {
+                        spans.reverse();
+                    }
+                    for (k, lo, hi) in spans {
+                        walk(&i.kids[k], lo, hi, rev, f);
+                    }
+                }
+            }
+        }
+        let end = end.min(self.len);
+        if start < end {
+            walk(&self.root, start, end, rev, f);
+        }
+    }
+
+    /// Insert `item` at `rank` (the caller found the rank that keeps the order).
+    pub fn insert(&mut self, rank: usize, item: Item) {
+        debug_assert!(rank <= self.len);
+        if let Some(right) = insert_at(
+            &mut self.root,
+            rank,
+            item,
+            &mut self.leaves,
+            &mut self.inners,
+        ) {
+            let left = std::mem::replace(&mut self.root, Node::Leaf(Box::new(new_leaf())));
+            let mut root = new_inner();
+            for n in [left, right] {
+                root.counts.push(n.count());
+                root.lasts.push(n.last().unwrap_or(item));
+                root.kids.push(n);
+            }
+            self.root = Node::Inner(Box::new(root));
+            self.inners += 1;
+        }
+        self.len += 1;
+    }
+
+    /// Remove and return the item at `rank`.
+    pub fn remove(&mut self, rank: usize) -> Option<Item> {
+        if rank >= self.len {
+            return None;
+        }
+        let item = remove_at(&mut self.root, rank, &mut self.leaves, &mut self.inners);
+        self.len -= 1;
+        if self.len == 0 {
+            *self = Tree::new();
+            return Some(item);
+        }
+        // A root with one child gives way to it.
+        loop {
+            let only = match &mut self.root {
+                Node::Inner(i) if i.kids.len() == 1 => i.kids.pop(),
+                _ => None,
+            };
+            match only {
+                Some(kid) => {
+                    self.root = kid;
+                    self.inners -= 1;
+                }
+                None => break,
+            }
+        }
+        Some(item)
+    }
+}
+
+/// Insert into `node`; a node that was full splits, and the new right half is returned.
+fn insert_at(
+    node: &mut Node,
+    rank: usize,
+    item: Item,
+    leaves: &mut usize,
+    inners: &mut usize,
+) -> Option<Node> {
+    match node {
+        Node::Leaf(l) => {
+            if l.items.len() < LEAF_CAP {
+                l.items.insert(rank, item);
+                return None;
+            }
+            let mut right = new_leaf();
+            right.items.extend(l.items.drain(LEAF_CAP / 2..));
+            if rank <= LEAF_CAP / 2 {
+                l.items.insert(rank, item);
+            } else {
+                right.items.insert(rank - LEAF_CAP / 2, item);
+            }
+            *leaves += 1;
+            Some(Node::Leaf(Box::new(right)))
+        }
+        Node::Inner(i) => {
+            let mut k = 0;
+            let mut r = rank;
+            while k + 1 < i.counts.len() && r > i.counts[k] {
+                r -= i.counts[k];
+                k += 1;
+            }
+            let split = insert_at(&mut i.kids[k], r, item, leaves, inners);
+            i.counts[k] = i.kids[k].count();
+            i.lasts[k] = i.kids[k].last().unwrap_or(item);
+            let right = split?;
+            i.counts.insert(k + 1, right.count());
+            i.lasts.insert(k + 1, right.last().unwrap_or(item));
+            i.kids.insert(k + 1, right);
+            if i.kids.len() <= INNER_CAP {
+                return None;
+            }
+            // Over by one: move the upper half to a new node.
+            let mut other = new_inner();
+            let half = i.kids.len() / 2;
+            other.kids.extend(i.kids.drain(half..));
+            other.counts.extend(i.counts.drain(half..));
+            other.lasts.extend(i.lasts.drain(half..));
+            *inners += 1;
+            Some(Node::Inner(Box::new(other)))
+        }
+    }
+}
+
+/// Remove the item at `rank` under `node`, rebalancing the child it came from.
+fn remove_at(node: &mut Node, rank: usize, leaves: &mut usize, inners: &mut usize) -> Item {
+    match node {
+        Node::Leaf(l) => l.items.remove(rank),
+        Node::Inner(i) => {
+            let mut k = 0;
+            let mut r = rank;
+            while k + 1 < i.counts.len() && r >= i.counts[k] {
+                r -= i.counts[k];
+                k += 1;
+            }
+            let item = remove_at(&mut i.kids[k], r, leaves, inners);
+            i.counts[k] -= 1;
+            if let Some(last) = i.kids[k].last() {
+                i.lasts[k] = last;
+            }
+            rebalance(i, k, leaves, inners);
+            item
+        }
+    }
+}
+
+/// After a removal under child `k`: merge it with a neighbour when it has fallen under a
+/// quarter of its capacity and the two fit in one node; drop it when empty.
+fn rebalance(i: &mut Inner, k: usize, leaves: &mut usize, inners: &mut usize) {
+    let cap = match &i.kids[k] {
+        Node::Leaf(_) => LEAF_CAP,
+        Node::Inner(_) => INNER_CAP,
+    };
+    let width = i.kids[k].width();
+    if width == 0 {
+        drop_kid(i, k, leaves, inners);
+        return;
+    }
+    if width >= cap / 4 || i.kids.len() < 2 {
+        return;
+    }
+    // Merge with the smaller neighbour, left into right order preserved.
+    let j = if k == 0 {
+        1
+    } else if k + 1 == i.kids.len() || i.kids[k - 1].width() <= i.kids[k + 1].width() {
+        k - 1
+    } else {
+        k + 1
+    };
+    let (a, b) = (k.min(j), k.max(j));
+    if i.kids[a].width() + i.kids[b].width() > cap {
+        return;
+    }
+    let right = i.kids.remove(b);
+    let right_count = i.counts.remove(b);
+    let right_last = i.lasts.remove(b);
+    match (&mut i.kids[a], right) {
+        (Node::Leaf(l), Node::Leaf(r)) => {
+            l.items.extend_from_slice(&r.items);
+            *leaves -= 1;
+        }
+        (Node::Inner(l), Node::Inner(r)) => {
+            let r = *r;
+            l.kids.extend(r.kids);
+            l.counts.extend(r.counts);
+            l.lasts.extend(r.lasts);
+            *inners -= 1;
+        }
+        // Siblings are always at the same depth.
+        (_, right) => {
+            i.kids.insert(b, right);
+            i.counts.insert(b, right_count);
+            i.lasts.insert(b, right_last);
+            return;
+        }
+    }
+    i.counts[a] += right_count;
+    i.lasts[a] = right_last;
+}
+
+fn drop_kid(i: &mut Inner, k: usize, leaves: &mut usize, inners: &mut usize) {
+    match i.kids.remove(k) {
+        Node::Leaf(_) => *leaves -= 1,
+        Node::Inner(_) => *inners -= 1,
+    }
+    i.counts.remove(k);
+    i.lasts.remove(k);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(v: u32) -> Item {
+        Item {
+            score: f64::from(v),
+            id: v,
+        }
+    }
+
+    #[test]
+    fn insert_get_remove_against_a_vec() {
+        let mut t = Tree::new();
+        let mut model: Vec<u32> = Vec::new();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for step in 0..40_000u32 {
+            let grow = model.len() < 2000 || next() % 3 != 0;
+            if grow && step < 30_000 {
+                let v = (next() % 1_000_000) as u32;
+                let rank = model.partition_point(|&m| m < v);
+                model.insert(rank, v);
+                let r = t.partition_point(|it| it.score < f64::from(v));
+                assert_eq!(r, rank);
+                t.insert(r, item(v));
+            } else if !model.is_empty() {
+                let rank = (next() as usize) % model.len();
+                let want = model.remove(rank);
+                assert_eq!(t.remove(rank).map(|i| i.id), Some(want));
+            }
+            if step % 997 == 0 {
+                t.check();
+                assert_eq!(t.recount_bytes(), t.heap_bytes());
+                let mut seen = Vec::new();
+                t.visit(0, t.len(), false, &mut |it| seen.push(it.id));
+                assert_eq!(seen, model);
+                if !model.is_empty() {
+                    let r = (next() as usize) % model.len();
+                    assert_eq!(t.get(r).map(|i| i.id), Some(model[r]));
+                    let mut back = Vec::new();
+                    t.visit(r / 2, r + 5, true, &mut |it| back.push(it.id));
+                    let want: Vec<u32> = model[r / 2..(r + 5).min(model.len())]
+                        .iter()
+                        .rev()
+                        .copied()
+                        .collect();
+                    assert_eq!(back, want);
+                }
+            }
+        }
+        while t.len() > 0 {
+            t.remove(0);
+        }
+        t.check();
+        assert_eq!(t.heap_bytes(), LEAF_BYTES);
+    }
+}
