@@ -1,9 +1,820 @@
-//! Sorted-set commands: ZADD ZRANGE ..., with Redis 7.0 semantics.
+//! Sorted-set commands: ZADD ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZRANK ZREVRANK ZCOUNT
+//! ZLEXCOUNT ZPOPMIN ZPOPMAX ZMPOP ZRANDMEMBER ZSCAN here; the range commands in
+//! [`range`], the multi-key set operations in [`store`]. Redis 7.0 semantics.
 //!
-//! Placeholder: the data-types issue fills in this family (argument parsing and reply
-//! shaping only; the structure lives in larder-engine).
+//! A sorted set is an `Object::ZSet` holding a [`larder_engine::ZSet`], which implements the
+//! operations; these files parse arguments and shape replies. Redis never stores an empty
+//! sorted set: every command that can empty one deletes the key in the same critical section.
 
-use crate::table::CommandSpec;
+mod range;
+mod store;
+#[cfg(test)]
+mod tests;
 
-/// The family's table.
-pub static COMMANDS: &[CommandSpec] = &[];
+use std::cell::Cell;
+
+use larder_engine::feed::class;
+use larder_engine::zset::{AddFlags, Added, LexBound, LexRange, ScoreRange};
+use larder_engine::{Object, Shard, SlotId, ZSet};
+use larder_resp::{Protocol, ReplyBuf};
+
+use crate::args::parse_i64;
+use crate::error::{self, Error, Result};
+use crate::exec::Cmd;
+use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
+
+const XX_AND_NX: &str = "ERR XX and NX options at the same time are not compatible";
+const GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+const INCR_PAIR: &str = "ERR INCR option supports a single increment-element pair";
+const NAN_RESULT: &str = "ERR resulting score is not a number (NaN)";
+const MIN_MAX_FLOAT: &str = "ERR min or max is not a float";
+const MIN_MAX_LEX: &str = "ERR min or max not valid string range item";
+const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
+const COUNT_POSITIVE: &str = "ERR count should be greater than 0";
+const OUT_OF_RANGE: &str = "ERR value is out of range";
+const INVALID_CURSOR: &str = "ERR invalid cursor";
+
+const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    keys: KeySpec,
+    summary: &'static str,
+    since: &'static str,
+    handler: crate::table::Handler,
+) -> CommandSpec {
+    CommandSpec::new(
+        name,
+        arity,
+        flags,
+        keys,
+        Group::SortedSet,
+        summary,
+        since,
+        handler,
+    )
+}
+
+const ONE: KeySpec = KeySpec::ONE;
+/// `numkeys key ...` at argv[1] (ZUNION, ZINTER, ZDIFF, ZINTERCARD, ZMPOP).
+const NUMKEYS_1: KeySpec = KeySpec::NONE.with_scope(Scope::NumKeys { at: 1 });
+/// `destination numkeys key ...` (ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE).
+const DEST_NUMKEYS_2: KeySpec = KeySpec::ONE.with_scope(Scope::NumKeys { at: 2 });
+
+/// The sorted-set family's table. Arity, flags, key positions, summaries and versions are
+/// those of Redis 7.0's COMMAND INFO / COMMAND DOCS.
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("zadd", -4, WRITE | DENYOOM | FAST, ONE, "Add one or more members to a sorted set, or update its score if it already exists", "1.2.0", zadd),
+    cmd("zincrby", 4, WRITE | DENYOOM | FAST, ONE, "Increment the score of a member in a sorted set", "1.2.0", zincrby),
+    cmd("zrem", -3, WRITE | FAST, ONE, "Remove one or more members from a sorted set", "1.2.0", zrem),
+    cmd("zcard", 2, READONLY | FAST, ONE, "Get the number of members in a sorted set", "1.2.0", zcard),
+    cmd("zscore", 3, READONLY | FAST, ONE, "Get the score associated with the given member in a sorted set", "1.2.0", zscore),
+    cmd("zmscore", -3, READONLY | FAST, ONE, "Get the score associated with the given members in a sorted set", "6.2.0", zmscore),
+    cmd("zrank", 3, READONLY | FAST, ONE, "Determine the index of a member in a sorted set", "2.0.0", zrank),
+    cmd("zrevrank", 3, READONLY | FAST, ONE, "Determine the index of a member in a sorted set, with scores ordered from high to low", "2.0.0", zrevrank),
+    cmd("zcount", 4, READONLY | FAST, ONE, "Count the members in a sorted set with scores within the given values", "2.0.0", zcount),
+    cmd("zlexcount", 4, READONLY | FAST, ONE, "Count the number of members in a sorted set between a given lexicographical range", "2.8.9", zlexcount),
+    cmd("zrange", -4, READONLY, ONE, "Return a range of members in a sorted set", "1.2.0", range::zrange),
+    cmd("zrangestore", -5, WRITE | DENYOOM, KeySpec::TWO, "Store a range of members from sorted set into another key", "6.2.0", range::zrangestore),
+    cmd("zrangebyscore", -4, READONLY, ONE, "Return a range of members in a sorted set, by score", "1.0.5", range::zrangebyscore),
+    cmd("zrevrangebyscore", -4, READONLY, ONE, "Return a range of members in a sorted set, by score, with scores ordered from high to low", "2.2.0", range::zrevrangebyscore),
+    cmd("zrangebylex", -4, READONLY, ONE, "Return a range of members in a sorted set, by lexicographical range", "2.8.9", range::zrangebylex),
+    cmd("zrevrangebylex", -4, READONLY, ONE, "Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings.", "2.8.9", range::zrevrangebylex),
+    cmd("zrevrange", -4, READONLY, ONE, "Return a range of members in a sorted set, by index, with scores ordered from high to low", "1.2.0", range::zrevrange),
+    cmd("zremrangebyrank", 4, WRITE, ONE, "Remove all members in a sorted set within the given indexes", "2.0.0", range::zremrangebyrank),
+    cmd("zremrangebyscore", 4, WRITE, ONE, "Remove all members in a sorted set within the given scores", "1.2.0", range::zremrangebyscore),
+    cmd("zremrangebylex", 4, WRITE, ONE, "Remove all members in a sorted set between the given lexicographical range", "2.8.9", range::zremrangebylex),
+    cmd("zpopmin", -2, WRITE | FAST, ONE, "Remove and return members with the lowest scores in a sorted set", "5.0.0", zpopmin),
+    cmd("zpopmax", -2, WRITE | FAST, ONE, "Remove and return members with the highest scores in a sorted set", "5.0.0", zpopmax),
+    cmd("zmpop", -4, WRITE | MOVABLE_KEYS, NUMKEYS_1, "Remove and return members with scores in a sorted set", "7.0.0", zmpop),
+    cmd("zrandmember", -2, READONLY, ONE, "Get one or multiple random elements from a sorted set", "6.2.0", zrandmember),
+    cmd("zscan", -3, READONLY, ONE, "Incrementally iterate sorted sets elements and associated scores", "2.8.0", zscan),
+    cmd("zunion", -3, READONLY | MOVABLE_KEYS, NUMKEYS_1, "Add multiple sorted sets", "6.2.0", store::zunion),
+    cmd("zinter", -3, READONLY | MOVABLE_KEYS, NUMKEYS_1, "Intersect multiple sorted sets", "6.2.0", store::zinter),
+    cmd("zdiff", -3, READONLY | MOVABLE_KEYS, NUMKEYS_1, "Subtract multiple sorted sets", "6.2.0", store::zdiff),
+    cmd("zunionstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, DEST_NUMKEYS_2, "Add multiple sorted sets and store the resulting sorted set in a new key", "2.0.0", store::zunionstore),
+    cmd("zinterstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, DEST_NUMKEYS_2, "Intersect multiple sorted sets and store the resulting sorted set in a new key", "2.0.0", store::zinterstore),
+    cmd("zdiffstore", -4, WRITE | DENYOOM | MOVABLE_KEYS, DEST_NUMKEYS_2, "Subtract multiple sorted sets and store the resulting sorted set in a new key", "6.2.0", store::zdiffstore),
+    cmd("zintercard", -3, READONLY | MOVABLE_KEYS, NUMKEYS_1, "Intersect multiple sorted sets and return the cardinality of the result", "7.0.0", store::zintercard),
+];
+
+// ---------------------------------------------------------------------------------------------
+// Lookups and writes.
+
+/// The sorted set held in `slot`, or WRONGTYPE.
+fn zset_at(shard: &Shard, slot: SlotId) -> Result<&ZSet> {
+    match shard.entry(slot).object() {
+        Some(Object::ZSet(z)) => Ok(z),
+        _ => Err(Error::Static(error::WRONGTYPE)),
+    }
+}
+
+/// Find `key` as a sorted set for a write: `None` when absent, WRONGTYPE for another type.
+fn find_zset(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Option<SlotId>> {
+    match shard.find_touch(key, hash, c.now_ms, c.access()) {
+        Some(slot) => zset_at(shard, slot).map(|_| Some(slot)),
+        None => Ok(None),
+    }
+}
+
+/// Find `key` as a sorted set for a read (a keyspace hit or miss).
+fn read_zset(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Option<SlotId>> {
+    let found = shard.find_touch(key, hash, c.now_ms, c.access());
+    c.hit(found.is_some());
+    match found {
+        Some(slot) => zset_at(shard, slot).map(|_| Some(slot)),
+        None => Ok(None),
+    }
+}
+
+/// Modify the sorted set in `slot` through `f` (a write: new version, memory re-accounted).
+/// The caller then [`settle`]s the key.
+fn update<R>(shard: &mut Shard, slot: SlotId, f: impl FnOnce(&mut ZSet) -> R) -> Result<R> {
+    zset_at(shard, slot)?;
+    shard
+        .object_mut(slot, |o| match o {
+            Object::ZSet(z) => Some(f(z)),
+            _ => None,
+        })
+        .ok_or(Error::Static(error::WRONGTYPE))
+}
+
+/// After a write to the sorted set at `slot`: raise `event` (none when nothing changed), then
+/// delete the key if it is left empty, raising `del`, in Redis's order.
+fn settle(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], slot: SlotId, event: Option<&'static str>) {
+    if let Some(event) = event {
+        c.notify(class::ZSET, event, key);
+    }
+    if matches!(shard.entry(slot).object(), Some(Object::ZSet(z)) if z.is_empty()) {
+        shard.remove(slot);
+        c.notify(class::GENERIC, "del", key);
+    }
+}
+
+/// Store `z` under `key` as Redis's `setKey` does (any old value replaced, its deadline
+/// dropped; `new` raised for a new key), or delete `key` when `z` is empty (raising `del` if
+/// it existed). Raises `event` after a store. Returns the stored length.
+fn store_result(
+    c: &Cmd<'_>,
+    shard: &mut Shard,
+    key: &[u8],
+    hash: u64,
+    z: ZSet,
+    event: &'static str,
+) -> usize {
+    let found = shard.find(key, hash, c.now_ms);
+    let len = z.len();
+    if len == 0 {
+        if let Some(slot) = found {
+            shard.remove(slot);
+            c.notify(class::GENERIC, "del", key);
+        }
+        return 0;
+    }
+    match found {
+        Some(slot) => {
+            shard.set_object(slot, Object::ZSet(z));
+            shard.set_flags(slot, 0);
+            shard.touch(slot, c.now_ms);
+            if shard.entry(slot).expire_at_ms().is_some() {
+                shard.set_expire(slot, None);
+            }
+        }
+        None => {
+            shard.insert_object(key, hash, Object::ZSet(z), 0, c.now_ms);
+            c.notify(class::NEW, "new", key);
+        }
+    }
+    c.notify(class::ZSET, event, key);
+    len
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument parsing.
+
+/// C's `isspace`.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
+}
+
+/// A score or increment as Redis's `getDoubleFromObject` reads it: `strtod` over the whole
+/// text, no leading space, no NaN, and no overflow or underflow to zero (ERANGE).
+pub(crate) fn parse_score(b: &[u8]) -> Option<f64> {
+    let v = crate::args::parse_f64(b)?;
+    let lower = b.to_ascii_lowercase();
+    let text = lower.strip_prefix(b"+").or(lower.strip_prefix(b"-"));
+    let text = text.unwrap_or(&lower);
+    if v.is_infinite() && !(text == b"inf" || text == b"infinity") {
+        return None;
+    }
+    if v == 0.0 {
+        let mantissa = text.split(|&c| c == b'e').next().unwrap_or_default();
+        if mantissa.iter().any(|c| (b'1'..=b'9').contains(c)) {
+            return None;
+        }
+    }
+    Some(v)
+}
+
+/// A score or increment argument (`ERR value is not a valid float`).
+fn score_arg(b: &[u8]) -> Result<f64> {
+    parse_score(b).ok_or(Error::Static(error::NOT_FLOAT))
+}
+
+/// One end of a score range as `zslParseRange` reads it after the optional `(`: `strtod`
+/// over the whole text, leading spaces allowed, an empty text is 0, NaN rejected.
+fn range_float(b: &[u8]) -> Option<f64> {
+    if b.is_empty() {
+        return Some(0.0);
+    }
+    let start = b.iter().position(|&c| !is_c_space(c))?;
+    let v = crate::args::parse_f64(&b[start..])?;
+    (!v.is_nan()).then_some(v)
+}
+
+/// ZRANGEBYSCORE's `min max` (`(` for an exclusive end).
+fn score_range(min: &[u8], max: &[u8]) -> Result<ScoreRange> {
+    let end = |b: &[u8]| match b.strip_prefix(b"(") {
+        Some(rest) => range_float(rest).map(|v| (v, true)),
+        None => range_float(b).map(|v| (v, false)),
+    };
+    let ((min, min_ex), (max, max_ex)) =
+        end(min).zip(end(max)).ok_or(Error::Static(MIN_MAX_FLOAT))?;
+    Ok(ScoreRange {
+        min,
+        min_ex,
+        max,
+        max_ex,
+    })
+}
+
+/// One end of a lex range: `-`, `+`, `[member` or `(member`.
+fn lex_bound(b: &[u8]) -> Option<LexBound<'_>> {
+    match b {
+        b"-" => Some(LexBound::NegInf),
+        b"+" => Some(LexBound::PosInf),
+        [b'[', rest @ ..] => Some(LexBound::Incl(rest)),
+        [b'(', rest @ ..] => Some(LexBound::Excl(rest)),
+        _ => None,
+    }
+}
+
+/// ZRANGEBYLEX's `min max`.
+fn lex_range<'a>(min: &'a [u8], max: &'a [u8]) -> Result<LexRange<'a>> {
+    let (min, max) = lex_bound(min)
+        .zip(lex_bound(max))
+        .ok_or(Error::Static(MIN_MAX_LEX))?;
+    Ok(LexRange { min, max })
+}
+
+/// A count that must be 0 or more (`ERR value is out of range, must be positive`).
+fn positive_arg(b: &[u8]) -> Result<usize> {
+    parse_i64(b)
+        .filter(|&n| n >= 0)
+        .map(|n| n as usize)
+        .ok_or(Error::Static(error::NEGATIVE_COUNT))
+}
+
+/// An integer in `1..=i64::MAX`, with `msg` as the error for anything else.
+fn at_least_one(b: &[u8], msg: &'static str) -> Result<usize> {
+    parse_i64(b)
+        .filter(|&n| n >= 1)
+        .map(|n| n as usize)
+        .ok_or(Error::Static(msg))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replies.
+
+/// Members with their scores, the way Redis 7.0 replies ranges: with scores, a flat array in
+/// RESP2 and an array of `[member, score]` pairs in RESP3.
+fn reply_members(out: &mut ReplyBuf, items: &[(&[u8], f64)], withscores: bool) {
+    let flat = withscores && out.proto == Protocol::Resp2;
+    out.array(if flat { items.len() * 2 } else { items.len() });
+    for &(m, s) in items {
+        reply_member(out, m, s, withscores);
+    }
+}
+
+/// One member of a range reply (see [`reply_members`]).
+fn reply_member(out: &mut ReplyBuf, m: &[u8], s: f64, withscores: bool) {
+    if withscores && out.proto == Protocol::Resp3 {
+        out.array(2);
+    }
+    out.bulk(m);
+    if withscores {
+        out.score(s);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handlers.
+
+/// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
+fn zadd(c: &mut Cmd<'_>) -> Result<()> {
+    add_generic(c, false)
+}
+
+/// ZINCRBY key increment member
+fn zincrby(c: &mut Cmd<'_>) -> Result<()> {
+    add_generic(c, true)
+}
+
+fn add_generic(c: &mut Cmd<'_>, zincrby: bool) -> Result<()> {
+    let key = c.args.key()?;
+    let mut flags = AddFlags {
+        incr: zincrby,
+        ..AddFlags::default()
+    };
+    let mut ch = false;
+    loop {
+        if c.args.eat("NX") {
+            flags.nx = true;
+        } else if c.args.eat("XX") {
+            flags.xx = true;
+        } else if c.args.eat("CH") {
+            ch = true;
+        } else if c.args.eat("INCR") {
+            flags.incr = true;
+        } else if c.args.eat("GT") {
+            flags.gt = true;
+        } else if c.args.eat("LT") {
+            flags.lt = true;
+        } else {
+            break;
+        }
+    }
+    let rest = c.args.rest();
+    if rest.is_empty() || rest.len() % 2 != 0 {
+        return Err(Error::Static(error::SYNTAX));
+    }
+    if flags.nx && flags.xx {
+        return Err(Error::Static(XX_AND_NX));
+    }
+    if ((flags.gt || flags.lt) && flags.nx) || (flags.gt && flags.lt) {
+        return Err(Error::Static(GT_LT_NX));
+    }
+    if flags.incr && rest.len() > 2 {
+        return Err(Error::Static(INCR_PAIR));
+    }
+    let scores = rest
+        .chunks(2)
+        .map(|p| score_arg(p[0]))
+        .collect::<Result<Vec<f64>>>()?;
+    let limits = c.limits();
+    let (mut shard, hash) = c.shard_of(key);
+    let slot = match find_zset(c, &mut shard, key, hash)? {
+        Some(slot) => Some(slot),
+        None if flags.xx => None,
+        None => {
+            let z = if limits.zset_max_listpack_entries == 0
+                || limits.zset_max_listpack_value < rest[1].len()
+            {
+                ZSet::new_full()
+            } else {
+                ZSet::new()
+            };
+            let slot = shard.insert_object(key, hash, Object::ZSet(z), 0, c.now_ms);
+            c.notify(class::NEW, "new", key);
+            Some(slot)
+        }
+    };
+    let (mut added, mut updated, mut processed) = (0i64, 0i64, 0);
+    let mut last = 0.0;
+    let mut nan = false;
+    if let Some(slot) = slot {
+        update(&mut shard, slot, |z| {
+            for (pair, &score) in rest.chunks(2).zip(&scores) {
+                match z.add(pair[1], score, flags, &limits) {
+                    Err(_) => {
+                        nan = true;
+                        break;
+                    }
+                    Ok(Added::Skipped) => {}
+                    Ok(Added::New(s)) => {
+                        added += 1;
+                        processed += 1;
+                        last = s;
+                    }
+                    Ok(Added::Updated(s)) => {
+                        updated += 1;
+                        processed += 1;
+                        last = s;
+                    }
+                    Ok(Added::Same(s)) => {
+                        processed += 1;
+                        last = s;
+                    }
+                }
+            }
+        })?;
+        let event = if flags.incr { "zincr" } else { "zadd" };
+        settle(
+            c,
+            &mut shard,
+            key,
+            slot,
+            (added + updated > 0).then_some(event),
+        );
+    }
+    drop(shard);
+    if nan {
+        return Err(Error::Static(NAN_RESULT));
+    }
+    if flags.incr {
+        if processed > 0 {
+            c.out.score(last);
+        } else {
+            c.out.null();
+        }
+    } else {
+        c.out.int(if ch { added + updated } else { added });
+    }
+    Ok(())
+}
+
+/// ZREM key member [member ...]
+fn zrem(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let members = c.args.rest();
+    let (mut shard, hash) = c.shard_of(key);
+    let removed = match find_zset(c, &mut shard, key, hash)? {
+        Some(slot) => {
+            let removed = update(&mut shard, slot, |z| {
+                members.iter().filter(|m| z.remove(m).is_some()).count()
+            })?;
+            settle(c, &mut shard, key, slot, (removed > 0).then_some("zrem"));
+            removed
+        }
+        None => 0,
+    };
+    drop(shard);
+    c.out.int(removed as i64);
+    Ok(())
+}
+
+/// ZCARD key
+fn zcard(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let (mut shard, hash) = c.shard_of(key);
+    let len = match read_zset(c, &mut shard, key, hash)? {
+        Some(slot) => zset_at(&shard, slot)?.len(),
+        None => 0,
+    };
+    drop(shard);
+    c.out.int(len as i64);
+    Ok(())
+}
+
+/// ZSCORE key member
+fn zscore(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let member = c.args.next_arg()?;
+    let (mut shard, hash) = c.shard_of(key);
+    let score = match read_zset(c, &mut shard, key, hash)? {
+        Some(slot) => zset_at(&shard, slot)?.score(member),
+        None => None,
+    };
+    drop(shard);
+    match score {
+        Some(s) => c.out.score(s),
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+/// ZMSCORE key member [member ...]
+fn zmscore(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let members = c.args.rest();
+    let (mut shard, hash) = c.shard_of(key);
+    let slot = read_zset(c, &mut shard, key, hash)?;
+    c.out.array(members.len());
+    for m in members {
+        let score = match slot {
+            Some(slot) => zset_at(&shard, slot)?.score(m),
+            None => None,
+        };
+        match score {
+            Some(s) => c.out.score(s),
+            None => c.out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// ZRANK key member
+fn zrank(c: &mut Cmd<'_>) -> Result<()> {
+    rank_generic(c, false)
+}
+
+/// ZREVRANK key member
+fn zrevrank(c: &mut Cmd<'_>) -> Result<()> {
+    rank_generic(c, true)
+}
+
+fn rank_generic(c: &mut Cmd<'_>, rev: bool) -> Result<()> {
+    let key = c.args.key()?;
+    let member = c.args.next_arg()?;
+    let (mut shard, hash) = c.shard_of(key);
+    let rank = match read_zset(c, &mut shard, key, hash)? {
+        Some(slot) => zset_at(&shard, slot)?.rank(member, rev),
+        None => None,
+    };
+    drop(shard);
+    match rank {
+        Some((r, _)) => c.out.int(r as i64),
+        None => c.out.null(),
+    }
+    Ok(())
+}
+
+/// ZCOUNT key min max
+fn zcount(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let range = score_range(c.args.next_arg()?, c.args.next_arg()?)?;
+    let (mut shard, hash) = c.shard_of(key);
+    let n = match read_zset(c, &mut shard, key, hash)? {
+        Some(slot) => zset_at(&shard, slot)?.score_ranks(&range).len(),
+        None => 0,
+    };
+    drop(shard);
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// ZLEXCOUNT key min max
+fn zlexcount(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let range = lex_range(c.args.next_arg()?, c.args.next_arg()?)?;
+    let (mut shard, hash) = c.shard_of(key);
+    let n = match read_zset(c, &mut shard, key, hash)? {
+        Some(slot) => zset_at(&shard, slot)?.lex_ranks(&range).len(),
+        None => 0,
+    };
+    drop(shard);
+    c.out.int(n as i64);
+    Ok(())
+}
+
+/// ZPOPMIN key [count]
+fn zpopmin(c: &mut Cmd<'_>) -> Result<()> {
+    pop_command(c, false)
+}
+
+/// ZPOPMAX key [count]
+fn zpopmax(c: &mut Cmd<'_>) -> Result<()> {
+    pop_command(c, true)
+}
+
+fn pop_command(c: &mut Cmd<'_>, max: bool) -> Result<()> {
+    let key = c.args.key()?;
+    if c.args.remaining() > 1 {
+        return Err(Error::Static(error::SYNTAX));
+    }
+    let count = c.args.opt().map(positive_arg).transpose()?;
+    let nested = count.is_some() && c.out.proto == Protocol::Resp3;
+    let (mut shard, hash) = c.shard_of(key);
+    let Some(slot) = find_zset(c, &mut shard, key, hash)? else {
+        c.out.array(0);
+        return Ok(());
+    };
+    if count == Some(0) {
+        c.out.array(0);
+        return Ok(());
+    }
+    let popped = update(&mut shard, slot, |z| z.pop(count.unwrap_or(1), max))?;
+    let event = if max { "zpopmax" } else { "zpopmin" };
+    settle(c, &mut shard, key, slot, Some(event));
+    drop(shard);
+    // A flat array of member, score in RESP2 and without a count; pairs in RESP3 with one.
+    let out = &mut *c.out;
+    out.array(if nested {
+        popped.len()
+    } else {
+        popped.len() * 2
+    });
+    for (m, s) in &popped {
+        if nested {
+            out.array(2);
+        }
+        out.bulk(m);
+        out.score(*s);
+    }
+    Ok(())
+}
+
+/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
+fn zmpop(c: &mut Cmd<'_>) -> Result<()> {
+    let numkeys = at_least_one(c.args.next_arg()?, NUMKEYS_POSITIVE)?;
+    if c.args.remaining() <= numkeys {
+        return Err(Error::Static(error::SYNTAX));
+    }
+    let keys: Vec<&[u8]> = (0..numkeys)
+        .map(|_| c.args.next_arg())
+        .collect::<Result<_>>()?;
+    let max = if c.args.eat("MAX") {
+        true
+    } else if c.args.eat("MIN") {
+        false
+    } else {
+        return Err(Error::Static(error::SYNTAX));
+    };
+    let mut count = None;
+    while let Some(opt) = c.args.opt() {
+        if count.is_none() && opt.eq_ignore_ascii_case(b"COUNT") && c.args.remaining() > 0 {
+            count = Some(at_least_one(c.args.next_arg()?, COUNT_POSITIVE)?);
+        } else {
+            return Err(Error::Static(error::SYNTAX));
+        }
+    }
+    let count = count.unwrap_or(1);
+    for key in keys {
+        let (mut shard, hash) = c.shard_of(key);
+        let Some(slot) = find_zset(c, &mut shard, key, hash)? else {
+            continue;
+        };
+        let popped = update(&mut shard, slot, |z| z.pop(count, max))?;
+        let event = if max { "zpopmax" } else { "zpopmin" };
+        settle(c, &mut shard, key, slot, Some(event));
+        drop(shard);
+        let n = popped.len().to_string();
+        let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        c.propagate(&[name, key, n.as_bytes()]);
+        let out = &mut *c.out;
+        out.array(2);
+        out.bulk(key);
+        out.array(popped.len());
+        for (m, s) in &popped {
+            out.array(2);
+            out.bulk(m);
+            out.score(*s);
+        }
+        return Ok(());
+    }
+    c.out.null_array();
+    Ok(())
+}
+
+thread_local! {
+    static RANDOM_STATE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A pseudo-random number (per-thread xorshift, seeded from the clock).
+fn next_random() -> u64 {
+    RANDOM_STATE.with(|s| {
+        let mut x = s.get();
+        if x == 0 {
+            x = larder_engine::now_us() | 1;
+        }
+        x = crate::state::xorshift(x);
+        s.set(x);
+        x
+    })
+}
+
+/// ZRANDMEMBER key [count [WITHSCORES]]
+fn zrandmember(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let Some(raw) = c.args.opt() else {
+        let (mut shard, hash) = c.shard_of(key);
+        match read_zset(c, &mut shard, key, hash)? {
+            Some(slot) => {
+                let z = zset_at(&shard, slot)?;
+                let rank = (next_random() % z.len() as u64) as usize;
+                match z.get(rank) {
+                    Some((m, _)) => c.out.bulk(m),
+                    None => c.out.null(),
+                }
+            }
+            None => c.out.null(),
+        }
+        return Ok(());
+    };
+    let l = parse_i64(raw)
+        .filter(|&n| n != i64::MIN)
+        .ok_or(Error::Static(error::NOT_INTEGER))?;
+    let withscores = match c.args.remaining() {
+        0 => false,
+        1 if c.args.eat("WITHSCORES") => true,
+        _ => return Err(Error::Static(error::SYNTAX)),
+    };
+    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+        return Err(Error::Static(OUT_OF_RANGE));
+    }
+    let (mut shard, hash) = c.shard_of(key);
+    let Some(slot) = read_zset(c, &mut shard, key, hash)? else {
+        c.out.array(0);
+        return Ok(());
+    };
+    let z = zset_at(&shard, slot)?;
+    let count = l.unsigned_abs() as usize;
+    if count == 0 {
+        c.out.array(0);
+        return Ok(());
+    }
+    let len = z.len();
+    let mut picked: Vec<(&[u8], f64)> = Vec::new();
+    if l < 0 {
+        // Repeats allowed: `count` independent picks.
+        for _ in 0..count {
+            let rank = (next_random() % len as u64) as usize;
+            if let Some(p) = z.get(rank) {
+                picked.push(p);
+            }
+        }
+    } else if count >= len {
+        z.visit(0..len, false, |m, s| picked.push((m, s)));
+    } else {
+        // Distinct ranks: a partial Fisher-Yates shuffle over rank indexes.
+        let mut ranks: Vec<usize> = (0..len).collect();
+        for i in 0..count {
+            let j = i + (next_random() % (len - i) as u64) as usize;
+            ranks.swap(i, j);
+        }
+        for &r in &ranks[..count] {
+            if let Some(p) = z.get(r) {
+                picked.push(p);
+            }
+        }
+    }
+    reply_members(c.out, &picked, withscores);
+    Ok(())
+}
+
+/// Parse a cursor like Redis's `parseScanCursorOrReply` (C's `strtoul`: optional sign, digits,
+/// nothing after them; an empty text is 0).
+fn parse_cursor(raw: &[u8]) -> Option<u64> {
+    let text = raw.split(|&b| b == 0).next().unwrap_or_default();
+    let Some((&first, _)) = text.split_first() else {
+        return Some(0);
+    };
+    if is_c_space(first) {
+        return None;
+    }
+    let (negative, digits) = match first {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if negative { v.wrapping_neg() } else { v })
+}
+
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]
+fn zscan(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let cursor = parse_cursor(c.args.next_arg()?).ok_or(Error::Static(INVALID_CURSOR))?;
+    let mut count = 10usize;
+    let mut pattern = None;
+    while let Some(opt) = c.args.opt() {
+        if c.args.remaining() == 0 {
+            return Err(Error::Static(error::SYNTAX));
+        }
+        if opt.eq_ignore_ascii_case(b"count") {
+            let n = parse_i64(c.args.next_arg()?).ok_or(Error::Static(error::NOT_INTEGER))?;
+            if n < 1 {
+                return Err(Error::Static(error::SYNTAX));
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if opt.eq_ignore_ascii_case(b"match") {
+            let p = c.args.next_arg()?;
+            pattern = (p != b"*").then_some(p);
+        } else {
+            return Err(Error::Static(error::SYNTAX));
+        }
+    }
+    let (mut shard, hash) = c.shard_of(key);
+    let Some(slot) = read_zset(c, &mut shard, key, hash)? else {
+        c.out.array(2);
+        c.out.bulk(b"0");
+        c.out.array(0);
+        return Ok(());
+    };
+    let z = zset_at(&shard, slot)?;
+    let mut found: Vec<(&[u8], f64)> = Vec::new();
+    let next = z.scan(cursor, count, |m, s| {
+        if pattern.is_none_or(|p| larder_engine::glob::matches(p, m, false)) {
+            found.push((m, s));
+        }
+    });
+    let out = &mut *c.out;
+    out.array(2);
+    out.bulk(next.to_string().as_bytes());
+    out.array(found.len() * 2);
+    for (m, s) in found {
+        out.bulk(m);
+        out.score_bulk(s);
+    }
+    Ok(())
+}

@@ -441,7 +441,7 @@ impl ZSet {
     /// ZSCAN: up to about `count` members from `cursor` on, and the next cursor (0 when done).
     /// A compact set is returned whole; a full one is walked by slab slot, so a member present
     /// for the whole scan is returned exactly once.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> u64 {
+    pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(&'a [u8], f64)) -> u64 {
         match &self.repr {
             Repr::Compact(c) => {
                 c.iter().for_each(|e| f(e.member, e.score));

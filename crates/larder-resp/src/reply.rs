@@ -250,6 +250,14 @@ impl ReplyBuf {
         }
     }
 
+    /// A sorted-set score as a bulk string in both protocols, in [`ReplyBuf::score`]'s text
+    /// (ZSCAN's scores).
+    #[inline]
+    pub fn score_bulk(&mut self, v: f64) {
+        let text = format_score(v);
+        self.bulk(text.as_bytes());
+    }
+
     /// A boolean: RESP3 `#t` / `#f`, RESP2 `:1` / `:0`.
     #[inline]
     pub fn boolean(&mut self, v: bool) {

@@ -171,7 +171,12 @@ impl Full {
 
     /// Slab ids from `cursor` on, for ZSCAN: `(member, score)` of up to `count` occupied
     /// slots, and the next cursor (0 past the end).
-    pub fn scan(&self, cursor: usize, count: usize, f: &mut dyn FnMut(&[u8], f64)) -> usize {
+    pub fn scan<'a>(
+        &'a self,
+        cursor: usize,
+        count: usize,
+        f: &mut dyn FnMut(&'a [u8], f64),
+    ) -> usize {
         let mut id = cursor;
         let mut seen = 0;
         // A free slot holds an empty member; so may one occupied slot (the member "").
