@@ -305,12 +305,18 @@ fn insert_at(
                 l.items.insert(rank, item);
                 return None;
             }
+            // An append (ascending scores, the common case) leaves the full leaf full.
+            let at = if rank == LEAF_CAP {
+                LEAF_CAP
+            } else {
+                LEAF_CAP / 2
+            };
             let mut right = new_leaf();
-            right.items.extend(l.items.drain(LEAF_CAP / 2..));
-            if rank <= LEAF_CAP / 2 {
+            right.items.extend(l.items.drain(at..));
+            if rank < at || (rank == at && at < LEAF_CAP) {
                 l.items.insert(rank, item);
             } else {
-                right.items.insert(rank - LEAF_CAP / 2, item);
+                right.items.insert(rank - at, item);
             }
             *leaves += 1;
             Some(Node::Leaf(Box::new(right)))
@@ -334,7 +340,12 @@ fn insert_at(
             }
             // Over by one: move the upper half to a new node.
             let mut other = new_inner();
-            let half = i.kids.len() / 2;
+            // As for leaves: a split caused by an append keeps this node full.
+            let half = if k + 2 == i.kids.len() {
+                k + 1
+            } else {
+                i.kids.len() / 2
+            };
             other.kids.extend(i.kids.drain(half..));
             other.counts.extend(i.counts.drain(half..));
             other.lasts.extend(i.lasts.drain(half..));
@@ -438,6 +449,24 @@ mod tests {
             score: f64::from(v),
             id: v,
         }
+    }
+
+    /// Ascending inserts (timestamps as scores) fill leaves and inner nodes instead of leaving
+    /// each half empty.
+    #[test]
+    fn appends_fill_nodes() {
+        let mut t = Tree::new();
+        for v in 0..100_000u32 {
+            t.insert(t.len(), item(v));
+        }
+        t.check();
+        assert!(t.leaves <= 100_000 / LEAF_CAP + 1, "{}", t.leaves);
+        assert!(
+            t.inners <= 100_000 / LEAF_CAP / INNER_CAP + 5,
+            "{}",
+            t.inners
+        );
+        assert_eq!(t.get(54_321).map(|i| i.id), Some(54_321));
     }
 
     #[test]
