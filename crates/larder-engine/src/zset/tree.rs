@@ -25,9 +25,70 @@ enum Node {
     Inner(Box<Inner>),
 }
 
+/// A leaf's items as two parallel arrays (12 bytes an item, where `(f64, u32)` takes 16).
 #[derive(Debug, Clone)]
 struct Leaf {
-    items: Vec<Item>,
+    scores: Vec<f64>,
+    ids: Vec<u32>,
+}
+
+impl Leaf {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn at(&self, i: usize) -> Item {
+        Item {
+            score: self.scores[i],
+            id: self.ids[i],
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<Item> {
+        (i < self.len()).then(|| self.at(i))
+    }
+
+    fn last(&self) -> Option<Item> {
+        self.len().checked_sub(1).map(|i| self.at(i))
+    }
+
+    fn insert(&mut self, i: usize, it: Item) {
+        self.scores.insert(i, it.score);
+        self.ids.insert(i, it.id);
+    }
+
+    fn remove(&mut self, i: usize) -> Item {
+        Item {
+            score: self.scores.remove(i),
+            id: self.ids.remove(i),
+        }
+    }
+
+    /// Move the items from `at` on to a new leaf.
+    fn split_off(&mut self, at: usize) -> Leaf {
+        let mut right = new_leaf();
+        right.scores.extend(self.scores.drain(at..));
+        right.ids.extend(self.ids.drain(at..));
+        right
+    }
+
+    fn append(&mut self, other: &Leaf) {
+        self.scores.extend_from_slice(&other.scores);
+        self.ids.extend_from_slice(&other.ids);
+    }
+
+    fn partition_point(&self, mut pred: impl FnMut(Item) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(self.at(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -39,8 +100,8 @@ struct Inner {
 }
 
 /// Heap bytes of one leaf and of one inner node.
-pub(crate) const LEAF_BYTES: usize =
-    std::mem::size_of::<Leaf>() + LEAF_CAP * std::mem::size_of::<Item>();
+pub(crate) const LEAF_BYTES: usize = std::mem::size_of::<Leaf>()
+    + LEAF_CAP * (std::mem::size_of::<f64>() + std::mem::size_of::<u32>());
 pub(crate) const INNER_BYTES: usize = std::mem::size_of::<Inner>()
     + INNER_CAP
         * (std::mem::size_of::<Node>()
@@ -49,7 +110,8 @@ pub(crate) const INNER_BYTES: usize = std::mem::size_of::<Inner>()
 
 fn new_leaf() -> Leaf {
     Leaf {
-        items: Vec::with_capacity(LEAF_CAP),
+        scores: Vec::with_capacity(LEAF_CAP),
+        ids: Vec::with_capacity(LEAF_CAP),
     }
 }
 
@@ -64,7 +126,7 @@ fn new_inner() -> Inner {
 impl Node {
     fn count(&self) -> usize {
         match self {
-            Node::Leaf(l) => l.items.len(),
+            Node::Leaf(l) => l.len(),
             Node::Inner(i) => i.counts.iter().sum(),
         }
     }
@@ -72,14 +134,14 @@ impl Node {
     /// Number of direct entries (items or children).
     fn width(&self) -> usize {
         match self {
-            Node::Leaf(l) => l.items.len(),
+            Node::Leaf(l) => l.len(),
             Node::Inner(i) => i.kids.len(),
         }
     }
 
     fn last(&self) -> Option<Item> {
         match self {
-            Node::Leaf(l) => l.items.last().copied(),
+            Node::Leaf(l) => l.last(),
             Node::Inner(i) => i.lasts.last().copied(),
         }
     }
@@ -137,9 +199,10 @@ impl Tree {
         fn walk(n: &Node, root: bool) -> (usize, Option<Item>) {
             match n {
                 Node::Leaf(l) => {
-                    assert!(root || !l.items.is_empty());
-                    assert!(l.items.len() <= LEAF_CAP);
-                    (l.items.len(), l.items.last().copied())
+                    assert!(root || l.len() > 0);
+                    assert!(l.len() <= LEAF_CAP);
+                    assert_eq!(l.scores.len(), l.ids.len());
+                    (l.len(), l.last())
                 }
                 Node::Inner(i) => {
                     assert!(i.kids.len() >= if root { 2 } else { 1 });
@@ -166,7 +229,7 @@ impl Tree {
         let mut node = &self.root;
         loop {
             match node {
-                Node::Leaf(l) => return l.items.get(rank).copied(),
+                Node::Leaf(l) => return l.get(rank),
                 Node::Inner(i) => {
                     let mut k = 0;
                     while k + 1 < i.counts.len() && rank >= i.counts[k] {
@@ -186,7 +249,7 @@ impl Tree {
         let mut rank = 0;
         loop {
             match node {
-                Node::Leaf(l) => return rank + l.items.partition_point(|&it| pred(it)),
+                Node::Leaf(l) => return rank + l.partition_point(&mut pred),
                 Node::Inner(i) => {
                     let k = i.lasts.partition_point(|&it| pred(it));
                     if k == i.kids.len() {
@@ -204,11 +267,10 @@ impl Tree {
         fn walk(n: &Node, start: usize, end: usize, rev: bool, f: &mut dyn FnMut(Item)) {
             match n {
                 Node::Leaf(l) => {
-                    let items = &l.items[start..end];
                     if rev {
-                        items.iter().rev().for_each(|&it| f(it));
+                        (start..end).rev().for_each(|i| f(l.at(i)));
                     } else {
-                        items.iter().for_each(|&it| f(it));
+                        (start..end).for_each(|i| f(l.at(i)));
                     }
                 }
                 Node::Inner(i) => {
@@ -301,8 +363,8 @@ fn insert_at(
 ) -> Option<Node> {
     match node {
         Node::Leaf(l) => {
-            if l.items.len() < LEAF_CAP {
-                l.items.insert(rank, item);
+            if l.len() < LEAF_CAP {
+                l.insert(rank, item);
                 return None;
             }
             // An append (ascending scores, the common case) leaves the full leaf full.
@@ -311,12 +373,11 @@ fn insert_at(
             } else {
                 LEAF_CAP / 2
             };
-            let mut right = new_leaf();
-            right.items.extend(l.items.drain(at..));
+            let mut right = l.split_off(at);
             if rank < at || (rank == at && at < LEAF_CAP) {
-                l.items.insert(rank, item);
+                l.insert(rank, item);
             } else {
-                right.items.insert(rank - at, item);
+                right.insert(rank - at, item);
             }
             *leaves += 1;
             Some(Node::Leaf(Box::new(right)))
@@ -358,7 +419,7 @@ fn insert_at(
 /// Remove the item at `rank` under `node`, rebalancing the child it came from.
 fn remove_at(node: &mut Node, rank: usize, leaves: &mut usize, inners: &mut usize) -> Item {
     match node {
-        Node::Leaf(l) => l.items.remove(rank),
+        Node::Leaf(l) => l.remove(rank),
         Node::Inner(i) => {
             let mut k = 0;
             let mut r = rank;
@@ -409,7 +470,7 @@ fn rebalance(i: &mut Inner, k: usize, leaves: &mut usize, inners: &mut usize) {
     let right_last = i.lasts.remove(b);
     match (&mut i.kids[a], right) {
         (Node::Leaf(l), Node::Leaf(r)) => {
-            l.items.extend_from_slice(&r.items);
+            l.append(&r);
             *leaves -= 1;
         }
         (Node::Inner(l), Node::Inner(r)) => {
