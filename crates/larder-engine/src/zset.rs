@@ -325,28 +325,43 @@ impl ZSet {
     pub fn insert(&mut self, member: &[u8], score: f64, limits: &Limits) -> Option<f64> {
         let old = self.score(member);
         match old {
-            Some(old) if old == score && old.to_bits() == score.to_bits() => {}
-            Some(_) => self.set_score(member, score),
+            Some(old) if old.to_bits() == score.to_bits() => {}
+            Some(_) => {
+                self.set_score(member, score);
+            }
             None => {
-                self.make_room(member.len(), limits);
-                match &mut self.repr {
-                    Repr::Compact(c) => c.insert(member, score),
-                    Repr::Full(f) => f.insert(member, score),
-                }
+                self.insert_new(member, score, limits);
             }
         }
         old
     }
 
-    fn set_score(&mut self, member: &[u8], score: f64) {
+    /// Add a member known to be absent; returns the score as stored (a compact set stores
+    /// -0 as 0).
+    fn insert_new(&mut self, member: &[u8], score: f64, limits: &Limits) -> f64 {
+        self.make_room(member.len(), limits);
+        match &mut self.repr {
+            Repr::Compact(c) => c.insert(member, score),
+            Repr::Full(f) => {
+                f.insert(member, score);
+                score
+            }
+        }
+    }
+
+    /// Change a present member's score; returns the score as stored.
+    fn set_score(&mut self, member: &[u8], score: f64) -> f64 {
         match &mut self.repr {
             Repr::Compact(c) => {
                 if let Some((start, end)) = c.find(member).map(|e| (e.start, e.end)) {
                     c.remove_span(start, end, 1);
-                    c.insert(member, score);
                 }
+                c.insert(member, score)
             }
-            Repr::Full(f) => f.set_score(member, score),
+            Repr::Full(f) => {
+                f.set_score(member, score);
+                score
+            }
         }
     }
 
@@ -376,14 +391,10 @@ impl ZSet {
                 if score == cur {
                     return Ok(Added::Same(score));
                 }
-                self.set_score(member, score);
-                Ok(Added::Updated(self.score(member).unwrap_or(score)))
+                Ok(Added::Updated(self.set_score(member, score)))
             }
             None if flags.xx => Ok(Added::Skipped),
-            None => {
-                self.insert(member, score, limits);
-                Ok(Added::New(self.score(member).unwrap_or(score)))
-            }
+            None => Ok(Added::New(self.insert_new(member, score, limits))),
         }
     }
 

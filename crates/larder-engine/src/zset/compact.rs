@@ -75,9 +75,9 @@ impl Compact {
         self.iter().find(|e| e.member == member)
     }
 
-    /// Insert a member that is not present. Scores are stored as Redis's listpack stores
-    /// them: -0.0 becomes 0 (an integral score is kept as an integer).
-    pub fn insert(&mut self, member: &[u8], score: f64) {
+    /// Insert a member that is not present, returning the score as stored: as Redis's
+    /// listpack stores it, -0.0 becomes 0 (an integral score is kept as an integer).
+    pub fn insert(&mut self, member: &[u8], score: f64) -> f64 {
         let score = if score == 0.0 { 0.0 } else { score };
         let at = self
             .iter()
@@ -98,6 +98,7 @@ impl Compact {
         entry.extend_from_slice(member);
         self.buf.splice(at..at, entry);
         self.len += 1;
+        score
     }
 
     /// Remove the entry spanning `start..end`.
