@@ -115,6 +115,19 @@ def test_zadd_errors(raw):
     assert raw.call("ZSCORE", "i", "a") == b"inf"
 
 
+def test_strtod_forms(raw):
+    raw.call("ZADD", "f", "0x10", "a", "-0x1.8p1", "b", "infinity", "c", "1e-320", "d", ".5", "e",
+             "5.", "g", "+1", "h")
+    assert raw.call("ZRANGE", "f", "0", "-1", "WITHSCORES") == [
+        b"b", b"-3", b"d", b"9.9998886718268301e-321", b"e", b"0.5", b"h", b"1", b"g", b"5",
+        b"a", b"16", b"c", b"inf"]
+    assert raw.call("ZCOUNT", "f", "(0x10", "+inf") == 1
+    assert raw.call("ZCOUNT", "f", " 1", "1e400") == 4
+    assert raw.call("ZCOUNT", "f", "1 ", "2") == MINMAX_FLOAT
+    assert raw.call("ZADD", "f", "1e-400", "x") == NOT_FLOAT
+    assert raw.call("ZADD", "f", "1.5 ", "x") == NOT_FLOAT
+
+
 def test_zadd_options_are_case_insensitive(raw):
     assert raw.call("ZADD", "z", "nx", "ch", "1", "a") == 1
     assert raw.call("ZADD", "z", "Xx", "Gt", "cH", "2", "a") == 1

@@ -198,10 +198,63 @@ fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
 }
 
+/// C's `strtod` over the whole text (no leading space): decimal forms, `inf`/`infinity`, and
+/// hexadecimal ones (`0x10`, `-0x1.8p3`). NaN is rejected.
+fn strtod(b: &[u8]) -> Option<f64> {
+    let (neg, body) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    let Some(hex) = body
+        .strip_prefix(b"0x")
+        .or_else(|| body.strip_prefix(b"0X"))
+    else {
+        return crate::args::parse_f64(b);
+    };
+    let (mantissa, exp) = match hex.iter().position(|&c| c == b'p' || c == b'P') {
+        Some(i) => (&hex[..i], Some(&hex[i + 1..])),
+        None => (hex, None),
+    };
+    let mut v = 0.0f64;
+    let mut scale = 0i32;
+    let (mut digits, mut dot) = (0, false);
+    for &c in mantissa {
+        if c == b'.' && !dot {
+            dot = true;
+            continue;
+        }
+        let d = char::from(c).to_digit(16)?;
+        v = v * 16.0 + f64::from(d);
+        digits += 1;
+        if dot {
+            scale -= 4;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    if let Some(e) = exp {
+        let e = std::str::from_utf8(e).ok()?;
+        if e.is_empty() || e.starts_with('+') && e.len() == 1 {
+            return None;
+        }
+        scale = scale.checked_add(e.parse::<i32>().ok()?.clamp(-10_000, 10_000))?;
+    }
+    let v = v * 2f64.powi(scale);
+    Some(if neg { -v } else { v })
+}
+
 /// A score or increment as Redis's `getDoubleFromObject` reads it: `strtod` over the whole
 /// text, no leading space, no NaN, and no overflow or underflow to zero (ERANGE).
 pub(crate) fn parse_score(b: &[u8]) -> Option<f64> {
-    let v = crate::args::parse_f64(b)?;
+    if b.first().is_some_and(|&c| is_c_space(c)) {
+        return None;
+    }
+    let v = strtod(b)?;
+    if v.is_nan() {
+        return None;
+    }
     let lower = b.to_ascii_lowercase();
     let text = lower.strip_prefix(b"+").or(lower.strip_prefix(b"-"));
     let text = text.unwrap_or(&lower);
@@ -229,7 +282,7 @@ fn range_float(b: &[u8]) -> Option<f64> {
         return Some(0.0);
     }
     let start = b.iter().position(|&c| !is_c_space(c))?;
-    let v = crate::args::parse_f64(&b[start..])?;
+    let v = strtod(&b[start..])?;
     (!v.is_nan()).then_some(v)
 }
 

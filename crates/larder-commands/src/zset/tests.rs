@@ -83,6 +83,33 @@ fn zadd_flags_and_replies() {
     ] {
         assert_eq!(h.run(argv), err(e), "{argv:?}");
     }
+    // strtod's other forms: hexadecimal, "infinity", a denormal (not an underflow to 0).
+    h.run(&[
+        "ZADD", "f", "0x10", "a", "-0x1.8p1", "b", "infinity", "c", "1e-320", "d",
+    ]);
+    assert_eq!(
+        all(&mut h, "f"),
+        arr(&[
+            "b",
+            "-3",
+            "d",
+            "9.9998886718268301e-321",
+            "a",
+            "16",
+            "c",
+            "inf"
+        ])
+    );
+    assert_eq!(h.run(&["ZCOUNT", "f", "(0x10", "+inf"]), int(1));
+    assert_eq!(h.run(&["ZCOUNT", "f", " 1", "1e400"]), int(2));
+    assert_eq!(
+        h.run(&["ZADD", "f", "1e-400", "x"]),
+        err("ERR value is not a valid float")
+    );
+    assert_eq!(
+        h.run(&["ZADD", "f", "0x", "x"]),
+        err("ERR value is not a valid float")
+    );
     h.run(&["ZADD", "i", "inf", "a"]);
     assert_eq!(
         h.run(&["ZINCRBY", "i", "-inf", "a"]),
