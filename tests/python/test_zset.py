@@ -775,3 +775,59 @@ def test_command_info(raw):
 def test_command_getkeys(raw):
     assert raw.call("COMMAND", "GETKEYS", "ZRANGESTORE", "d", "s", "0", "1") == [b"d", b"s"]
     assert raw.call("COMMAND", "GETKEYS", "ZADD", "z", "1", "a") == [b"z"]
+
+
+def test_random_operations_against_a_model(raw):
+    """Random writes and reads against a Python model, with a tiny listpack limit so that sets
+    convert on the way."""
+    import random
+    rnd = random.Random(11)
+    raw.call("CONFIG", "SET", "zset-max-listpack-entries", "8")
+    try:
+        model = {}
+
+        def order():
+            return sorted(model.items(), key=lambda kv: (kv[1], kv[0]))
+
+        def text(s):
+            return b"%d" % s if s == int(s) else repr(s).encode()
+
+        for step in range(1500):
+            m = f"m{rnd.randrange(40)}".encode()
+            op = rnd.randrange(8)
+            if op <= 2:
+                s = rnd.randrange(-20, 20) / 4
+                assert raw.call("ZADD", "z", text(s), m) == (0 if m in model else 1)
+                model[m] = s
+            elif op == 3:
+                got = raw.call("ZREM", "z", m)
+                assert got == (1 if model.pop(m, None) is not None else 0)
+            elif op == 4:
+                s = model.get(m, 0) + 0.5
+                assert raw.call("ZINCRBY", "z", "0.5", m) == text(s)
+                model[m] = s
+            elif op == 5:
+                lo, hi = sorted(rnd.randrange(-20, 20) / 4 for _ in range(2))
+                want = [k for k, v in order() if lo < v <= hi]
+                assert raw.call("ZRANGEBYSCORE", "z", b"(" + text(lo), text(hi)) == want
+                assert raw.call("ZCOUNT", "z", b"(" + text(lo), text(hi)) == len(want)
+            elif op == 6:
+                if m in model:
+                    assert raw.call("ZRANK", "z", m) == [k for k, _ in order()].index(m)
+                    assert raw.call("ZREVRANK", "z", m) == len(model) - 1 - [
+                        k for k, _ in order()].index(m)
+                else:
+                    assert raw.call("ZRANK", "z", m) is None
+            else:
+                a, b = rnd.randrange(-10, 10), rnd.randrange(-10, 10)
+                flat = raw.call("ZREVRANGE", "z", a, b, "WITHSCORES")
+                o = list(reversed(order()))
+                n = len(o)
+                s0 = max(a + n if a < 0 else a, 0)
+                e0 = b + n if b < 0 else b
+                want = o[s0:min(e0, n - 1) + 1] if s0 <= e0 and s0 < n else []
+                assert pairs(flat) == [(k, text(v)) for k, v in want]
+            assert raw.call("ZCARD", "z") == len(model)
+        assert raw.call("OBJECT", "ENCODING", "z") == b"skiplist"
+    finally:
+        raw.call("CONFIG", "SET", "zset-max-listpack-entries", "128")

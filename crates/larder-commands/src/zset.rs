@@ -14,7 +14,7 @@ mod tests;
 use std::cell::Cell;
 
 use larder_engine::feed::class;
-use larder_engine::zset::{AddFlags, Added, LexBound, LexRange, ScoreRange};
+use larder_engine::zset::{AddFlags, Added, End, LexBound, LexRange, Order, ScoreRange};
 use larder_engine::{Object, Shard, SlotId, ZSet};
 use larder_resp::{Protocol, ReplyBuf};
 
@@ -366,20 +366,24 @@ fn reply_member(out: &mut ReplyBuf, m: &[u8], s: f64, withscores: bool) {
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
 fn zadd(c: &mut Cmd<'_>) -> Result<()> {
-    add_generic(c, false)
+    add_generic(c, AddFlags::default())
 }
 
 /// ZINCRBY key increment member
 fn zincrby(c: &mut Cmd<'_>) -> Result<()> {
-    add_generic(c, true)
+    add_generic(
+        c,
+        AddFlags {
+            incr: true,
+            ..AddFlags::default()
+        },
+    )
 }
 
-fn add_generic(c: &mut Cmd<'_>, zincrby: bool) -> Result<()> {
+/// ZADD and ZINCRBY (`flags` holds INCR for ZINCRBY), after Redis's `zaddGenericCommand`:
+/// ZINCRBY's arguments go through ZADD's option parser too.
+fn add_generic(c: &mut Cmd<'_>, mut flags: AddFlags) -> Result<()> {
     let key = c.args.key()?;
-    let mut flags = AddFlags {
-        incr: zincrby,
-        ..AddFlags::default()
-    };
     let mut ch = false;
     loop {
         if c.args.eat("NX") {
@@ -559,20 +563,20 @@ fn zmscore(c: &mut Cmd<'_>) -> Result<()> {
 
 /// ZRANK key member
 fn zrank(c: &mut Cmd<'_>) -> Result<()> {
-    rank_generic(c, false)
+    rank_generic(c, Order::Ascending)
 }
 
 /// ZREVRANK key member
 fn zrevrank(c: &mut Cmd<'_>) -> Result<()> {
-    rank_generic(c, true)
+    rank_generic(c, Order::Descending)
 }
 
-fn rank_generic(c: &mut Cmd<'_>, rev: bool) -> Result<()> {
+fn rank_generic(c: &mut Cmd<'_>, order: Order) -> Result<()> {
     let key = c.args.key()?;
     let member = c.args.next_arg()?;
     let (mut shard, hash) = c.shard_of(key);
     let rank = match read_zset(c, &mut shard, key, hash)? {
-        Some(slot) => zset_at(&shard, slot)?.rank(member, rev),
+        Some(slot) => zset_at(&shard, slot)?.rank(member, order),
         None => None,
     };
     drop(shard);
@@ -613,15 +617,15 @@ fn zlexcount(c: &mut Cmd<'_>) -> Result<()> {
 
 /// ZPOPMIN key [count]
 fn zpopmin(c: &mut Cmd<'_>) -> Result<()> {
-    pop_command(c, false)
+    pop_command(c, End::Min)
 }
 
 /// ZPOPMAX key [count]
 fn zpopmax(c: &mut Cmd<'_>) -> Result<()> {
-    pop_command(c, true)
+    pop_command(c, End::Max)
 }
 
-fn pop_command(c: &mut Cmd<'_>, max: bool) -> Result<()> {
+fn pop_command(c: &mut Cmd<'_>, end: End) -> Result<()> {
     let key = c.args.key()?;
     if c.args.remaining() > 1 {
         return Err(Error::Static(error::SYNTAX));
@@ -637,8 +641,8 @@ fn pop_command(c: &mut Cmd<'_>, max: bool) -> Result<()> {
         c.out.array(0);
         return Ok(());
     }
-    let popped = update(&mut shard, slot, |z| z.pop(count.unwrap_or(1), max))?;
-    let event = if max { "zpopmax" } else { "zpopmin" };
+    let popped = update(&mut shard, slot, |z| z.pop(count.unwrap_or(1), end))?;
+    let event = pop_event(end);
     settle(c, &mut shard, key, slot, Some(event));
     drop(shard);
     // A flat array of member, score in RESP2 and without a count; pairs in RESP3 with one.
@@ -658,6 +662,14 @@ fn pop_command(c: &mut Cmd<'_>, max: bool) -> Result<()> {
     Ok(())
 }
 
+/// The event a pop from `end` raises.
+fn pop_event(end: End) -> &'static str {
+    match end {
+        End::Max => "zpopmax",
+        End::Min => "zpopmin",
+    }
+}
+
 /// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 fn zmpop(c: &mut Cmd<'_>) -> Result<()> {
     let numkeys = at_least_one(c.args.next_arg()?, NUMKEYS_POSITIVE)?;
@@ -667,10 +679,10 @@ fn zmpop(c: &mut Cmd<'_>) -> Result<()> {
     let keys: Vec<&[u8]> = (0..numkeys)
         .map(|_| c.args.next_arg())
         .collect::<Result<_>>()?;
-    let max = if c.args.eat("MAX") {
-        true
+    let end = if c.args.eat("MAX") {
+        End::Max
     } else if c.args.eat("MIN") {
-        false
+        End::Min
     } else {
         return Err(Error::Static(error::SYNTAX));
     };
@@ -688,12 +700,15 @@ fn zmpop(c: &mut Cmd<'_>) -> Result<()> {
         let Some(slot) = find_zset(c, &mut shard, key, hash)? else {
             continue;
         };
-        let popped = update(&mut shard, slot, |z| z.pop(count, max))?;
-        let event = if max { "zpopmax" } else { "zpopmin" };
+        let popped = update(&mut shard, slot, |z| z.pop(count, end))?;
+        let event = pop_event(end);
         settle(c, &mut shard, key, slot, Some(event));
         drop(shard);
         let n = popped.len().to_string();
-        let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        let name: &[u8] = match end {
+            End::Max => b"ZPOPMAX",
+            End::Min => b"ZPOPMIN",
+        };
         c.propagate(&[name, key, n.as_bytes()]);
         let out = &mut *c.out;
         out.array(2);
@@ -778,7 +793,7 @@ fn zrandmember(c: &mut Cmd<'_>) -> Result<()> {
             }
         }
     } else if count >= len {
-        z.visit(0..len, false, |m, s| picked.push((m, s)));
+        z.visit(0..len, Order::Ascending, |m, s| picked.push((m, s)));
     } else {
         // Distinct ranks: a partial Fisher-Yates shuffle over rank indexes.
         let mut ranks: Vec<usize> = (0..len).collect();

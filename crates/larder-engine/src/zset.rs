@@ -119,6 +119,20 @@ impl LexRange<'_> {
     }
 }
 
+/// Which way ranks count and ranges are visited: lowest score first, or highest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    Ascending,
+    Descending,
+}
+
+/// Which end of the order a pop takes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Min,
+    Max,
+}
+
 /// ZADD's options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AddFlags {
@@ -222,7 +236,7 @@ impl ZSet {
     /// Every member with its score, lowest first.
     pub fn scored(&self) -> impl Iterator<Item = (&[u8], f64)> + '_ {
         let mut all = Vec::with_capacity(self.len());
-        self.visit(0..self.len(), false, |m, s| all.push((m, s)));
+        self.visit(0..self.len(), Order::Ascending, |m, s| all.push((m, s)));
         all.into_iter()
     }
 
@@ -234,8 +248,8 @@ impl ZSet {
         }
     }
 
-    /// The rank of `member` (0 for the lowest, or the highest when `rev`) and its score.
-    pub fn rank(&self, member: &[u8], rev: bool) -> Option<(usize, f64)> {
+    /// The rank of `member` in `order` (0 for the first) and its score.
+    pub fn rank(&self, member: &[u8], order: Order) -> Option<(usize, f64)> {
         let (rank, score) = match &self.repr {
             Repr::Compact(c) => c
                 .iter()
@@ -247,7 +261,10 @@ impl ZSet {
                 (f.rank_of_key(score, member), score)
             }
         };
-        Some((if rev { self.len() - 1 - rank } else { rank }, score))
+        Some(match order {
+            Order::Ascending => (rank, score),
+            Order::Descending => (self.len() - 1 - rank, score),
+        })
     }
 
     /// The member of `rank` (ascending) with its score.
@@ -281,8 +298,14 @@ impl ZSet {
         start..end.max(start)
     }
 
-    /// Visit the members of `ranks` in ascending order, or descending when `rev`.
-    pub fn visit<'a>(&'a self, ranks: Range<usize>, rev: bool, mut f: impl FnMut(&'a [u8], f64)) {
+    /// Visit the members of `ranks` (ascending ranks) in `order`.
+    pub fn visit<'a>(
+        &'a self,
+        ranks: Range<usize>,
+        order: Order,
+        mut f: impl FnMut(&'a [u8], f64),
+    ) {
+        let rev = order == Order::Descending;
         let end = ranks.end.min(self.len());
         if ranks.start >= end {
             return;
@@ -432,9 +455,9 @@ impl ZSet {
         end - ranks.start
     }
 
-    /// Remove up to `count` members from the low end (or the high end when `max`), in the
-    /// order they leave.
-    pub fn pop(&mut self, count: usize, max: bool) -> Vec<(Box<[u8]>, f64)> {
+    /// Remove up to `count` members from `end`, in the order they leave.
+    pub fn pop(&mut self, count: usize, end: End) -> Vec<(Box<[u8]>, f64)> {
+        let max = end == End::Max;
         let n = count.min(self.len());
         let ranks = if max {
             self.len() - n..self.len()

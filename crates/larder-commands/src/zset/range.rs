@@ -4,6 +4,7 @@
 
 use std::ops::Range;
 
+use larder_engine::zset::Order;
 use larder_engine::ZSet;
 
 use super::{
@@ -147,7 +148,12 @@ fn select<'z>(z: &'z ZSet, r: &Request<'_>) -> Result<Vec<(&'z [u8], f64)>> {
         }
     }
     let mut out = Vec::with_capacity(ranks.len());
-    z.visit(ranks, r.rev, |m, s| out.push((m, s)));
+    let order = if r.rev {
+        Order::Descending
+    } else {
+        Order::Ascending
+    };
+    z.visit(ranks, order, |m, s| out.push((m, s)));
     Ok(out)
 }
 

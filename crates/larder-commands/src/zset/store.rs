@@ -20,6 +20,17 @@ enum Op {
     Diff,
 }
 
+/// What the command does with the result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Output {
+    /// Reply with the members (ZUNION, ZINTER, ZDIFF).
+    Reply,
+    /// Store it at the destination key (the STORE forms).
+    Store,
+    /// Reply with its size (ZINTERCARD).
+    Cardinality,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Aggregate {
     Sum,
@@ -85,8 +96,12 @@ fn scores_in(c: &Cmd<'_>, key: &[u8], candidates: &[(Vec<u8>, f64)]) -> Vec<Opti
     }
 }
 
-fn generic(c: &mut Cmd<'_>, op: Op, store: bool, card_only: bool) -> Result<()> {
-    let dst = if store { Some(c.args.key()?) } else { None };
+fn generic(c: &mut Cmd<'_>, op: Op, output: Output) -> Result<()> {
+    let card_only = output == Output::Cardinality;
+    let dst = match output {
+        Output::Store => Some(c.args.key()?),
+        Output::Reply | Output::Cardinality => None,
+    };
     let setnum = parse_i64(c.args.next_arg()?).ok_or(Error::Static(error::NOT_INTEGER))?;
     if setnum < 1 {
         return Err(Error::Owned(format!(
@@ -265,35 +280,35 @@ fn generic(c: &mut Cmd<'_>, op: Op, store: bool, card_only: bool) -> Result<()> 
 
 /// ZUNION numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
 pub(super) fn zunion(c: &mut Cmd<'_>) -> Result<()> {
-    generic(c, Op::Union, false, false)
+    generic(c, Op::Union, Output::Reply)
 }
 
 /// ZINTER numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
 pub(super) fn zinter(c: &mut Cmd<'_>) -> Result<()> {
-    generic(c, Op::Inter, false, false)
+    generic(c, Op::Inter, Output::Reply)
 }
 
 /// ZDIFF numkeys key [key ...] [WITHSCORES]
 pub(super) fn zdiff(c: &mut Cmd<'_>) -> Result<()> {
-    generic(c, Op::Diff, false, false)
+    generic(c, Op::Diff, Output::Reply)
 }
 
 /// ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE ...]
 pub(super) fn zunionstore(c: &mut Cmd<'_>) -> Result<()> {
-    generic(c, Op::Union, true, false)
+    generic(c, Op::Union, Output::Store)
 }
 
 /// ZINTERSTORE destination numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE ...]
 pub(super) fn zinterstore(c: &mut Cmd<'_>) -> Result<()> {
-    generic(c, Op::Inter, true, false)
+    generic(c, Op::Inter, Output::Store)
 }
 
 /// ZDIFFSTORE destination numkeys key [key ...]
 pub(super) fn zdiffstore(c: &mut Cmd<'_>) -> Result<()> {
-    generic(c, Op::Diff, true, false)
+    generic(c, Op::Diff, Output::Store)
 }
 
 /// ZINTERCARD numkeys key [key ...] [LIMIT limit]
 pub(super) fn zintercard(c: &mut Cmd<'_>) -> Result<()> {
-    generic(c, Op::Inter, false, true)
+    generic(c, Op::Inter, Output::Cardinality)
 }

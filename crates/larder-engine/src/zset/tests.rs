@@ -50,10 +50,10 @@ fn compact_basics_and_order() {
     assert_eq!(z.insert(b"c", 1.0, &l), None);
     assert_eq!(z.insert(b"c", 3.0, &l), Some(1.0));
     assert_eq!(all(&z), pairs(&[("a", 2.0), ("b", 2.0), ("c", 3.0)]));
-    assert_eq!(z.rank(b"b", false), Some((1, 2.0)));
-    assert_eq!(z.rank(b"b", true), Some((1, 2.0)));
-    assert_eq!(z.rank(b"c", true), Some((0, 3.0)));
-    assert_eq!(z.rank(b"x", false), None);
+    assert_eq!(z.rank(b"b", Order::Ascending), Some((1, 2.0)));
+    assert_eq!(z.rank(b"b", Order::Descending), Some((1, 2.0)));
+    assert_eq!(z.rank(b"c", Order::Descending), Some((0, 3.0)));
+    assert_eq!(z.rank(b"x", Order::Ascending), None);
     assert_eq!(z.encoding(), "listpack");
     assert_eq!(z.remove(b"a"), Some(2.0));
     assert_eq!(z.remove(b"a"), None);
@@ -76,7 +76,7 @@ fn conversions_follow_the_limits() {
     assert_eq!(z.encoding(), "listpack");
     z.insert(b"d", 1.0, &l);
     assert_eq!(z.encoding(), "skiplist");
-    z.pop(3, false);
+    z.pop(3, End::Min);
     assert_eq!(z.encoding(), "skiplist", "never converts back");
     let mut z = ZSet::new();
     z.insert(b"long!", 1.0, &l);
@@ -181,13 +181,13 @@ fn ranges_by_score_and_lex() {
         );
         assert_eq!(z.lex_ranks(&lex(LexBound::PosInf, LexBound::PosInf)), 5..5);
         let mut seen = Vec::new();
-        z.visit(1..4, true, |m, _| seen.push(m.to_vec()));
+        z.visit(1..4, Order::Descending, |m, _| seen.push(m.to_vec()));
         assert_eq!(seen, [b"d".to_vec(), b"c".to_vec(), b"b".to_vec()]);
         assert_eq!(z.get(4), Some((&b"e"[..], 4.0)));
         let mut gone = Vec::new();
         assert_eq!(z.remove_ranks(1..3, |m, _| gone.push(m.to_vec())), 2);
         assert_eq!(gone, [b"b".to_vec(), b"c".to_vec()]);
-        let popped = z.pop(2, true);
+        let popped = z.pop(2, End::Max);
         assert_eq!(
             popped,
             vec![(Box::from(&b"e"[..]), 4.0), (Box::from(&b"d"[..]), 3.0)]
@@ -300,7 +300,7 @@ fn randomized_against_a_model() {
                 8 => {
                     let n = (next() % 5) as usize;
                     let max = next() % 2 == 0;
-                    let popped = z.pop(n, max);
+                    let popped = z.pop(n, if max { End::Max } else { End::Min });
                     for (m, s) in popped {
                         let key = if max {
                             order.keys().next_back().cloned()
@@ -318,8 +318,11 @@ fn randomized_against_a_model() {
                         .enumerate()
                         .nth((next() as usize) % (order.len() + 1))
                     {
-                        assert_eq!(z.rank(m, false), Some((i, s.0)));
-                        assert_eq!(z.rank(m, true), Some((order.len() - 1 - i, s.0)));
+                        assert_eq!(z.rank(m, Order::Ascending), Some((i, s.0)));
+                        assert_eq!(
+                            z.rank(m, Order::Descending),
+                            Some((order.len() - 1 - i, s.0))
+                        );
                         assert_eq!(z.get(i), Some((&m[..], s.0)));
                         let lex = LexRange {
                             min: LexBound::Incl(m),
