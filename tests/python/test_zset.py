@@ -548,6 +548,9 @@ def test_zrandmember_errors(raw):
     assert raw.call("ZRANDMEMBER", "z", "1", "x") == SYNTAX
     assert raw.call("ZRANDMEMBER", "z", "1", "WITHSCORES", "x") == SYNTAX
     assert raw.call("ZRANDMEMBER", "z", "x") == NOT_INT
+    assert raw.call("ZRANDMEMBER", "z", "-9223372036854775808") == Err(
+        "ERR value is out of range, value must between -9223372036854775807 and "
+        "9223372036854775807")
     assert raw.call("ZRANDMEMBER", "z", "-9223372036854775807", "WITHSCORES") == Err(
         "ERR value is out of range")
     assert raw.call("ZRANDMEMBER", "s") == WRONGTYPE

@@ -33,6 +33,8 @@ const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
 const COUNT_POSITIVE: &str = "ERR count should be greater than 0";
 const OUT_OF_RANGE: &str = "ERR value is out of range";
 const INVALID_CURSOR: &str = "ERR invalid cursor";
+const COUNT_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
 
 const fn cmd(
     name: &'static str,
@@ -760,9 +762,10 @@ fn zrandmember(c: &mut Cmd<'_>) -> Result<()> {
         }
         return Ok(());
     };
-    let l = parse_i64(raw)
-        .filter(|&n| n != i64::MIN)
-        .ok_or(Error::Static(error::NOT_INTEGER))?;
+    let l = parse_i64(raw).ok_or(Error::Static(error::NOT_INTEGER))?;
+    if l == i64::MIN {
+        return Err(Error::Static(COUNT_RANGE));
+    }
     let withscores = match c.args.remaining() {
         0 => false,
         1 if c.args.eat("WITHSCORES") => true,
@@ -783,19 +786,23 @@ fn zrandmember(c: &mut Cmd<'_>) -> Result<()> {
         return Ok(());
     }
     let len = z.len();
-    let mut picked: Vec<(&[u8], f64)> = Vec::new();
     if l < 0 {
-        // Repeats allowed: `count` independent picks.
+        // Repeats allowed: `count` independent picks, written as they are drawn.
+        let out = &mut *c.out;
+        let flat = withscores && out.proto == Protocol::Resp2;
+        out.array(if flat { count * 2 } else { count });
         for _ in 0..count {
             let rank = (next_random() % len as u64) as usize;
-            if let Some(p) = z.get(rank) {
-                picked.push(p);
-            }
+            let (m, s) = z.get(rank).unwrap_or_default();
+            reply_member(out, m, s, withscores);
         }
-    } else if count >= len {
+        return Ok(());
+    }
+    let mut picked: Vec<(&[u8], f64)> = Vec::new();
+    if count >= len {
         z.visit(0..len, Order::Ascending, |m, s| picked.push((m, s)));
-    } else {
-        // Distinct ranks: a partial Fisher-Yates shuffle over rank indexes.
+    } else if count * 3 > len {
+        // Most of the set: a partial Fisher-Yates shuffle over rank indexes.
         let mut ranks: Vec<usize> = (0..len).collect();
         for i in 0..count {
             let j = i + (next_random() % (len - i) as u64) as usize;
@@ -804,6 +811,17 @@ fn zrandmember(c: &mut Cmd<'_>) -> Result<()> {
         for &r in &ranks[..count] {
             if let Some(p) = z.get(r) {
                 picked.push(p);
+            }
+        }
+    } else {
+        // A small part of a large set: random ranks until `count` distinct ones.
+        let mut seen = std::collections::HashSet::with_capacity(count);
+        while seen.len() < count {
+            let r = (next_random() % len as u64) as usize;
+            if seen.insert(r) {
+                if let Some(p) = z.get(r) {
+                    picked.push(p);
+                }
             }
         }
     }
