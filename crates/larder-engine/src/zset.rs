@@ -481,10 +481,7 @@ impl ZSet {
                 c.iter().for_each(|e| f(e.member, e.score));
                 0
             }
-            Repr::Full(full) => {
-                let cursor = usize::try_from(cursor).unwrap_or(usize::MAX);
-                full.scan(cursor, count.max(1), &mut f) as u64
-            }
+            Repr::Full(full) => full.scan(cursor, count.max(1), &mut f),
         }
     }
 

@@ -29,6 +29,8 @@ pub(crate) struct Full {
     index: HashTable<u32>,
     pub(crate) tree: Tree,
     member_bytes: usize,
+    /// Bumped by every renumbering (`compact`); ZSCAN cursors carry it.
+    epoch: u16,
 }
 
 impl Full {
@@ -59,7 +61,20 @@ impl Full {
     pub fn check(&self) {
         self.tree.check();
         assert_eq!(self.index.len(), self.tree.len());
-        assert_eq!(self.members.len() - self.free.len(), self.tree.len());
+        let empty_id = self.id_of(b"");
+        let free: std::collections::HashSet<u32> = self.free.iter().copied().collect();
+        let mut occupied = 0;
+        for (i, m) in self.members.iter().enumerate() {
+            if m.is_empty() && empty_id != Some(i as u32) {
+                assert!(
+                    free.contains(&(i as u32)),
+                    "free slot {i} is not on the free list"
+                );
+            } else {
+                occupied += 1;
+            }
+        }
+        assert_eq!(occupied, self.tree.len());
     }
 
     pub fn member(&self, id: u32) -> &[u8] {
@@ -155,7 +170,47 @@ impl Full {
             self.scores = Vec::new();
             self.free = Vec::new();
             self.index = HashTable::new();
+            return;
         }
+        // A set that shrank to under half its slab is renumbered (see `compact`).
+        let live = self.tree.len();
+        if self.members.len() >= 64 && live * 2 < self.members.len() {
+            self.compact();
+        }
+    }
+
+    /// Renumber the members 0..n in rank order and rebuild the slab, index and tree at their
+    /// size: O(n), after at least n removals. ZSCAN cursors carry the epoch they were made
+    /// in; one from before a renumbering starts over (SCAN allows repeats, never misses).
+    fn compact(&mut self) {
+        let live = self.tree.len();
+        let mut order = Vec::with_capacity(live);
+        self.tree.visit(0, live, false, &mut |it| order.push(it));
+        let mut members: Vec<Box<[u8]>> = Vec::with_capacity(live);
+        let mut scores = Vec::with_capacity(live);
+        let mut tree = Tree::new();
+        let mut index = HashTable::with_capacity(live);
+        for (new_id, it) in order.into_iter().enumerate() {
+            let m = std::mem::take(&mut self.members[it.id as usize]);
+            let h = hash_of(&m);
+            members.push(m);
+            scores.push(it.score);
+            let id = new_id as u32;
+            tree.insert(
+                new_id,
+                Item {
+                    score: it.score,
+                    id,
+                },
+            );
+            index.insert_unique(h, id, |&i: &u32| hash_of(&members[i as usize]));
+        }
+        self.members = members;
+        self.scores = scores;
+        self.tree = tree;
+        self.index = index;
+        self.free = Vec::new();
+        self.epoch = self.epoch.wrapping_add(1);
     }
 
     /// Remove the members of ranks `start..end`, calling `f` with each in ascending order.
@@ -169,20 +224,24 @@ impl Full {
         }
     }
 
-    /// Slab ids from `cursor` on, for ZSCAN: `(member, score)` of up to `count` occupied
-    /// slots, and the next cursor (0 past the end).
-    pub fn scan<'a>(
-        &'a self,
-        cursor: usize,
-        count: usize,
-        f: &mut dyn FnMut(&'a [u8], f64),
-    ) -> usize {
-        let mut id = cursor;
+    /// ZSCAN: `(member, score)` of up to `count` occupied slab slots from `cursor` on, and
+    /// the next cursor (0 past the end). A cursor is the renumbering epoch (high 16 bits) and
+    /// a slab id; one from an older epoch starts over.
+    pub fn scan<'a>(&'a self, cursor: u64, count: usize, f: &mut dyn FnMut(&'a [u8], f64)) -> u64 {
+        const ID_BITS: u32 = 48;
+        let epoch = (cursor >> ID_BITS) as u16;
+        let mut id = if epoch == self.epoch {
+            usize::try_from(cursor & ((1 << ID_BITS) - 1)).unwrap_or(usize::MAX)
+        } else {
+            0
+        };
         let mut seen = 0;
         // A free slot holds an empty member; so may one occupied slot (the member "").
         let empty_id = self.id_of(b"");
         let free_slot = |i: usize| self.members[i].is_empty() && empty_id != Some(i as u32);
-        while id < self.members.len() && seen < count {
+        // As Redis bounds a step over a sparse table: at most ten slots per member asked for.
+        let stop = id.saturating_add(count.saturating_mul(10));
+        while id < self.members.len() && seen < count && id < stop {
             if !free_slot(id) {
                 f(&self.members[id], self.scores[id]);
                 seen += 1;
@@ -192,7 +251,7 @@ impl Full {
         if id >= self.members.len() {
             0
         } else {
-            id
+            (u64::from(self.epoch) << ID_BITS) | id as u64
         }
     }
 }

@@ -221,6 +221,75 @@ fn scan_visits_every_member_once() {
     assert_eq!(seen, want);
 }
 
+#[test]
+fn a_shrinking_set_gives_memory_back() {
+    let l = limits(4, 64);
+    let mut z = ZSet::new();
+    for i in 0..20_000 {
+        z.insert(format!("m{i}").as_bytes(), f64::from(i), &l);
+    }
+    let big = z.heap_bytes();
+    for i in 0..19_990 {
+        z.remove(format!("m{i}").as_bytes());
+        if i % 1000 == 0 {
+            z.check();
+        }
+    }
+    z.check();
+    assert_eq!(z.heap_bytes(), z.recount_bytes());
+    assert!(z.heap_bytes() * 10 < big, "{} of {big}", z.heap_bytes());
+    // Slots freed in the middle are reused; those at the end were cut off.
+    for i in 0..100 {
+        z.insert(format!("n{i}").as_bytes(), f64::from(i), &l);
+    }
+    z.check();
+    assert_eq!(z.len(), 110);
+    let mut seen = 0;
+    let mut cursor = 0;
+    loop {
+        cursor = z.scan(cursor, 7, |_, _| seen += 1);
+        if cursor == 0 {
+            break;
+        }
+    }
+    assert_eq!(seen, 110);
+}
+
+/// A renumbering in the middle of a scan restarts it: members present throughout still come
+/// back (repeats allowed).
+#[test]
+fn scan_across_a_renumbering_misses_nothing() {
+    let l = limits(4, 64);
+    let mut z = ZSet::new();
+    for i in 0..1000 {
+        z.insert(format!("m{i}").as_bytes(), f64::from(i), &l);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor = z.scan(0, 100, |m, _| {
+        seen.insert(m.to_vec());
+    });
+    assert_ne!(cursor, 0);
+    // Remove most of what was not seen yet, and renumber.
+    for i in 0..1000 {
+        let m = format!("m{i}");
+        if i % 10 != 0 && !seen.contains(m.as_bytes()) {
+            z.remove(m.as_bytes());
+        }
+    }
+    z.check();
+    loop {
+        cursor = z.scan(cursor, 100, |m, _| {
+            seen.insert(m.to_vec());
+        });
+        if cursor == 0 {
+            break;
+        }
+    }
+    for (m, _) in all(&z) {
+        assert!(seen.contains(&m), "{}", String::from_utf8_lossy(&m));
+    }
+}
+
 /// Thousands of random operations against a `BTreeMap` + `HashMap` model, with tiny limits
 /// so that conversions happen, checking contents, ranks, ranges, encoding and memory.
 #[test]
