@@ -83,20 +83,27 @@ impl Compact {
             .iter()
             .find(|e| cmp_key(e.score, e.member, score, member) == Ordering::Greater)
             .map_or(self.buf.len(), |e| e.start);
-        let mut entry = Vec::with_capacity(member.len() + 12);
-        entry.extend_from_slice(&score.to_bits().to_le_bytes());
+        let mut len_bytes = [0u8; 10];
         let mut n = member.len();
+        let mut used = 0;
         loop {
             let b = (n & 0x7f) as u8;
             n >>= 7;
             if n == 0 {
-                entry.push(b);
+                len_bytes[used] = b;
+                used += 1;
                 break;
             }
-            entry.push(b | 0x80);
+            len_bytes[used] = b | 0x80;
+            used += 1;
         }
-        entry.extend_from_slice(member);
-        self.buf.splice(at..at, entry);
+        let entry = score.to_bits().to_le_bytes();
+        let bytes = entry
+            .iter()
+            .chain(&len_bytes[..used])
+            .chain(member)
+            .copied();
+        self.buf.splice(at..at, bytes);
         self.len += 1;
         score
     }
