@@ -576,6 +576,25 @@ fn encodings_follow_the_config() {
 }
 
 #[test]
+fn copy_rename_and_expiry_keep_sorted_sets() {
+    let mut h = Harness::new();
+    h.run(&["CONFIG", "SET", "zset-max-listpack-entries", "2"]);
+    h.run(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]);
+    assert_eq!(h.run(&["COPY", "z", "c"]), int(1));
+    assert_eq!(h.run(&["ZADD", "c", "4", "d"]), int(1));
+    assert_eq!(h.run(&["ZCARD", "z"]), int(3));
+    assert_eq!(h.run(&["OBJECT", "ENCODING", "c"]), bulk("skiplist"));
+    assert_eq!(h.run(&["RENAME", "c", "d"]), ok());
+    assert_eq!(h.run(&["ZRANGE", "d", "0", "-1"]), arr(&["a", "b", "c", "d"]));
+    assert_eq!(h.run(&["EXPIRE", "d", "100"]), int(1));
+    assert_eq!(h.run(&["ZINCRBY", "d", "1", "a"]), bulk("2"));
+    assert!(matches!(h.run(&["TTL", "d"]), Frame::Integer(t) if t > 90));
+    // A store over a key drops its deadline, as Redis's setKey does.
+    assert_eq!(h.run(&["ZUNIONSTORE", "d", "1", "z"]), int(3));
+    assert_eq!(h.run(&["TTL", "d"]), int(-1));
+}
+
+#[test]
 fn wrong_types() {
     let mut h = Harness::new();
     h.run(&["SET", "s", "v"]);
