@@ -311,6 +311,20 @@ def test_zrange_byscore_bylex_rev_limit(r):
     assert r.zrangebyscore("none", 0, 1) == []
 
 
+def test_lex_ranges_over_mixed_scores_in_a_listpack(raw):
+    """Unspecified by Redis's docs; a listpack answers by walking, and so does larder."""
+    raw.call("ZADD", "m", "0", "a", "0", "e", "1.5", "d", "3", "c", "5", "b", "inf", "f")
+    assert raw.call("ZRANGE", "m", "[a", "(e", "BYLEX") == [b"a"]
+    assert raw.call("ZRANGE", "m", "(e", "[a", "BYLEX", "REV") == [b"b", b"c", b"d", b"e", b"a"]
+    assert raw.call("ZRANGEBYLEX", "m", "[b", "+") == [b"e", b"d", b"c", b"b", b"f"]
+    assert raw.call("ZREVRANGEBYLEX", "m", "[d", "-") == [b"b", b"c", b"d", b"e", b"a"]
+    assert raw.call("ZLEXCOUNT", "m", "[b", "[d") == 0
+    assert raw.call("ZLEXCOUNT", "m", "[a", "(e") == 1
+    assert raw.call("ZLEXCOUNT", "m", "[c", "[a") == 0
+    assert raw.call("ZREMRANGEBYLEX", "m", "[a", "[e") == 5
+    assert raw.call("ZRANGE", "m", "0", "-1") == [b"f"]
+
+
 def test_zrange_errors(raw):
     raw.call("ZADD", "z", "1", "a")
     raw.call("SET", "s", "v")

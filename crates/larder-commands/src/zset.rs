@@ -609,7 +609,9 @@ fn zlexcount(c: &mut Cmd<'_>) -> Result<()> {
     let range = lex_range(c.args.next_arg()?, c.args.next_arg()?)?;
     let (mut shard, hash) = c.shard_of(key);
     let n = match read_zset(c, &mut shard, key, hash)? {
-        Some(slot) => zset_at(&shard, slot)?.lex_ranks(&range).len(),
+        Some(slot) => zset_at(&shard, slot)?
+            .lex_ranks(&range, Order::Ascending)
+            .len(),
         None => 0,
     };
     drop(shard);

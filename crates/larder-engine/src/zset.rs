@@ -98,6 +98,18 @@ pub struct LexRange<'a> {
 }
 
 impl LexRange<'_> {
+    /// Whether the interval itself is empty (`[b [a`, `(a [a`, `+ ...`, `... -`), as Redis's
+    /// `zslIsInLexRange` decides before looking at members.
+    pub fn is_empty(&self) -> bool {
+        use LexBound::*;
+        match (self.min, self.max) {
+            (PosInf, _) | (_, NegInf) => true,
+            (NegInf, _) | (_, PosInf) => false,
+            (Incl(a), Incl(b)) => a > b,
+            (Incl(a) | Excl(a), Incl(b) | Excl(b)) => a >= b,
+        }
+    }
+
     /// Whether `m` is past the lower end.
     pub fn above_min(&self, m: &[u8]) -> bool {
         match self.min {
@@ -290,9 +302,49 @@ impl ZSet {
         start..end.max(start)
     }
 
-    /// The ranks of the members inside `r` (meaningful when all scores are equal, as in
-    /// Redis).
-    pub fn lex_ranks(&self, r: &LexRange<'_>) -> Range<usize> {
+    /// The ranks of the members inside `r`, for a range visited in `order`. Meaningful when
+    /// all scores are equal (members are then in lex order), as in Redis; otherwise a compact
+    /// set answers as Redis's listpack walk does (from the first member past the start, up to
+    /// the first one past the end, walking in `order`), and a full one by binary search.
+    pub fn lex_ranks(&self, r: &LexRange<'_>, order: Order) -> Range<usize> {
+        // Redis's `zslIsInLexRange`: an empty interval, or one past either end, is empty.
+        let ends = self
+            .get(0)
+            .zip(self.len().checked_sub(1).and_then(|i| self.get(i)));
+        match ends {
+            Some(((first, _), (last, _))) if !r.is_empty() => {
+                if !r.above_min(last) || !r.below_max(first) {
+                    return 0..0;
+                }
+            }
+            _ => return 0..0,
+        }
+        if let Repr::Compact(c) = &self.repr {
+            let members: Vec<&[u8]> = c.iter().map(|e| e.member).collect();
+            return match order {
+                Order::Ascending => {
+                    let Some(start) = members.iter().position(|m| r.above_min(m)) else {
+                        return 0..0;
+                    };
+                    let n = members[start..]
+                        .iter()
+                        .take_while(|m| r.below_max(m))
+                        .count();
+                    start..start + n
+                }
+                Order::Descending => {
+                    let Some(last) = members.iter().rposition(|m| r.below_max(m)) else {
+                        return 0..0;
+                    };
+                    let n = members[..=last]
+                        .iter()
+                        .rev()
+                        .take_while(|m| r.above_min(m))
+                        .count();
+                    last + 1 - n..last + 1
+                }
+            };
+        }
         let start = self.partition_point(|m, _| !r.above_min(m));
         let end = self.partition_point(|m, _| r.below_max(m));
         start..end.max(start)

@@ -118,6 +118,11 @@ pub(super) fn rank_range(start: i64, end: i64, len: usize, rev: bool) -> Range<u
 
 /// The members a request selects, in reply order.
 fn select<'z>(z: &'z ZSet, r: &Request<'_>) -> Result<Vec<(&'z [u8], f64)>> {
+    let order = if r.rev {
+        Order::Descending
+    } else {
+        Order::Ascending
+    };
     let ranks = match r.by {
         By::Auto | By::Rank => {
             let start = parse_i64(r.min).ok_or(Error::Static(error::NOT_INTEGER))?;
@@ -125,7 +130,7 @@ fn select<'z>(z: &'z ZSet, r: &Request<'_>) -> Result<Vec<(&'z [u8], f64)>> {
             rank_range(start, end, z.len(), r.rev)
         }
         By::Score => z.score_ranks(&score_range(r.min, r.max)?),
-        By::Lex => z.lex_ranks(&lex_range(r.min, r.max)?),
+        By::Lex => z.lex_ranks(&lex_range(r.min, r.max)?, order),
     };
     let mut ranks = ranks;
     if r.by != By::Rank {
@@ -148,11 +153,6 @@ fn select<'z>(z: &'z ZSet, r: &Request<'_>) -> Result<Vec<(&'z [u8], f64)>> {
         }
     }
     let mut out = Vec::with_capacity(ranks.len());
-    let order = if r.rev {
-        Order::Descending
-    } else {
-        Order::Ascending
-    };
     z.visit(ranks, order, |m, s| out.push((m, s)));
     Ok(out)
 }
@@ -271,7 +271,7 @@ fn remrange(c: &mut Cmd<'_>, by: By) -> Result<()> {
     let ranks_of = |z: &ZSet| -> Result<Range<usize>> {
         Ok(match by {
             By::Score => z.score_ranks(&score_range(min, max)?),
-            By::Lex => z.lex_ranks(&lex_range(min, max)?),
+            By::Lex => z.lex_ranks(&lex_range(min, max)?, Order::Ascending),
             By::Auto | By::Rank => {
                 let start = parse_i64(min).ok_or(Error::Static(error::NOT_INTEGER))?;
                 let end = parse_i64(max).ok_or(Error::Static(error::NOT_INTEGER))?;

@@ -585,7 +585,10 @@ fn copy_rename_and_expiry_keep_sorted_sets() {
     assert_eq!(h.run(&["ZCARD", "z"]), int(3));
     assert_eq!(h.run(&["OBJECT", "ENCODING", "c"]), bulk("skiplist"));
     assert_eq!(h.run(&["RENAME", "c", "d"]), ok());
-    assert_eq!(h.run(&["ZRANGE", "d", "0", "-1"]), arr(&["a", "b", "c", "d"]));
+    assert_eq!(
+        h.run(&["ZRANGE", "d", "0", "-1"]),
+        arr(&["a", "b", "c", "d"])
+    );
     assert_eq!(h.run(&["EXPIRE", "d", "100"]), int(1));
     assert_eq!(h.run(&["ZINCRBY", "d", "1", "a"]), bulk("2"));
     assert!(matches!(h.run(&["TTL", "d"]), Frame::Integer(t) if t > 90));
