@@ -163,6 +163,12 @@ def test_score_texts_on_the_wire(rawp, protocol):
     assert rawp.recv_exact(len(want)) == want
 
 
+def test_negative_zero_increment_replies_what_it_computed(raw):
+    assert raw.call("ZINCRBY", "z", "-0", "a") == b"-0"
+    assert raw.call("ZSCORE", "z", "a") == b"0"
+    assert raw.call("ZINCRBY", "z", "-0", "a") == b"0"
+
+
 def test_negative_zero_in_a_skiplist(raw):
     raw.call("CONFIG", "SET", "zset-max-listpack-entries", "0")
     try:

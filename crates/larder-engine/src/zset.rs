@@ -163,9 +163,10 @@ pub struct AddFlags {
 /// What [`ZSet::add`] did.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Added {
-    /// A new member, with this score.
+    /// A new member, with this score (as computed: a compact set stores -0 as 0, but
+    /// Redis replies the -0 it computed).
     New(f64),
-    /// An existing member's score changed to this.
+    /// An existing member's score changed to this (as computed).
     Updated(f64),
     /// An existing member kept its score, which is this.
     Same(f64),
@@ -466,10 +467,14 @@ impl ZSet {
                 if score == cur {
                     return Ok(Added::Same(score));
                 }
-                Ok(Added::Updated(self.set_score(member, score)))
+                self.set_score(member, score);
+                Ok(Added::Updated(score))
             }
             None if flags.xx => Ok(Added::Skipped),
-            None => Ok(Added::New(self.insert_new(member, score, limits))),
+            None => {
+                self.insert_new(member, score, limits);
+                Ok(Added::New(score))
+            }
         }
     }
 
