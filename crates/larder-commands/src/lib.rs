@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod bitmap;
+pub mod blocking;
 pub mod config;
 pub mod connection;
 pub mod error;
@@ -53,6 +54,7 @@ pub fn registry() -> Registry {
         string::COMMANDS,
         keys::COMMANDS,
         list::COMMANDS,
+        blocking::COMMANDS,
         hash::COMMANDS,
         set::COMMANDS,
         zset::COMMANDS,
