@@ -4,21 +4,22 @@
 //! indexes (negative counts from the tail) and for out-of-range bounds, so handlers only parse
 //! arguments and shape replies.
 //!
-//! Two forms, as Redis's quicklist has a compact listpack node: a small list is *packed*, every
-//! element in one buffer of length-prefixed bytes (`packed.rs`); a write that takes it past
-//! [`Limits::list_max_listpack_size`] (an element count, or a byte budget when negative)
-//! turns it into a *deque* of separately allocated elements, once, never back. OBJECT
-//! ENCODING says "quicklist" for both, as Redis 7.0 does for every list.
+//! Two forms, as Redis's quicklist is one listpack node or several: a small list is *packed*,
+//! every element in one buffer of length-prefixed bytes (`packed.rs`); a write that takes it
+//! past [`Limits::list_max_listpack_size`] (an element count, or a byte budget when negative)
+//! turns it into a *chunked* list, a deque of such buffers each within the limits
+//! (`chunked.rs`), once, never back. OBJECT ENCODING says "quicklist" for both, as Redis 7.0
+//! does for every list.
 //!
 //! The shard re-accounts an entry's memory before and after every write, so
-//! [`List::heap_bytes`] is O(1): the packed form's is its buffer, the deque keeps the heap bytes
-//! of its elements as a running count that every mutation adjusts.
+//! [`List::heap_bytes`] is O(1): the packed form's is its buffer, the chunked form keeps the
+//! heap bytes of its chunks as a running count that every mutation adjusts.
 
+mod chunked;
 mod packed;
 
-use std::collections::VecDeque;
-
 use crate::Limits;
+use chunked::Chunked;
 use packed::Packed;
 
 /// Where LINSERT puts the new element, relative to its pivot.
@@ -48,44 +49,13 @@ pub struct List {
 #[derive(Clone, Debug)]
 enum Repr {
     Packed(Packed),
-    Deque(Box<Deque>),
+    Chunked(Box<Chunked>),
 }
 
 impl Default for Repr {
     fn default() -> Repr {
         Repr::Packed(Packed::default())
     }
-}
-
-/// The full form.
-///
-/// Invariant: `element_bytes` is the sum of [`element_cost`] over `items`.
-#[derive(Clone, Debug, Default)]
-struct Deque {
-    items: VecDeque<Box<[u8]>>,
-    element_bytes: usize,
-}
-
-impl Deque {
-    fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<Deque>()
-            + self.items.capacity() * std::mem::size_of::<Box<[u8]>>()
-            + self.element_bytes
-    }
-
-    fn push(&mut self, end: End, e: &[u8]) {
-        self.element_bytes += element_cost(e);
-        match end {
-            End::Head => self.items.push_front(Box::from(e)),
-            End::Tail => self.items.push_back(Box::from(e)),
-        }
-    }
-}
-
-/// Heap bytes of one element of the deque: one allocation of its length, rounded up to the
-/// allocator's 8-byte granule (an empty element allocates nothing).
-fn element_cost(e: &[u8]) -> usize {
-    e.len().next_multiple_of(8)
 }
 
 /// Redis's index normalisation for LRANGE and LTRIM: the inclusive range `start..=stop` of a
@@ -118,7 +88,7 @@ pub struct Iter<'a>(IterRepr<'a>);
 #[derive(Clone)]
 enum IterRepr<'a> {
     Packed(packed::Iter<'a>),
-    Deque(std::collections::vec_deque::Iter<'a, Box<[u8]>>),
+    Chunked(chunked::Iter<'a>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -128,14 +98,14 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<&'a [u8]> {
         match &mut self.0 {
             IterRepr::Packed(i) => i.next(),
-            IterRepr::Deque(i) => i.next().map(|e| &**e),
+            IterRepr::Chunked(i) => i.next(),
         }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         match &self.0 {
             IterRepr::Packed(i) => i.size_hint(),
-            IterRepr::Deque(i) => i.size_hint(),
+            IterRepr::Chunked(i) => i.size_hint(),
         }
     }
 }
@@ -145,7 +115,7 @@ impl DoubleEndedIterator for Iter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
             IterRepr::Packed(i) => i.next_back(),
-            IterRepr::Deque(i) => i.next_back().map(|e| &**e),
+            IterRepr::Chunked(i) => i.next_back(),
         }
     }
 }
@@ -162,7 +132,7 @@ impl List {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Packed(p) => p.len(),
-            Repr::Deque(d) => d.items.len(),
+            Repr::Chunked(c) => c.len(),
         }
     }
 
@@ -181,11 +151,12 @@ impl List {
     }
 
     /// Heap bytes owned by the list, in O(1), allocations rounded up to 8 bytes: the packed
-    /// buffer, or the deque's header, its buffer (capacity, not length) and its elements.
+    /// buffer, or the chunked form's header, its deque's buffer (capacity, not length) and
+    /// its chunks' buffers.
     pub fn heap_bytes(&self) -> usize {
         match &self.repr {
             Repr::Packed(p) => p.heap_bytes(),
-            Repr::Deque(d) => d.heap_bytes(),
+            Repr::Chunked(c) => c.heap_bytes(),
         }
     }
 
@@ -193,7 +164,7 @@ impl List {
     pub fn iter(&self) -> Iter<'_> {
         Iter(match &self.repr {
             Repr::Packed(p) => IterRepr::Packed(p.iter()),
-            Repr::Deque(d) => IterRepr::Deque(d.items.iter()),
+            Repr::Chunked(c) => IterRepr::Chunked(c.iter()),
         })
     }
 
@@ -214,7 +185,7 @@ impl List {
         let i = self.position(index)?;
         match &self.repr {
             Repr::Packed(p) => p.get(i),
-            Repr::Deque(d) => d.items.get(i).map(|e| &**e),
+            Repr::Chunked(c) => c.get(i),
         }
     }
 
@@ -224,7 +195,7 @@ impl List {
         let (from, to) = clamp_range(start, stop, self.len()).map_or((0, 0), |(f, t)| (f, t + 1));
         Iter(match &self.repr {
             Repr::Packed(p) => IterRepr::Packed(p.iter_range(from, to - from)),
-            Repr::Deque(d) => IterRepr::Deque(d.items.range(from..to)),
+            Repr::Chunked(c) => IterRepr::Chunked(c.iter_range(from, to - from)),
         })
     }
 
@@ -252,19 +223,14 @@ impl List {
         scan.filter(move |(_, e)| *e == element).map(|(i, _)| i)
     }
 
-    /// Turn a packed list into a deque, for good.
-    fn unpack(&mut self) -> &mut Deque {
+    /// Turn a packed list into chunks within `limits`, for good.
+    fn unpack(&mut self, limits: &Limits) -> &mut Chunked {
         if let Repr::Packed(p) = &self.repr {
-            let mut d = Deque::default();
-            d.items.reserve_exact(p.len());
-            for e in p.iter() {
-                d.push(End::Tail, e);
-            }
-            self.repr = Repr::Deque(Box::new(d));
+            self.repr = Repr::Chunked(Box::new(Chunked::from_packed(p, limits)));
         }
         match &mut self.repr {
-            Repr::Deque(d) => d,
-            Repr::Packed(_) => unreachable!("a packed list was just replaced by a deque"),
+            Repr::Chunked(c) => c,
+            Repr::Packed(_) => unreachable!("a packed list was just replaced by chunks"),
         }
     }
 
@@ -272,7 +238,7 @@ impl List {
     fn packed_room(&self, limits: &Limits, n: usize, bytes: usize) -> bool {
         match &self.repr {
             Repr::Packed(p) => fits(limits, p.len() + n, p.bytes() + bytes),
-            Repr::Deque(_) => false,
+            Repr::Chunked(_) => false,
         }
     }
 
@@ -291,9 +257,10 @@ impl List {
                 }
             }
         } else {
-            let d = self.unpack();
-            d.items.reserve(elements.len());
-            elements.iter().for_each(|e| d.push(end, e.as_ref()));
+            let c = self.unpack(limits);
+            elements
+                .iter()
+                .for_each(|e| c.push(end, e.as_ref(), limits));
         }
         self.len()
     }
@@ -313,14 +280,7 @@ impl List {
         match (&mut self.repr, end) {
             (Repr::Packed(p), End::Head) => p.pop_front(),
             (Repr::Packed(p), End::Tail) => p.pop_back(),
-            (Repr::Deque(d), _) => {
-                let e = match end {
-                    End::Head => d.items.pop_front(),
-                    End::Tail => d.items.pop_back(),
-                }?;
-                d.element_bytes -= element_cost(&e);
-                Some(e)
-            }
+            (Repr::Chunked(c), _) => c.pop(end),
         }
     }
 
@@ -347,15 +307,7 @@ impl List {
                 End::Head => p.pop_front_many(count),
                 End::Tail => p.pop_back_many(count),
             },
-            Repr::Deque(d) => {
-                let n = count.min(d.items.len());
-                let popped: Vec<Box<[u8]>> = match end {
-                    End::Head => d.items.drain(..n).collect(),
-                    End::Tail => d.items.drain(d.items.len() - n..).rev().collect(),
-                };
-                d.element_bytes -= popped.iter().map(|e| element_cost(e)).sum::<usize>();
-                popped
-            }
+            Repr::Chunked(c) => c.pop_many(end, count),
         };
         popped.into_iter()
     }
@@ -379,17 +331,12 @@ impl List {
             let old = p.get(i).map_or(0, |e| packed::encoded_len(e.len()));
             let new = packed::encoded_len(element.len());
             if !fits(limits, p.len(), (p.bytes() + new).saturating_sub(old)) {
-                self.unpack();
+                self.unpack(limits);
             }
         }
         match &mut self.repr {
             Repr::Packed(p) => Some(p.set(i, element)),
-            Repr::Deque(d) => {
-                let slot = d.items.get_mut(i)?;
-                let old = std::mem::replace(slot, Box::from(element));
-                d.element_bytes = d.element_bytes - element_cost(&old) + element_cost(element);
-                Some(old)
-            }
+            Repr::Chunked(c) => Some(c.set(i, element, limits)),
         }
     }
 
@@ -421,9 +368,7 @@ impl List {
                 p.insert(at, element);
             }
         } else {
-            let d = self.unpack();
-            d.element_bytes += element_cost(element);
-            d.items.insert(at, Box::from(element));
+            self.unpack(limits).insert(at, element, limits);
         }
         Some(self.len())
     }
@@ -456,7 +401,7 @@ impl List {
         };
         let mut removed = 0;
         let mut i = 0;
-        let mut drop = |e: &[u8]| {
+        let drop = |e: &[u8]| {
             let drop = i >= first && removed < limit && e == element;
             i += 1;
             removed += usize::from(drop);
@@ -466,16 +411,8 @@ impl List {
             Repr::Packed(p) => {
                 p.remove_if(drop);
             }
-            Repr::Deque(d) => {
-                let mut removed_bytes = 0;
-                d.items.retain(|e| {
-                    let gone = drop(e);
-                    if gone {
-                        removed_bytes += element_cost(e);
-                    }
-                    !gone
-                });
-                d.element_bytes -= removed_bytes;
+            Repr::Chunked(c) => {
+                c.remove_if(drop);
             }
         }
         removed
@@ -488,16 +425,8 @@ impl List {
         match (&mut self.repr, range) {
             (Repr::Packed(p), Some((from, to))) => p.keep(from, to),
             (Repr::Packed(p), None) => *p = Packed::default(),
-            (Repr::Deque(d), Some((from, to))) => {
-                let cut = d.items.range(..from).chain(d.items.range(to + 1..));
-                d.element_bytes -= cut.map(|e| element_cost(e)).sum::<usize>();
-                d.items.truncate(to + 1);
-                d.items.drain(..from);
-            }
-            (Repr::Deque(d), None) => {
-                d.items.clear();
-                d.element_bytes = 0;
-            }
+            (Repr::Chunked(c), Some((from, to))) => c.keep(from, to),
+            (Repr::Chunked(c), None) => **c = Chunked::default(),
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Tests of the list type, both forms, and the conversion between them.
 
+use std::collections::VecDeque;
+
 use super::*;
 
 fn list(items: &[&str]) -> List {
@@ -11,22 +13,33 @@ fn strings(it: impl Iterator<Item = impl AsRef<[u8]>>) -> Vec<String> {
         .collect()
 }
 
+/// The bytes a packed buffer must hold: the sum of its elements' encodings.
+fn encoded(p: &Packed) -> usize {
+    p.iter().map(|e| packed::encoded_len(e.len())).sum()
+}
+
 /// What `heap_bytes` must equal, counted from scratch: the packed buffer (whose length must
-/// be the sum of its elements' encodings), or the deque's header, buffer and every element.
-fn recount(l: &List) -> usize {
+/// be the sum of its elements' encodings), or the chunked form's header, deque buffer and
+/// every chunk (each non-empty, each within `limits` unless it holds a single element).
+fn recount(l: &List, limits: &Limits) -> usize {
     match &l.repr {
         Repr::Packed(p) => {
-            let encoded: usize = l.iter().map(|e| packed::encoded_len(e.len())).sum();
-            assert_eq!(p.bytes(), encoded);
+            assert_eq!(p.bytes(), encoded(p));
             p.heap_bytes()
         }
-        Repr::Deque(d) => {
-            std::mem::size_of::<Deque>()
-                + d.items.capacity() * std::mem::size_of::<Box<[u8]>>()
-                + d.items
-                    .iter()
-                    .map(|e| e.len().next_multiple_of(8))
-                    .sum::<usize>()
+        Repr::Chunked(c) => {
+            let mut len = 0;
+            let mut bytes = std::mem::size_of::<Chunked>()
+                + c.chunks().capacity() * std::mem::size_of::<Packed>();
+            for chunk in c.chunks() {
+                assert!(chunk.len() > 0);
+                assert_eq!(chunk.bytes(), encoded(chunk));
+                assert!(chunk.len() == 1 || fits(limits, chunk.len(), chunk.bytes()));
+                len += chunk.len();
+                bytes += chunk.heap_bytes();
+            }
+            assert_eq!(len, c.len());
+            bytes
         }
     }
 }
@@ -310,13 +323,13 @@ fn random_operations_match_a_model() {
                 _ => {
                     // A copy (COPY, RENAME across shards) counts the same way.
                     let copy = l.clone();
-                    assert_eq!(copy.heap_bytes(), recount(&copy));
+                    assert_eq!(copy.heap_bytes(), recount(&copy, &limits));
                     assert_eq!(copy, l);
                 }
             }
             assert_eq!(
                 l.heap_bytes(),
-                recount(&l),
+                recount(&l, &limits),
                 "seed {seed} step {step} op {op}"
             );
             assert!(
@@ -346,10 +359,12 @@ fn random_operations_match_a_model() {
 
 /// The entry a list of five 10-byte elements costs: one 64-byte buffer packed (Redis 7.0
 /// spends a 67-byte listpack, an 80-byte allocation, plus a 32-byte quicklist node and a
-/// 40-byte quicklist), against 160 bytes in the old deque of boxes (an 80-byte buffer of
-/// pointers and five 16-byte allocations).
+/// 40-byte quicklist), against 160 bytes in the former deque of boxes (an 80-byte buffer of
+/// pointers and five 16-byte allocations). A long list costs its elements' bytes plus two
+/// each, in 8 KiB chunks, where the deque of boxes spent 16 bytes of pointer and an
+/// allocation per element.
 #[test]
-fn five_short_elements_take_one_small_buffer() {
+fn packed_and_chunked_sizes() {
     let five: Vec<Vec<u8>> = (0..5)
         .map(|i| format!("element-{i:02}").into_bytes())
         .collect();
@@ -358,17 +373,23 @@ fn five_short_elements_take_one_small_buffer() {
     packed.push(End::Tail, &five, &Limits::default());
     assert!(packed.is_packed());
     assert_eq!(packed.heap_bytes(), 64);
-    let tiny = Limits {
-        list_max_listpack_size: 1,
-        ..Limits::default()
+    let boxes = |n: usize| n * std::mem::size_of::<Box<[u8]>>() + n * 16;
+    assert_eq!(boxes(5), 160);
+
+    let many: Vec<Vec<u8>> = (0..10_000)
+        .map(|i| format!("elem-{i:05}").into_bytes())
+        .collect();
+    let mut long = List::new();
+    long.push(End::Tail, &many, &Limits::default());
+    assert!(!long.is_packed());
+    let Repr::Chunked(c) = &long.repr else {
+        panic!("a long list is chunked")
     };
-    let mut deque = List::new();
-    deque.push(End::Tail, &five, &tiny);
-    assert!(!deque.is_packed());
-    let boxes = 5 * std::mem::size_of::<Box<[u8]>>() + 5 * 16;
-    assert_eq!(boxes, 160);
-    assert_eq!(deque.heap_bytes(), std::mem::size_of::<Deque>() + boxes);
-    assert_eq!(packed, deque);
+    assert_eq!(c.chunks().len(), 15);
+    assert_eq!(long.heap_bytes(), recount(&long, &Limits::default()));
+    assert!(long.heap_bytes() < 10_000 * 13, "{}", long.heap_bytes());
+    assert_eq!(boxes(10_000), 320_000);
+    assert!(long.iter().eq(many.iter().map(Vec::as_slice)));
 }
 
 /// The limits decide when a list leaves the packed form, by count or by bytes, and the
@@ -384,7 +405,7 @@ fn limits_convert_once() {
     assert!(l.is_packed());
     l.insert_in(0, Place::Before, b"z", &count3);
     assert!(!l.is_packed());
-    l.pop_many(End::Head, 3).for_each(drop);
+    l.pop_many(End::Head, 3).for_each(std::mem::drop);
     assert!(!l.is_packed());
     assert_eq!(strings(l.iter()), ["c"]);
     let four_kib = Limits {
