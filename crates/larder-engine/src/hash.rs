@@ -154,7 +154,12 @@ impl Hash {
     /// one step (cursor 0, as Redis does for a listpack); a table walks its slab, so that a
     /// field present for the whole walk is given at least once whatever writes happen
     /// between steps.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], &[u8])) -> u64 {
+    pub fn scan<'a>(
+        &'a self,
+        cursor: u64,
+        count: usize,
+        mut f: impl FnMut(&'a [u8], &'a [u8]),
+    ) -> u64 {
         match &self.repr {
             Repr::Compact(c) => {
                 c.pairs().for_each(|(k, v)| f(k, v));
@@ -176,21 +181,19 @@ impl Hash {
         }
     }
 
-    /// `count` random pairs, repetitions allowed (HRANDFIELD with a negative count); empty
-    /// when the hash is.
-    pub fn random_pairs(&self, count: usize) -> Vec<(&[u8], &[u8])> {
-        if self.is_empty() {
-            return Vec::new();
-        }
-        match &self.repr {
-            Repr::Compact(c) => {
-                let all: Vec<_> = c.pairs().collect();
-                (0..count)
-                    .map(|_| all[(random_u64() % all.len() as u64) as usize])
-                    .collect()
-            }
-            Repr::Table(t) => (0..count).filter_map(|_| t.random_pair()).collect(),
-        }
+    /// `count` random pairs, repetitions allowed (HRANDFIELD with a negative count), drawn
+    /// as the iterator is consumed; empty when the hash is.
+    pub fn random_pairs(&self, count: usize) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        let count = if self.is_empty() { 0 } else { count };
+        // A compact hash is walked once, not once per draw.
+        let all: Vec<_> = match &self.repr {
+            Repr::Compact(c) if count > 0 => c.pairs().collect(),
+            _ => Vec::new(),
+        };
+        (0..count).filter_map(move |_| match &self.repr {
+            Repr::Compact(_) => Some(all[(random_u64() % all.len() as u64) as usize]),
+            Repr::Table(t) => t.random_pair(),
+        })
     }
 
     /// `min(count, len)` distinct random pairs (HRANDFIELD with a positive count): the whole

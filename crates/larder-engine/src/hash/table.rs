@@ -152,7 +152,12 @@ impl Table {
     /// HSCAN from slab position `cursor`: gives the occupied slots from there until `count`
     /// pairs are given or `10 * count` slots are looked at (a sparse slab must not stall the
     /// server), and returns the position to go on from, 0 at the end.
-    pub(super) fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], &[u8])) -> u64 {
+    pub(super) fn scan<'a>(
+        &'a self,
+        cursor: u64,
+        count: usize,
+        mut f: impl FnMut(&'a [u8], &'a [u8]),
+    ) -> u64 {
         let end = self.slots.len();
         let mut i = usize::try_from(cursor).unwrap_or(usize::MAX);
         let (mut given, mut looked) = (0, 0);
