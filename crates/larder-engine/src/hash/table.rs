@@ -117,6 +117,10 @@ impl Table {
             None => {
                 // More than 2^32 fields is beyond any memory this runs in.
                 let id = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
+                if self.slots.len() == self.slots.capacity() {
+                    // Grow by half, not double: the slab is a third of a field's bytes.
+                    self.slots.reserve_exact((self.slots.len() / 2).max(4));
+                }
                 self.slots.push(Some(e));
                 id
             }
