@@ -185,14 +185,15 @@ impl Hash {
     /// as the iterator is consumed; empty when the hash is.
     pub fn random_pairs(&self, count: usize) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         let count = if self.is_empty() { 0 } else { count };
-        // A compact hash is walked once, not once per draw.
+        // A compact hash, or a table whose slab is mostly empty, is walked once, not once
+        // per draw.
         let all: Vec<_> = match &self.repr {
-            Repr::Compact(c) if count > 0 => c.pairs().collect(),
-            _ => Vec::new(),
+            Repr::Table(t) if count == 0 || !t.sparse() => Vec::new(),
+            _ => self.pairs().collect(),
         };
         (0..count).filter_map(move |_| match &self.repr {
-            Repr::Compact(_) => Some(all[(random_u64() % all.len() as u64) as usize]),
-            Repr::Table(t) => t.random_pair(),
+            Repr::Table(t) if all.is_empty() => t.random_pair(),
+            _ => Some(all[(random_u64() % all.len() as u64) as usize]),
         })
     }
 
@@ -204,8 +205,13 @@ impl Hash {
             return self.pairs().collect();
         }
         // Redis's strategy split: remove random pairs from a copy of them all when most are
-        // wanted, draw and deduplicate when few are.
-        if count.saturating_mul(3) > len || matches!(self.repr, Repr::Compact(_)) {
+        // wanted (or when draws would be slow: a compact hash, a sparse slab), draw and
+        // deduplicate when few are.
+        let walk = match &self.repr {
+            Repr::Compact(_) => true,
+            Repr::Table(t) => t.sparse(),
+        };
+        if walk || count.saturating_mul(3) > len {
             let mut all: Vec<_> = self.pairs().collect();
             while all.len() > count {
                 let i = (random_u64() % all.len() as u64) as usize;

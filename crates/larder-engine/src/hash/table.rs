@@ -182,6 +182,12 @@ impl Table {
         }
     }
 
+    /// Whether most of the slab is empty (after many removals), so that drawing random
+    /// positions would mostly miss: callers drawing many pairs collect them first.
+    pub(super) fn sparse(&self) -> bool {
+        self.index.len().saturating_mul(4) < self.slots.len()
+    }
+
     /// A uniformly random pair: random slab positions until an occupied one, or a pick among
     /// the occupied ones when the slab is mostly empty.
     pub(super) fn random_pair(&self) -> Option<(&[u8], &[u8])> {

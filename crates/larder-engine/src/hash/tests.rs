@@ -159,6 +159,13 @@ fn random_picks() {
         for _ in 0..100 {
             assert_eq!(h.random_pair(), Some((&b"f0"[..], &b"v0"[..])));
         }
+        let only = (&b"f0"[..], &b"v0"[..]);
+        assert!(h.random_pairs(100).all(|p| p == only));
+        assert_eq!(h.random_distinct(1), [only]);
+        h.insert(b"f1", b"v1", &l);
+        h.insert(b"f2", b"v2", &l);
+        assert_eq!(h.random_pairs(30).count(), 30);
+        assert_eq!(h.random_distinct(2).len(), 2);
     }
 }
 
