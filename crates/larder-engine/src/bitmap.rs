@@ -14,15 +14,19 @@ pub enum Unit {
     Bit,
 }
 
+/// The 8 bytes of `c` (exactly 8) as a word.
 #[inline]
-fn word(c: &[u8; 8]) -> u64 {
-    u64::from_ne_bytes(*c)
+fn word(c: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(c);
+    u64::from_ne_bytes(w)
 }
 
 /// The number of set bits in `s`, a word at a time.
 pub fn popcount(s: &[u8]) -> u64 {
-    let (words, rest) = s.as_chunks::<8>();
-    let mut n: u64 = words.iter().map(|w| u64::from(word(w).count_ones())).sum();
+    let words = s.chunks_exact(8);
+    let rest = words.remainder();
+    let mut n: u64 = words.map(|w| u64::from(word(w).count_ones())).sum();
     n += rest.iter().map(|b| u64::from(b.count_ones())).sum::<u64>();
     n
 }
@@ -71,10 +75,10 @@ fn resolve(len: usize, start: i64, end: i64, unit: Unit) -> Option<Resolved> {
     }
     let (mut start, mut end) = (start, end);
     if start < 0 {
-        start = total + start;
+        start += total;
     }
     if end < 0 {
-        end = total + end;
+        end += total;
     }
     start = start.max(0);
     end = end.max(0);
@@ -118,8 +122,7 @@ pub fn count_range(s: &[u8], start: i64, end: i64, unit: Unit) -> u64 {
 /// is none, `-1` for a 1 and `8 * len` for a 0 (the string is taken as zero-padded).
 pub fn find_bit(s: &[u8], bit: bool) -> i64 {
     let skip = if bit { 0 } else { u64::MAX };
-    let (words, _) = s.as_chunks::<8>();
-    let mut i = words.iter().take_while(|w| word(w) == skip).count() * 8;
+    let mut i = s.chunks_exact(8).take_while(|w| word(w) == skip).count() * 8;
     while i < s.len() {
         let b = if bit { s[i] } else { !s[i] };
         if b != 0 {
