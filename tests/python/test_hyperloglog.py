@@ -212,3 +212,28 @@ def test_pfcount_cache_write_invalidates_watch(server, r):
     p.multi()
     p.set("h2", "y")
     assert p.execute() == [True]
+
+
+def test_pfdebug(raw):
+    raw.call("PFADD", "h", "a", "b", "c")
+    assert raw.call("PFDEBUG", "ENCODING", "h") == "sparse"
+    assert raw.call("PFDEBUG", "DECODE", "h") == b"Z:8436 v:1,1 Z:4274 v:2,1 Z:3068 v:1,1 Z:603"
+    regs = raw.call("PFDEBUG", "GETREG", "h")
+    assert len(regs) == 16384 and sorted(regs)[-3:] == [1, 1, 2]
+    assert raw.call("PFDEBUG", "ENCODING", "h") == "dense"
+    assert raw.call("STRLEN", "h") == 12304
+    assert raw.call("PFDEBUG", "TODENSE", "h") == 0
+    assert raw.call("PFDEBUG", "DECODE", "h") == Err("ERR HLL encoding is not sparse")
+    assert raw.call("PFCOUNT", "h") == 3
+    raw.call("PFADD", "g", "x")
+    assert raw.call("PFDEBUG", "TODENSE", "g") == 1
+    assert raw.call("PFDEBUG", "FOO", "g") == Err("ERR Unknown PFDEBUG subcommand 'FOO'")
+    assert raw.call("PFDEBUG", "FOO", "nokey") == Err("ERR The specified key does not exist")
+    raw.call("SET", "s", "x")
+    assert raw.call("PFDEBUG", "ENCODING", "s") == NOT_HLL
+    assert raw.call("PFDEBUG", "ENCODING") == \
+        Err("ERR wrong number of arguments for 'pfdebug' command")
+
+
+def test_pfselftest(raw):
+    assert raw.call("PFSELFTEST") == "OK"

@@ -52,7 +52,17 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("pfadd", -2, WRITE | DENYOOM | FAST, KeySpec::ONE, "Adds the specified elements to the specified HyperLogLog.", pfadd),
     cmd("pfcount", -2, READONLY, KeySpec::ALL, "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).", pfcount),
     cmd("pfmerge", -2, WRITE | DENYOOM, KeySpec::ALL, "Merge N different HyperLogLogs into a single one.", pfmerge),
+    cmd("pfdebug", 3, WRITE | DENYOOM | ADMIN, PFDEBUG_KEY, "Internal commands for debugging HyperLogLog values", pfdebug),
+    cmd("pfselftest", 1, ADMIN, KeySpec::NONE, "An internal command for testing HyperLogLog values", pfselftest),
 ];
+
+/// PFDEBUG's key: its second argument.
+const PFDEBUG_KEY: KeySpec = KeySpec {
+    first: 2,
+    last: 2,
+    step: 1,
+    scope: crate::locks::Scope::Keys,
+};
 
 /// The HyperLogLog held in `slot`: WRONGTYPE for another type, and Redis's HyperLogLog
 /// variant of it for a string that is not one.
@@ -193,6 +203,63 @@ fn pfmerge(c: &mut Cmd<'_>) -> Result<()> {
     }
     c.notify(class::STRING, "pfadd", dest);
     drop(shard);
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// PFDEBUG GETREG | DECODE | ENCODING | TODENSE key
+///
+/// GETREG and TODENSE turn a sparse value dense (a write, as in Redis).
+fn pfdebug(c: &mut Cmd<'_>) -> Result<()> {
+    let sub = c.args.next_arg()?;
+    let key = c.args.key()?;
+    let (mut shard, hash) = c.shard_of(key);
+    let slot = shard
+        .find_touch(key, hash, c.now_ms, c.access())
+        .ok_or(Error::Static("ERR The specified key does not exist"))?;
+    let s = hll_at(&shard, slot)?;
+    let is = |w: &str| sub.eq_ignore_ascii_case(w.as_bytes());
+    if is("GETREG") || is("TODENSE") {
+        let sparse = !hll::is_dense(s);
+        if sparse {
+            let mut dense = s.to_vec();
+            hll::to_dense(&mut dense)?;
+            shard.update_string(slot, |s| *s = dense);
+        }
+        if is("TODENSE") {
+            drop(shard);
+            c.out.int(i64::from(sparse));
+            return Ok(());
+        }
+        let regs = hll::registers(hll_at(&shard, slot)?)?;
+        drop(shard);
+        c.out.array(REGISTERS);
+        for r in regs.iter() {
+            c.out.int(i64::from(*r));
+        }
+    } else if is("DECODE") {
+        if hll::is_dense(s) {
+            return Err(Error::Static("ERR HLL encoding is not sparse"));
+        }
+        let text = hll::decode_sparse(s);
+        drop(shard);
+        c.out.bulk(text.as_bytes());
+    } else if is("ENCODING") {
+        let name = if hll::is_dense(s) { "dense" } else { "sparse" };
+        drop(shard);
+        c.out.simple(name);
+    } else {
+        return Err(Error::Owned(format!(
+            "ERR Unknown PFDEBUG subcommand '{}'",
+            String::from_utf8_lossy(sub)
+        )));
+    }
+    Ok(())
+}
+
+/// PFSELFTEST
+fn pfselftest(c: &mut Cmd<'_>) -> Result<()> {
+    hll::self_test().map_err(Error::Owned)?;
     c.out.simple("OK");
     Ok(())
 }

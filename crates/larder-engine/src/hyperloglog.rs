@@ -507,6 +507,93 @@ pub fn merge_store(
     Ok(())
 }
 
+/// The registers of the (valid) HyperLogLog `s`, one per byte (PFDEBUG GETREG).
+pub fn registers(s: &[u8]) -> Result<Box<[u8; REGISTERS]>, Corrupt> {
+    let mut regs = Box::new([0u8; REGISTERS]);
+    merge_into(&mut regs, s)?;
+    Ok(regs)
+}
+
+/// The opcodes of a sparse HyperLogLog as PFDEBUG DECODE shows them: `Z:<run>` (XZERO),
+/// `z:<run>` (ZERO), `v:<value>,<run>` (VAL), space-separated.
+pub fn decode_sparse(s: &[u8]) -> String {
+    let mut out = Vec::new();
+    let ops = &s[HDR..];
+    let mut p = 0;
+    while p < ops.len() {
+        let b = ops[p];
+        if is_zero(b) {
+            out.push(format!("z:{}", zero_len(b)));
+            p += 1;
+        } else if is_xzero(b) {
+            out.push(format!("Z:{}", xzero_len(ops, p)));
+            p += 2;
+        } else {
+            out.push(format!("v:{},{}", val_value(b), val_len(b)));
+            p += 1;
+        }
+    }
+    out.join(" ")
+}
+
+/// PFSELFTEST: every dense register holds what is stored in it without disturbing its
+/// neighbours, and the estimate of a growing set stays within Redis's bounds in both
+/// encodings (up to a million elements; Redis goes to ten). `Err` says what failed.
+pub fn self_test() -> Result<(), String> {
+    let mut seed = 0x5eed_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut r = vec![0u8; DENSE_SIZE - HDR];
+    let mut want = vec![0u8; REGISTERS];
+    for _ in 0..1000 {
+        for (i, w) in want.iter_mut().enumerate() {
+            *w = (next() & u64::from(REGISTER_MAX)) as u8;
+            dense_put(&mut r, i, *w);
+        }
+        if let Some(i) = (0..REGISTERS).find(|&i| dense_get(&r, i) != want[i]) {
+            return Err(format!(
+                "TESTFAILED Register error at index {i}: expected {}, found {}",
+                want[i],
+                dense_get(&r, i)
+            ));
+        }
+    }
+    let mut sparse = new_sparse();
+    let mut dense = new_sparse();
+    to_dense(&mut dense).map_err(|_| "TESTFAILED dense conversion".to_string())?;
+    let relerr = 1.04 / (REGISTERS as f64).sqrt();
+    let mut checkpoint = 1u64;
+    for j in 1..=1_000_000u64 {
+        let ele = next().to_le_bytes();
+        let _ = add(&mut sparse, &ele, 3000);
+        let _ = add(&mut dense, &ele, 3000);
+        if j != checkpoint {
+            continue;
+        }
+        let a = count(&sparse).map_err(|_| "TESTFAILED corrupt".to_string())?;
+        let b = count(&dense).map_err(|_| "TESTFAILED corrupt".to_string())?;
+        if a != b {
+            return Err(format!("TESTFAILED dense/sparse disagree: {b} != {a}"));
+        }
+        let mut maxerr = relerr * 6.0;
+        if j == 10 {
+            maxerr = 1.0;
+        }
+        let abserr = (a as f64 - j as f64).abs();
+        if abserr > maxerr * j as f64 {
+            return Err(format!(
+                "TESTFAILED Too big error. card:{j} abserr:{abserr}"
+            ));
+        }
+        checkpoint *= 10;
+    }
+    Ok(())
+}
+
 /// Ertl's sigma.
 fn sigma(mut x: f64) -> f64 {
     if x == 1.0 {

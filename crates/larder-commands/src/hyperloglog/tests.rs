@@ -202,3 +202,46 @@ fn pfcount_caches_as_a_write() {
     assert_eq!(h.run(&["PFADD", "h", "a"]), int(0));
     assert_eq!(version(&h), v1);
 }
+
+#[test]
+fn pfdebug_and_pfselftest() {
+    let mut h = Harness::new();
+    h.run(&["PFADD", "h", "a", "b", "c"]);
+    assert_eq!(
+        h.run(&["PFDEBUG", "ENCODING", "h"]),
+        Frame::Simple("sparse".into())
+    );
+    assert_eq!(
+        h.run(&["PFDEBUG", "DECODE", "h"]),
+        bulk("Z:8436 v:1,1 Z:4274 v:2,1 Z:3068 v:1,1 Z:603")
+    );
+    let Frame::Array(regs) = h.run(&["PFDEBUG", "GETREG", "h"]) else {
+        panic!("array")
+    };
+    assert_eq!(regs.len(), 16384);
+    assert_eq!(regs.iter().filter(|r| **r != int(0)).count(), 3);
+    assert_eq!(
+        h.run(&["PFDEBUG", "ENCODING", "h"]),
+        Frame::Simple("dense".into())
+    );
+    assert_eq!(h.run(&["PFDEBUG", "TODENSE", "h"]), int(0));
+    assert_eq!(
+        h.run(&["PFDEBUG", "DECODE", "h"]),
+        err("ERR HLL encoding is not sparse")
+    );
+    assert_eq!(h.run(&["PFCOUNT", "h"]), int(3));
+    h.run(&["PFADD", "g", "x"]);
+    assert_eq!(h.run(&["PFDEBUG", "TODENSE", "g"]), int(1));
+    assert_eq!(h.run(&["STRLEN", "g"]), int(12304));
+    assert_eq!(
+        h.run(&["PFDEBUG", "FOO", "g"]),
+        err("ERR Unknown PFDEBUG subcommand 'FOO'")
+    );
+    assert_eq!(
+        h.run(&["PFDEBUG", "FOO", "nokey"]),
+        err("ERR The specified key does not exist")
+    );
+    h.run(&["SET", "s", "x"]);
+    assert_eq!(h.run(&["PFDEBUG", "ENCODING", "s"]), err(NOT_HLL));
+    assert_eq!(h.run(&["PFSELFTEST"]), ok());
+}
