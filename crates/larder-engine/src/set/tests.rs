@@ -65,35 +65,88 @@ fn canonical_integers() {
 #[test]
 fn intset_widths_and_order() {
     let l = Limits::default();
+    let width = |s: &Set| match &s.repr {
+        Repr::Ints(i) => i.width(),
+        Repr::Table(_) => 0,
+    };
     let mut s = Set::new();
-    assert!(s.insert(b"5", &l));
-    assert!(s.insert(b"-3", &l));
-    assert!(!s.insert(b"5", &l));
+    assert!(s.insert(b"1005", &l));
+    assert!(s.insert(b"1000", &l));
+    assert!(!s.insert(b"1005", &l));
     assert_eq!(s.encoding(), "intset");
-    let Repr::Ints(i) = &s.repr else { panic!() };
-    assert_eq!(i.width(), 2);
+    assert_eq!(width(&s), 1, "offsets from the base 1000");
+    assert!(s.insert(b"-3", &l));
+    assert_eq!(width(&s), 2);
     assert!(s.insert(b"100000", &l));
-    let Repr::Ints(i) = &s.repr else { panic!() };
-    assert_eq!(i.width(), 4);
+    assert_eq!(width(&s), 4);
     assert!(s.insert(b"-9223372036854775808", &l));
-    let Repr::Ints(i) = &s.repr else { panic!() };
-    assert_eq!(i.width(), 8);
+    assert!(s.insert(b"9223372036854775807", &l));
+    assert_eq!(width(&s), 8);
     assert_eq!(
         s.to_vecs(),
-        [&b"-9223372036854775808"[..], b"-3", b"5", b"100000"]
+        [
+            &b"-9223372036854775808"[..],
+            b"-3",
+            b"1000",
+            b"1005",
+            b"100000",
+            b"9223372036854775807"
+        ]
     );
     assert!(s.contains(b"-3"));
     assert!(!s.contains(b"-03"));
     assert!(!s.contains(b"x"));
     assert!(s.remove(b"100000"));
     assert!(!s.remove(b"100000"));
-    assert_eq!(s.len(), 3);
+    assert!(s.remove(b"-9223372036854775808"));
+    assert!(!s.contains(b"-9223372036854775808"));
+    assert_eq!(width(&s), 8, "never narrows");
+    assert_eq!(s.len(), 4);
     assert_eq!(s.heap_bytes(), recount(&s));
     // A member in another form of the same number is another member.
-    assert!(s.insert(b"05", &l));
+    assert!(s.insert(b"01005", &l));
     assert_eq!(s.encoding(), "hashtable");
-    assert!(s.contains(b"5") && s.contains(b"05"));
-    assert_eq!(s.len(), 4);
+    assert!(s.contains(b"1005") && s.contains(b"01005"));
+    assert_eq!(s.len(), 5);
+}
+
+/// The intset against a `BTreeSet` over values near the ends of the range, so that the base
+/// moves down and the offsets widen in every way.
+#[test]
+fn intset_model() {
+    let mut r = rng(11);
+    let edges = [
+        i64::MIN,
+        i64::MIN + 1,
+        -70_000,
+        -300,
+        -1,
+        0,
+        1,
+        255,
+        256,
+        65_536,
+        i64::MAX,
+    ];
+    for _ in 0..200 {
+        let mut s = intset::IntSet::default();
+        let mut model = std::collections::BTreeSet::new();
+        for _ in 0..60 {
+            let x = r();
+            let v = edges[(x % edges.len() as u64) as usize].wrapping_add(((x >> 32) % 5) as i64);
+            if x >> 60 < 11 {
+                assert_eq!(s.insert(v), model.insert(v), "insert {v}");
+            } else {
+                assert_eq!(s.remove(v), model.remove(&v), "remove {v}");
+            }
+            assert_eq!(
+                s.iter().collect::<Vec<_>>(),
+                model.iter().copied().collect::<Vec<_>>()
+            );
+            assert!(model.iter().all(|&m| s.contains(m)));
+            assert!(!s.contains(v) || model.contains(&v));
+        }
+    }
 }
 
 #[test]
