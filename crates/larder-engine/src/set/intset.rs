@@ -1,153 +1,57 @@
 //! The "intset" encoding: a sorted array of distinct integers, stored as offsets from a base
-//! (the smallest value the set has held) at the narrowest width, 8, 16, 32 or 64 bits, that
-//! holds every offset.
+//! (the smallest value the set has held), packed at the narrowest whole number of bytes (1 to
+//! 8) that holds every offset.
 //!
-//! Redis's `intset.c` stores the values themselves at 16, 32 or 64 bits; storing offsets from
-//! a base keeps the same binary search and the same "widen, never narrow" rule, and lets a
-//! set of nearby values (ids, counters, small numbers) take one byte per member.
+//! Redis's `intset.c` stores the values themselves at 2, 4 or 8 bytes; storing offsets from a
+//! base keeps the same binary search and the same "widen, never narrow" rule, and lets a set
+//! of nearby values (ids, counters, small numbers) take one to three bytes per member.
 
-/// Offsets from the base, sorted, distinct, at one width.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Offsets {
-    W8(Vec<u8>),
-    W16(Vec<u16>),
-    W32(Vec<u32>),
-    W64(Vec<u64>),
-}
-
-/// Sorted, distinct integers. Invariant: every value is `base + offset` with the offset
-/// (as an unsigned 64-bit difference) held in `offsets`; an empty set has no offsets.
+/// Sorted, distinct integers. Invariant: every value is `base + offset`, the offsets (as
+/// unsigned 64-bit differences) are packed little-endian at `width` bytes each in `data`,
+/// ascending and distinct; an empty set has no data.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct IntSet {
     base: i64,
-    offsets: Offsets,
+    data: Vec<u8>,
+    width: u8,
 }
 
 impl Default for IntSet {
     fn default() -> IntSet {
         IntSet {
             base: 0,
-            offsets: Offsets::W8(Vec::new()),
+            data: Vec::new(),
+            width: 1,
         }
     }
 }
 
-/// Applies `$body` to the offsets whatever their width, with `$v` bound to the vector.
-macro_rules! each_width {
-    ($offsets:expr, $v:ident => $body:expr) => {
-        match $offsets {
-            Offsets::W8($v) => $body,
-            Offsets::W16($v) => $body,
-            Offsets::W32($v) => $body,
-            Offsets::W64($v) => $body,
-        }
-    };
-}
-
-/// Bytes needed to hold `offset`.
+/// Bytes needed to hold `offset` (at least one).
 fn width_for(offset: u64) -> usize {
-    match offset {
-        0..=0xff => 1,
-        0x100..=0xffff => 2,
-        0x1_0000..=0xffff_ffff => 4,
-        _ => 8,
-    }
+    (64 - offset.leading_zeros() as usize).div_ceil(8).max(1)
 }
 
-/// Insert `value` at its sorted place, growing the buffer by exactly one element: a compact
-/// set holds no spare room, like Redis's realloc.
-fn insert_sorted<T: Ord + Copy>(v: &mut Vec<T>, value: T) -> bool {
-    match v.binary_search(&value) {
-        Ok(_) => false,
-        Err(at) => {
-            v.reserve_exact(1);
-            v.insert(at, value);
-            true
-        }
-    }
-}
-
-/// Remove the element at `at`, giving back spare room past a quarter.
-fn remove_index<T>(v: &mut Vec<T>, at: usize) {
-    v.remove(at);
-    if v.capacity() > v.len() + v.len() / 4 + 4 {
-        v.shrink_to_fit();
-    }
-}
-
-impl Offsets {
-    fn width(&self) -> usize {
-        match self {
-            Offsets::W8(_) => 1,
-            Offsets::W16(_) => 2,
-            Offsets::W32(_) => 4,
-            Offsets::W64(_) => 8,
-        }
-    }
-
-    fn len(&self) -> usize {
-        each_width!(self, v => v.len())
-    }
-
-    #[allow(clippy::useless_conversion)] // u64::from on the 64-bit arm of the macro
-    fn get(&self, i: usize) -> Option<u64> {
-        each_width!(self, v => v.get(i).map(|&x| u64::from(x)))
-    }
-
-    /// The position of `offset`, if held.
-    fn find(&self, offset: u64) -> Option<usize> {
-        match self {
-            Offsets::W8(v) => u8::try_from(offset)
-                .ok()
-                .and_then(|x| v.binary_search(&x).ok()),
-            Offsets::W16(v) => u16::try_from(offset)
-                .ok()
-                .and_then(|x| v.binary_search(&x).ok()),
-            Offsets::W32(v) => u32::try_from(offset)
-                .ok()
-                .and_then(|x| v.binary_search(&x).ok()),
-            Offsets::W64(v) => v.binary_search(&offset).ok(),
-        }
-    }
-
-    /// Every offset plus `shift`, at `width` bytes (at least the current width, and enough
-    /// for the largest shifted offset).
-    fn rebuilt(&self, shift: u64, width: usize) -> Offsets {
-        let all = (0..self.len())
-            .filter_map(|i| self.get(i))
-            .map(|o| o + shift);
-        match width {
-            1 => Offsets::W8(all.map(|o| o as u8).collect()),
-            2 => Offsets::W16(all.map(|o| o as u16).collect()),
-            4 => Offsets::W32(all.map(|o| o as u32).collect()),
-            _ => Offsets::W64(all.collect()),
-        }
-    }
-
-    /// Insert an offset known to fit the width.
-    fn insert(&mut self, offset: u64) -> bool {
-        match self {
-            Offsets::W8(v) => insert_sorted(v, offset as u8),
-            Offsets::W16(v) => insert_sorted(v, offset as u16),
-            Offsets::W32(v) => insert_sorted(v, offset as u32),
-            Offsets::W64(v) => insert_sorted(v, offset),
-        }
-    }
+/// Read the `width`-byte little-endian offset at element `i` of `data`.
+#[inline]
+fn read(data: &[u8], width: usize, i: usize) -> u64 {
+    let mut buf = [0u8; 8];
+    buf[..width].copy_from_slice(&data[i * width..(i + 1) * width]);
+    u64::from_le_bytes(buf)
 }
 
 impl IntSet {
     pub(super) fn len(&self) -> usize {
-        self.offsets.len()
+        self.data.len() / self.width()
     }
 
     /// Bytes per element.
     pub(super) fn width(&self) -> usize {
-        self.offsets.width()
+        usize::from(self.width)
     }
 
     /// Heap bytes: the array's buffer.
     pub(super) fn heap_bytes(&self) -> usize {
-        each_width!(&self.offsets, v => v.capacity()) * self.width()
+        self.data.capacity()
     }
 
     /// The offset of `value` from the base, if it is not below it.
@@ -159,87 +63,131 @@ impl IntSet {
         (self.base as u64).wrapping_add(offset) as i64
     }
 
+    fn offset_at(&self, i: usize) -> u64 {
+        read(&self.data, self.width(), i)
+    }
+
+    /// Where `offset` is (`Ok`) or would go (`Err`).
+    fn search(&self, offset: u64) -> Result<usize, usize> {
+        if width_for(offset) > self.width() {
+            return Err(self.len());
+        }
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.offset_at(mid).cmp(&offset) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
     pub(super) fn contains(&self, value: i64) -> bool {
         self.offset_of(value)
-            .is_some_and(|o| self.offsets.find(o).is_some())
+            .is_some_and(|o| self.search(o).is_ok())
     }
 
     /// The element at `index` in ascending order.
     pub(super) fn get(&self, index: usize) -> Option<i64> {
-        self.offsets.get(index).map(|o| self.value_of(o))
+        (index < self.len()).then(|| self.value_of(self.offset_at(index)))
     }
 
     /// Every element, ascending.
     pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = i64> + '_ {
-        (0..self.len()).map(|i| self.get(i).unwrap_or_default())
+        (0..self.len()).map(|i| self.value_of(self.offset_at(i)))
+    }
+
+    /// Re-pack every offset plus `shift` at `width` bytes (enough for the largest).
+    fn repack(&mut self, shift: u64, width: usize) {
+        let mut data = Vec::with_capacity((self.len() + 1) * width);
+        for i in 0..self.len() {
+            data.extend_from_slice(&(self.offset_at(i) + shift).to_le_bytes()[..width]);
+        }
+        self.data = data;
+        self.width = width as u8;
     }
 
     /// Add `value`, moving the base down or widening the offsets first if needed. Returns
     /// whether it was new.
     pub(super) fn insert(&mut self, value: i64) -> bool {
-        if self.len() == 0 {
+        if self.data.is_empty() {
             self.base = value;
-            self.offsets = Offsets::W8(Vec::new());
+            self.width = 1;
         }
-        match self.offset_of(value) {
+        let offset = match self.offset_of(value) {
             Some(offset) => {
-                if width_for(offset) > self.width() {
-                    if self.contains(value) {
-                        return false;
-                    }
-                    self.offsets = self.offsets.rebuilt(0, width_for(offset));
+                if self.search(offset).is_ok() {
+                    return false;
                 }
-                self.offsets.insert(offset)
+                if width_for(offset) > self.width() {
+                    self.repack(0, width_for(offset));
+                }
+                offset
             }
             None => {
                 // Below the base: it becomes the new base, every offset shifts up.
                 let shift = (self.base as u64).wrapping_sub(value as u64);
-                let top = self.offsets.get(self.len() - 1).unwrap_or(0) + shift;
-                let width = width_for(top).max(self.width());
-                let mut offsets = self.offsets.rebuilt(shift, width);
-                offsets.insert(0);
-                self.offsets = offsets;
+                let top = self.offset_at(self.len() - 1) + shift;
+                self.repack(shift, width_for(top).max(self.width()));
                 self.base = value;
-                true
+                0
             }
+        };
+        let Err(at) = self.search(offset) else {
+            return false;
+        };
+        let w = self.width();
+        // Grow by exactly one element: a compact set holds no spare room, like Redis's
+        // realloc.
+        self.data.reserve_exact(w);
+        self.data.extend_from_slice(&offset.to_le_bytes()[..w]);
+        self.data[at * w..].rotate_right(w);
+        true
+    }
+
+    /// Remove the element at `index`, giving back spare room past a quarter.
+    fn remove_index(&mut self, index: usize) {
+        let w = self.width();
+        self.data.drain(index * w..(index + 1) * w);
+        if self.data.capacity() > self.data.len() + self.data.len() / 4 + 32 {
+            self.data.shrink_to_fit();
         }
     }
 
     pub(super) fn remove(&mut self, value: i64) -> bool {
-        match self.offset_of(value).and_then(|o| self.offsets.find(o)) {
-            Some(at) => {
-                each_width!(&mut self.offsets, v => remove_index(v, at));
+        match self.offset_of(value).map(|o| self.search(o)) {
+            Some(Ok(at)) => {
+                self.remove_index(at);
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
     /// Remove the element at `index` (ascending order) and return it.
     pub(super) fn remove_at(&mut self, index: usize) -> Option<i64> {
         let value = self.get(index)?;
-        each_width!(&mut self.offsets, v => remove_index(v, index));
+        self.remove_index(index);
         Some(value)
     }
 
     /// Remove the elements whose position (ascending) `take` accepts and return them,
     /// ascending.
-    #[allow(clippy::useless_conversion)] // u64::from on the 64-bit arm of the macro
     pub(super) fn split_off_where(&mut self, mut take: impl FnMut(usize) -> bool) -> Vec<i64> {
-        let base = self.base as u64;
+        let w = self.width();
         let mut taken = Vec::new();
-        each_width!(&mut self.offsets, v => {
-            let mut i = 0;
-            v.retain(|&x| {
-                let t = take(i);
-                i += 1;
-                if t {
-                    taken.push(base.wrapping_add(u64::from(x)) as i64);
-                }
-                !t
-            });
-            v.shrink_to_fit();
-        });
+        let mut kept = Vec::new();
+        for i in 0..self.len() {
+            if take(i) {
+                taken.push(self.value_of(self.offset_at(i)));
+            } else {
+                kept.extend_from_slice(&self.data[i * w..(i + 1) * w]);
+            }
+        }
+        kept.shrink_to_fit();
+        self.data = kept;
         taken
     }
 }

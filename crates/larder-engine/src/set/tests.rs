@@ -78,7 +78,10 @@ fn intset_widths_and_order() {
     assert!(s.insert(b"-3", &l));
     assert_eq!(width(&s), 2);
     assert!(s.insert(b"100000", &l));
+    assert_eq!(width(&s), 3);
+    assert!(s.insert(b"100000000", &l));
     assert_eq!(width(&s), 4);
+    assert!(s.remove(b"100000000"));
     assert!(s.insert(b"-9223372036854775808", &l));
     assert!(s.insert(b"9223372036854775807", &l));
     assert_eq!(width(&s), 8);
