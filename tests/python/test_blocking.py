@@ -342,3 +342,73 @@ def test_many_producers_and_consumers(start_server):
     assert not errors, errors
     assert sorted(got) == sorted(f"{p}:{i}".encode() for p in range(n_producers)
                                  for i in range(per_producer))
+
+
+def test_blmove_and_brpoplpush_serve_at_once(r):
+    r.rpush("src", "a", "b", "c")
+    assert r.execute_command("BLMOVE", "src", "dst", "LEFT", "RIGHT", "0") == b"a"
+    assert r.execute_command("BRPOPLPUSH", "src", "dst", "0") == b"c"
+    assert r.lrange("dst", 0, -1) == [b"c", b"a"]
+    # Same key: a rotation.
+    assert r.execute_command("BLMOVE", "dst", "dst", "right", "left", "0") == b"a"
+    assert r.lrange("dst", 0, -1) == [b"a", b"c"]
+    assert r.execute_command("BLMOVE", "none", "dst", "LEFT", "LEFT", "0.01") is None
+    assert r.execute_command("BRPOPLPUSH", "none", "dst", "0.01") is None
+
+
+def test_blmove_errors(raw):
+    assert raw.call("BLMOVE", "a", "b", "UP", "LEFT", "0") == Err("ERR syntax error")
+    assert raw.call("BLMOVE", "a", "b", "LEFT", "LEFT", "-1") == Err("ERR timeout is negative")
+    raw.call("RPUSH", "l", "x")
+    raw.call("SET", "s", "v")
+    assert raw.call("BLMOVE", "l", "s", "LEFT", "LEFT", "0") == WRONGTYPE
+    assert raw.call("BRPOPLPUSH", "s", "l", "0") == WRONGTYPE
+    assert raw.call("LRANGE", "l", "0", "-1") == [b"x"]
+
+
+def test_blmove_woken_then_chains_to_a_waiter_on_its_destination(server):
+    mover = Call(server.client(), "BLMOVE", "src", "dst", "RIGHT", "LEFT", "0")
+    wait_blocked(server, 1)
+    popper = Call(server.client(), "BLPOP", "dst", "0")
+    wait_blocked(server, 2)
+    server.client().rpush("src", "job")
+    assert mover.get() == b"job"
+    assert list(popper.get()) == [b"dst", b"job"]
+    wait_blocked(server, 0)
+    c = server.client()
+    assert c.exists("src", "dst") == 0
+
+
+def test_brpoplpush_woken(server):
+    w = Call(server.client(), "BRPOPLPUSH", "q", "done", "0")
+    wait_blocked(server, 1)
+    server.client().lpush("q", "x")
+    assert w.get() == b"x"
+    assert server.client().lrange("done", 0, -1) == [b"x"]
+
+
+def test_blmpop(r):
+    r.rpush("b", "1", "2", "3")
+    assert r.execute_command("BLMPOP", "0", "2", "a", "b", "LEFT", "COUNT", "2") == \
+        [b"b", [b"1", b"2"]]
+    assert r.execute_command("BLMPOP", "0", "1", "b", "RIGHT") == [b"b", [b"3"]]
+    assert r.execute_command("BLMPOP", "0.01", "2", "a", "b", "LEFT") is None
+
+
+def test_blmpop_errors(raw):
+    assert raw.call("BLMPOP", "0", "0", "a", "LEFT") == \
+        Err("ERR numkeys should be greater than 0")
+    assert raw.call("BLMPOP", "0", "1", "a", "UP") == Err("ERR syntax error")
+    assert raw.call("BLMPOP", "0", "1", "a", "LEFT", "COUNT", "0") == \
+        Err("ERR count should be greater than 0")
+    assert raw.call("BLMPOP", "x", "1", "a", "LEFT") == \
+        Err("ERR timeout is not a float or out of range")
+    assert raw.call("BLMPOP", "0", "1") == \
+        Err("ERR wrong number of arguments for 'blmpop' command")
+
+
+def test_blmpop_woken_on_any_key(server):
+    w = Call(server.client(), "BLMPOP", "0", "3", "k1", "k2", "k3", "RIGHT", "COUNT", "5")
+    wait_blocked(server, 1)
+    server.client().rpush("k2", "a", "b")
+    assert w.get() == [b"k2", [b"b", b"a"]]

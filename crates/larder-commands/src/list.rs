@@ -20,7 +20,7 @@ use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
 
 mod moves;
 
-pub(crate) use moves::{move_element, pop_first};
+pub(crate) use moves::{end_arg, move_element, mpop_args, pop_first};
 
 /// LSET's index past either end.
 const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";

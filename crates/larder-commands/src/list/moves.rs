@@ -37,7 +37,7 @@ fn push_event(end: End) -> &'static str {
 }
 
 /// LEFT or RIGHT (any case), or a syntax error.
-fn end_arg(args: &mut Args<'_>) -> Result<End> {
+pub(crate) fn end_arg(args: &mut Args<'_>) -> Result<End> {
     if args.eat("LEFT") {
         Ok(End::Head)
     } else if args.eat("RIGHT") {
@@ -123,10 +123,20 @@ pub(crate) fn move_element(
 
 /// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
 pub(super) fn lmpop(c: &mut Cmd<'_>) -> Result<()> {
-    let numkeys = crate::args::parse_i64(c.args.next_arg()?)
+    let (keys, end, count) = mpop_args(c.args.rest())?;
+    if !super::pop_first(c, keys, end, count)? {
+        c.out.null_array();
+    }
+    Ok(())
+}
+
+/// LMPOP's arguments from `numkeys` on (BLMPOP's after its timeout): the keys, the end and
+/// the count (1 without `COUNT`), with Redis's errors.
+pub(crate) fn mpop_args<'a>(argv: &'a [&'a [u8]]) -> Result<(&'a [&'a [u8]], End, usize)> {
+    let (first, argv) = argv.split_first().ok_or(Error::Static(error::SYNTAX))?;
+    let numkeys = crate::args::parse_i64(first)
         .filter(|&n| n > 0)
         .ok_or(Error::Static(NUMKEYS_NOT_POSITIVE))?;
-    let argv = c.args.rest();
     // The direction must follow the keys.
     let numkeys = usize::try_from(numkeys)
         .ok()
@@ -152,10 +162,7 @@ pub(super) fn lmpop(c: &mut Cmd<'_>) -> Result<()> {
             _ => return Err(Error::Static(error::SYNTAX)),
         }
     }
-    if !super::pop_first(c, keys, end, count.unwrap_or(1))? {
-        c.out.null_array();
-    }
-    Ok(())
+    Ok((keys, end, count.unwrap_or(1)))
 }
 
 /// The core of LMPOP (and BLMPOP): pop up to `count` elements from `end` of the first of
