@@ -122,18 +122,19 @@ def dataset_size(name, scale):
     return max(1, round(DATASETS[name]["full"] * scale))
 
 
-def protocol_file(name, n, seed, tmp_dir):
-    """Write the data set's commands to a cache file once; returns (path, commands)."""
-    d = DATASETS[name]
-    src = hashlib.sha1(repr((GEN_VERSION, name, n, seed)).encode()).hexdigest()[:12]
-    path = os.path.join(tmp_dir, "dtmem-%s-%d-%s.resp" % (name, n, src))
+def protocol_file(name, n, seed, tmp_dir, gen=None, prefix="dtmem"):
+    """Write a data set's commands (gen(n, seed), by default DATASETS[name]'s) to a cache file
+    once; returns (path, commands)."""
+    gen = gen or DATASETS[name]["gen"]
+    src = hashlib.sha1(repr((GEN_VERSION, prefix, name, n, seed)).encode()).hexdigest()[:12]
+    path = os.path.join(tmp_dir, "%s-%s-%d-%s.resp" % (prefix, name, n, src))
     meta = path + ".count"
     if os.path.exists(path) and os.path.exists(meta):
         with open(meta) as f:
             return path, int(f.read())
     t0, count = time.perf_counter(), 0
     with open(path + ".tmp", "wb", buffering=1 << 20) as f:
-        for c in d["gen"](n, seed):
+        for c in gen(n, seed):
             f.write(c)
             count += 1
     os.replace(path + ".tmp", path)
