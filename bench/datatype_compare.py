@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
     REPO, RESULTS, Resp, RespError, Server, cell, default_larder_bin, fmt_num,
     machine_busy_seconds, machine_line, measured_run, ratio_cell)
-from datatype_memory import cmd, pipe_file, protocol_file  # noqa: E402
+from datatype_memory import cmd, pipe_file, protocol_file, short_error  # noqa: E402
 
 DTGEN_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtgen.c")
 
@@ -171,11 +171,6 @@ def cells_for(a):
     return out
 
 
-def short_error(msg):
-    """An error reply without Redis's ", with args beginning with: ..." tail."""
-    return msg.split(", with args beginning with")[0][:200]
-
-
 def size_name(n):
     for div, suf in ((10 ** 6, "M"), (10 ** 3, "k")):
         if n >= div and n % div == 0:
@@ -245,7 +240,7 @@ def run_cell(a, s, dtgen, row, ds, kind, args, check, pipeline, rnd, raw, refuse
              "LPUSH bq <item> + BRPOP bq 0 (%d producer(s), %d consumer(s))"
              % (a.producers, a.consumers), check=check)
     if ds in refused.get(s.label, {}):
-        r["error"] = "refused in the prefill: " + refused[s.label][ds]
+        r["error"] = "refused in the prefill: " + short_error(refused[s.label][ds])
         return r
     if s.proc.poll() is not None:
         r["error"] = "server exited with %s" % s.proc.returncode

@@ -146,6 +146,11 @@ def protocol_file(name, n, seed, tmp_dir, gen=None, prefix="dtmem"):
     return path, count
 
 
+def short_error(msg):
+    """An error reply without Redis's ", with args beginning with: ..." tail."""
+    return msg.split(", with args beginning with")[0][:200]
+
+
 def pipe_file(port, path, commands, timeout=300):
     """Stream a file of RESP commands on one connection (sendfile, from a sender thread) while
     this thread counts the replies, which must all be single-line (integers here). Returns
@@ -283,7 +288,7 @@ def measure(server, name, n, path, commands, a):
         rss0, used0 = server.rss_bytes(), used_memory(server)
         t, error = pipe_file(server.port, path, commands, a.load_timeout)
         if error:
-            r["error"] = "refused: " + error
+            r["error"] = "refused: " + short_error(error)
             return r
         time.sleep(a.settle)
         rss1, used1 = server.rss_bytes(), used_memory(server)
@@ -392,10 +397,10 @@ def main(argv=None):
                     help="A/A test: a second redis-server stands in for larder")
     ap.add_argument("--datasets", default=",".join(DATASETS),
                     help="comma-separated subset of: " + ", ".join(DATASETS))
-    ap.add_argument("--scale", type=float, default=1.0,
-                    help="multiply every data set's key (or member) count, e.g. 0.1")
+    ap.add_argument("--scale", type=float,
+                    help="multiply every data set's key (or member) count, e.g. 0.1 (default 1)")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: --scale 0.02, 1 round, 0.3 s settle")
+                    help="smoke run: --scale 0.02 (unless given), 0.3 s settle")
     ap.add_argument("--rounds", type=int, default=1, help="fresh servers per data set and round")
     ap.add_argument("--settle", type=float, default=1.0, help="seconds idle before each reading")
     ap.add_argument("--seed", type=int, default=1)
@@ -412,8 +417,10 @@ def main(argv=None):
             data = json.load(f)
         print(render(data["meta"], data["runs"]))
         return 0
+    if a.scale is None:
+        a.scale = 0.02 if a.quick else 1.0
     if a.quick:
-        a.scale, a.rounds, a.settle = min(a.scale, 0.02), 1, min(a.settle, 0.3)
+        a.settle = min(a.settle, 0.3)
     a.datasets = [x for x in a.datasets.split(",") if x]
     for x in a.datasets:
         if x not in DATASETS:
