@@ -403,7 +403,8 @@ fn spop(c: &mut Cmd<'_>) -> Result<()> {
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 fn sscan(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let cursor = crate::keys::scan::parse_cursor(c.args.next_arg()?).ok_or(Error::Static(INVALID_CURSOR))?;
+    let cursor =
+        crate::keys::scan::parse_cursor(c.args.next_arg()?).ok_or(Error::Static(INVALID_CURSOR))?;
     let (mut shard, hash) = c.shard_of(key);
     let Some(slot) = read_set(c, &mut shard, key, hash)? else {
         c.out.array(2);
