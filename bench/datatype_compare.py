@@ -414,10 +414,10 @@ def parse_args(argv=None):
     ap.add_argument("--redis-args", default="", help="extra redis-server flags, one shell string")
     ap.add_argument("--only-redis", action="store_true",
                     help="A/A test: a second redis-server stands in for larder")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, help="default 3 (2 with --quick)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 2 rounds, a tenth of the keys, a twentieth of the requests,"
-                    " sweep sizes 1k,10k,100k")
+                    " sweep sizes 1k,10k,100k (each unless given)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help="comma-separated subset of: " + ", ".join(WORKLOADS))
     ap.add_argument("--sweep-commands", default=",".join(SWEEP),
@@ -458,8 +458,8 @@ def parse_args(argv=None):
     a.hash_keys = a.hash_keys or (10000 if q else 100000)
     a.set_keys = a.set_keys or (10000 if q else 100000)
     a.zset_keys = a.zset_keys or (1000 if q else 10000)
+    a.rounds = a.rounds or (2 if q else 3)
     if q:
-        a.rounds = 2
         if a.sweep_sizes == "10000,100000,1000000":
             a.sweep_sizes = "1000,10000,100000"
     a.workloads = [x for x in a.workloads.split(",") if x]
