@@ -62,6 +62,13 @@ pub struct ConnState {
     pub propagate: Vec<Vec<Vec<u8>>>,
     /// In MONITOR mode (until RESET or close).
     pub monitor: bool,
+    /// The deadline (Unix ms, 0 for none) of the blocking command this connection is blocked
+    /// on; the network layer runs that request again when woken or at the deadline.
+    pub blocked: Option<u64>,
+    /// Set by the running command when it blocks (`blocking::wait`).
+    pub block_now: bool,
+    /// EXEC is running this connection's queued commands (blocking commands do not block).
+    pub in_exec: bool,
 }
 
 impl ConnState {
@@ -84,6 +91,9 @@ impl ConnState {
             subs: crate::pubsub::Subscriptions::default(),
             propagate: Vec::new(),
             monitor: false,
+            blocked: None,
+            block_now: false,
+            in_exec: false,
         }
     }
 }
@@ -96,6 +106,10 @@ pub enum Outcome {
     /// The command was not run because clients are paused; keep it queued and retry at
     /// `until_ms` (or earlier, on CLIENT UNPAUSE).
     Paused { until_ms: u64 },
+    /// A blocking command found nothing and waits (see `blocking.rs`): keep the request
+    /// unconsumed, read no more requests, and run it again when the client is woken
+    /// (`Mailbox::unblock`) or at `until_ms` (0: no deadline).
+    Blocked { until_ms: u64 },
 }
 
 /// A command being run: what a handler sees.
@@ -403,6 +417,18 @@ pub fn execute(
     } else {
         run_command(server, conn, argv, out, resolved, now_ms)
     };
+    if conn.block_now {
+        // Counted, timed and shown to monitors when it is finally served, as Redis does.
+        conn.block_now = false;
+        out.truncate(reply_start);
+        return Outcome::Blocked {
+            until_ms: conn.blocked.unwrap_or(0),
+        };
+    }
+    if conn.blocked.take().is_some() {
+        // A blocked command that ended without being served (an error).
+        server.blocking.unregister(conn.id);
+    }
     // Wall-clock microseconds, as Redis's `ustime()`; a clock step back counts as 0.
     let ended_us = larder_engine::now_us();
     let elapsed_us = ended_us.saturating_sub(started_us);
@@ -474,7 +500,10 @@ fn run_command(
 ) -> crate::error::Result<()> {
     // A write runs planned while a consumer records commands, so its command record joins
     // its changes' group before the shard is unlocked.
+    // A blocking command runs planned so that it registers as a waiter while its keys'
+    // shards are still held (see `blocking.rs`).
     if needs_plan(&resolved.spec.keys, argv)
+        || resolved.spec.has(flags::BLOCKING)
         || (resolved.spec.has(flags::WRITE) && server.keyspace.feed().records_commands())
     {
         run_planned(server, conn, argv, out, resolved, now_ms)

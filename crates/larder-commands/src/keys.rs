@@ -10,7 +10,7 @@
 mod db;
 mod expire;
 mod object;
-mod scan;
+pub(crate) mod scan;
 
 use larder_engine::feed::class;
 use larder_engine::{Entry, ObjectKind, SlotId};

@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod bitmap;
+pub mod blocking;
 pub mod config;
 pub mod connection;
 pub mod error;
@@ -31,6 +32,7 @@ mod propagate_tests;
 pub mod pubsub;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod state;
 pub mod string;
 pub mod table;
@@ -52,7 +54,9 @@ pub fn registry() -> Registry {
     Registry::new(&[
         string::COMMANDS,
         keys::COMMANDS,
+        sort::COMMANDS,
         list::COMMANDS,
+        blocking::COMMANDS,
         hash::COMMANDS,
         set::COMMANDS,
         zset::COMMANDS,

@@ -1,21 +1,35 @@
 //! List commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX LSET LREM LTRIM
-//! LINSERT, with Redis 7.0 semantics.
+//! LINSERT LPOS, and in `moves.rs` LMOVE RPOPLPUSH LMPOP, with Redis 7.0 semantics.
 //!
 //! A list is an `Object::List` holding a [`larder_engine::List`], which implements the list
 //! operations; this file parses arguments and shapes replies. Redis never stores an empty
 //! list: every command that can empty one deletes the key in the same critical section.
+//!
+//! The blocking commands reuse the cores of LMOVE and LMPOP: [`move_element`] and
+//! [`pop_first`].
 
 use larder_engine::feed::class;
+use larder_engine::list::End;
 use larder_engine::{List, Object, Place, Shard, SlotId};
 use larder_resp::ReplyBuf;
 
 use crate::args::Args;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
-use crate::table::{flags::*, CommandSpec, Group, KeySpec};
+use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
+
+mod moves;
+
+pub(crate) use moves::{end_arg, move_element, mpop_args, pop_first};
 
 /// LSET's index past either end.
 const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
+/// LPOS's `RANK 0`.
+const RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list";
+/// LPOS's `COUNT` that is negative or no integer.
+const COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
+/// LPOS's `MAXLEN` that is negative or no integer.
+const MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
 
 const fn cmd(
     name: &'static str,
@@ -54,14 +68,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("lrem", 4, WRITE, "Remove elements from a list", "1.0.0", lrem),
     cmd("ltrim", 4, WRITE, "Trim a list to the specified range", "1.0.0", ltrim),
     cmd("linsert", 5, WRITE | DENYOOM, "Insert an element before or after another element in a list", "2.2.0", linsert),
+    cmd("lpos", -3, READONLY, "Return the index of matching elements on a list", "6.0.6", lpos),
+    CommandSpec::new("lmove", 5, WRITE | DENYOOM, KeySpec::TWO, Group::List, "Pop an element from a list, push it to another list and return it", "6.2.0", moves::lmove),
+    CommandSpec::new("rpoplpush", 3, WRITE | DENYOOM, KeySpec::TWO, Group::List, "Remove the last element in a list, prepend it to another list and return it", "1.2.0", moves::rpoplpush),
+    CommandSpec::new("lmpop", -4, WRITE | MOVABLE_KEYS, KeySpec::NONE.with_scope(Scope::NumKeys { at: 1 }), Group::List, "Pop elements from a list", "7.0.0", moves::lmpop),
 ];
-
-/// Which end of the list a command works on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum End {
-    Head,
-    Tail,
-}
 
 /// Whether a push may create the list (LPUSH) or needs it to exist (LPUSHX).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +82,7 @@ enum Create {
 }
 
 /// The list held in `slot`, or WRONGTYPE.
-fn list_at(shard: &Shard, slot: SlotId) -> Result<&List> {
+pub(crate) fn list_at(shard: &Shard, slot: SlotId) -> Result<&List> {
     match shard.entry(slot).object() {
         Some(Object::List(l)) => Ok(l),
         _ => Err(Error::Static(error::WRONGTYPE)),
@@ -79,7 +90,12 @@ fn list_at(shard: &Shard, slot: SlotId) -> Result<&List> {
 }
 
 /// Find `key` as a list: `None` when absent, WRONGTYPE when it holds another type.
-fn find_list(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Option<SlotId>> {
+pub(crate) fn find_list(
+    c: &Cmd<'_>,
+    shard: &mut Shard,
+    key: &[u8],
+    hash: u64,
+) -> Result<Option<SlotId>> {
     match shard.find_touch(key, hash, c.now_ms, c.access()) {
         Some(slot) => list_at(shard, slot).map(|_| Some(slot)),
         None => Ok(None),
@@ -88,7 +104,11 @@ fn find_list(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Op
 
 /// Modify the list in `slot` through `f` (a write: new version, memory re-accounted). The
 /// caller then [`settle`]s the key.
-fn update<R>(shard: &mut Shard, slot: SlotId, f: impl FnOnce(&mut List) -> R) -> Result<R> {
+pub(crate) fn update<R>(
+    shard: &mut Shard,
+    slot: SlotId,
+    f: impl FnOnce(&mut List) -> R,
+) -> Result<R> {
     list_at(shard, slot)?;
     shard
         .object_mut(slot, |o| match o {
@@ -100,7 +120,13 @@ fn update<R>(shard: &mut Shard, slot: SlotId, f: impl FnOnce(&mut List) -> R) ->
 
 /// After a write to the list at `slot`: raise the command's `event` (none when it changed
 /// nothing), then delete the key if the list is left empty, raising `del`, in Redis's order.
-fn settle(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], slot: SlotId, event: Option<&'static str>) {
+pub(crate) fn settle(
+    c: &Cmd<'_>,
+    shard: &mut Shard,
+    key: &[u8],
+    slot: SlotId,
+    event: Option<&'static str>,
+) {
     if let Some(event) = event {
         c.notify(class::LIST, event, key);
     }
@@ -133,10 +159,8 @@ fn rpushx(c: &mut Cmd<'_>) -> Result<()> {
 fn push(c: &mut Cmd<'_>, end: End, create: Create) -> Result<()> {
     let key = c.args.key()?;
     let elements = c.args.rest();
-    let add = |l: &mut List| match end {
-        End::Head => l.push_front(elements),
-        End::Tail => l.push_back(elements),
-    };
+    let limits = c.limits();
+    let add = |l: &mut List| l.push(end, elements, &limits);
     // LPUSHX and RPUSHX raise `lpush` and `rpush`, as in Redis.
     let event = match end {
         End::Head => "lpush",
@@ -195,17 +219,13 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
         }
         return Ok(());
     };
-    let take = |l: &mut List| match end {
-        End::Head => l.pop_front(),
-        End::Tail => l.pop_back(),
-    };
     let event = match end {
         End::Head => "lpop",
         End::Tail => "rpop",
     };
     match count {
         None => {
-            let e = update(&mut shard, slot, take)?;
+            let e = update(&mut shard, slot, |l| l.pop(end))?;
             match e {
                 Some(e) => c.out.bulk(&e),
                 None => c.out.null(),
@@ -218,10 +238,7 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
         }
         Some(n) => {
             let out = &mut *c.out;
-            update(&mut shard, slot, |l| match end {
-                End::Head => reply_popped(out, l.pop_front_many(n)),
-                End::Tail => reply_popped(out, l.pop_back_many(n)),
-            })?;
+            update(&mut shard, slot, |l| reply_popped(out, l.pop_many(end, n)))?;
         }
     }
     settle(c, &mut shard, key, slot, Some(event));
@@ -308,7 +325,8 @@ fn lset(c: &mut Cmd<'_>) -> Result<()> {
     if list_at(&shard, slot)?.position(index).is_none() {
         return Err(Error::Static(INDEX_OUT_OF_RANGE));
     }
-    update(&mut shard, slot, |l| l.set(index, element))?;
+    let limits = c.limits();
+    update(&mut shard, slot, |l| l.set_in(index, element, &limits))?;
     settle(c, &mut shard, key, slot, Some("lset"));
     drop(shard);
     c.out.simple("OK");
@@ -361,7 +379,10 @@ fn linsert(c: &mut Cmd<'_>) -> Result<()> {
         // The pivot is looked for before the write, so that a missing pivot is no write.
         Some(slot) => match list_at(&shard, slot)?.find(pivot) {
             Some(i) => {
-                let len = update(&mut shard, slot, |l| l.insert(i, place, element))?;
+                let limits = c.limits();
+                let len = update(&mut shard, slot, |l| {
+                    l.insert_in(i, place, element, &limits)
+                })?;
                 if len.is_some() {
                     settle(c, &mut shard, key, slot, Some("linsert"));
                 }
@@ -376,6 +397,75 @@ fn linsert(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+fn lpos(c: &mut Cmd<'_>) -> Result<()> {
+    let key = c.args.key()?;
+    let element = c.args.next_arg()?;
+    let (mut rank, mut count, mut maxlen) = (1i64, None, 0usize);
+    // Options are read (and rejected) in order, before the key is looked up; a later one
+    // overrides an earlier one.
+    while let Some(opt) = c.args.opt() {
+        let value = c.args.opt();
+        let Some(value) = value else {
+            return Err(Error::Static(error::SYNTAX));
+        };
+        if opt.eq_ignore_ascii_case(b"RANK") {
+            rank = index_arg(value)?;
+            if rank == 0 {
+                return Err(Error::Static(RANK_ZERO));
+            }
+        } else if opt.eq_ignore_ascii_case(b"COUNT") {
+            count = Some(non_negative(value, COUNT_NEGATIVE)?);
+        } else if opt.eq_ignore_ascii_case(b"MAXLEN") {
+            maxlen = non_negative(value, MAXLEN_NEGATIVE)?;
+        } else {
+            return Err(Error::Static(error::SYNTAX));
+        }
+    }
+    // A negative rank counts matches from the tail. Redis negates it as a C long, so
+    // i64::MIN stays negative and every match satisfies it: like -1.
+    let (from, skip) = match rank {
+        i64::MIN => (End::Tail, 0),
+        r if r < 0 => (End::Tail, (-r - 1) as usize),
+        r => (End::Head, (r - 1) as usize),
+    };
+    let (mut shard, hash) = c.shard_of(key);
+    let found = shard.find_touch(key, hash, c.now_ms, c.access());
+    c.hit(found.is_some());
+    let Some(slot) = found else {
+        match count {
+            Some(_) => c.out.array(0),
+            None => c.out.null(),
+        }
+        return Ok(());
+    };
+    let mut matches = list_at(&shard, slot)?
+        .positions(element, from, maxlen)
+        .skip(skip);
+    match count {
+        None => match matches.next() {
+            Some(i) => c.out.int(i as i64),
+            None => c.out.null(),
+        },
+        Some(n) => {
+            let n = if n == 0 { usize::MAX } else { n };
+            let found: Vec<usize> = matches.take(n).collect();
+            c.out.array(found.len());
+            for i in found {
+                c.out.int(i as i64);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A count that must be a non-negative integer, rejected with `message` otherwise.
+fn non_negative(raw: &[u8], message: &'static str) -> Result<usize> {
+    crate::args::parse_i64(raw)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or(Error::Static(message))
+}
+
 /// BEFORE or AFTER.
 fn where_arg(args: &mut Args<'_>) -> Result<Place> {
     if args.eat("AFTER") {
@@ -388,272 +478,4 @@ fn where_arg(args: &mut Args<'_>) -> Result<Place> {
 }
 
 #[cfg(test)]
-mod tests {
-    use larder_resp::{Frame, Protocol};
-
-    use crate::testing::*;
-
-    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-    fn arr(items: &[&str]) -> Frame {
-        Frame::Array(items.iter().map(|s| bulk(s)).collect())
-    }
-
-    fn range(h: &mut Harness, key: &str) -> Frame {
-        h.run(&["LRANGE", key, "0", "-1"])
-    }
-
-    #[test]
-    fn push_and_range() {
-        let mut h = Harness::new();
-        assert_eq!(h.run(&["RPUSH", "l", "a", "b"]), int(2));
-        assert_eq!(h.run(&["LPUSH", "l", "x", "y"]), int(4));
-        assert_eq!(range(&mut h, "l"), arr(&["y", "x", "a", "b"]));
-        assert_eq!(h.run(&["LPUSHX", "l", "z"]), int(5));
-        assert_eq!(h.run(&["RPUSHX", "l", "w", "v"]), int(7));
-        assert_eq!(h.run(&["LPUSHX", "none", "z"]), int(0));
-        assert_eq!(h.run(&["RPUSHX", "none", "z"]), int(0));
-        assert_eq!(h.run(&["EXISTS", "none"]), int(0));
-        assert_eq!(h.run(&["TYPE", "l"]), Frame::Simple("list".into()));
-        assert_eq!(h.run(&["LLEN", "l"]), int(7));
-        assert_eq!(h.run(&["LLEN", "none"]), int(0));
-        assert_eq!(h.run(&["OBJECT", "ENCODING", "l"]), bulk("quicklist"));
-        assert_eq!(
-            h.run(&["LPUSH", "l"]),
-            err("ERR wrong number of arguments for 'lpush' command")
-        );
-    }
-
-    #[test]
-    fn lrange_indexes() {
-        let mut h = Harness::new();
-        h.run(&["RPUSH", "l", "0", "1", "2", "3", "4"]);
-        assert_eq!(h.run(&["LRANGE", "l", "1", "2"]), arr(&["1", "2"]));
-        assert_eq!(h.run(&["LRANGE", "l", "-2", "-1"]), arr(&["3", "4"]));
-        assert_eq!(h.run(&["LRANGE", "l", "-100", "1"]), arr(&["0", "1"]));
-        assert_eq!(h.run(&["LRANGE", "l", "3", "100"]), arr(&["3", "4"]));
-        assert_eq!(h.run(&["LRANGE", "l", "3", "1"]), arr(&[]));
-        assert_eq!(h.run(&["LRANGE", "l", "5", "10"]), arr(&[]));
-        assert_eq!(h.run(&["LRANGE", "l", "0", "-6"]), arr(&[]));
-        assert_eq!(
-            h.run(&["LRANGE", "l", "-9223372036854775808", "9223372036854775807"]),
-            arr(&["0", "1", "2", "3", "4"])
-        );
-        assert_eq!(h.run(&["LRANGE", "none", "0", "-1"]), arr(&[]));
-        assert_eq!(
-            h.run(&["LRANGE", "l", "a", "1"]),
-            err("ERR value is not an integer or out of range")
-        );
-    }
-
-    #[test]
-    fn pops() {
-        let mut h = Harness::new();
-        h.run(&["RPUSH", "l", "a", "b", "c", "d"]);
-        assert_eq!(h.run(&["LPOP", "l"]), bulk("a"));
-        assert_eq!(h.run(&["RPOP", "l"]), bulk("d"));
-        assert_eq!(h.run(&["LPOP", "l", "0"]), arr(&[]));
-        assert_eq!(h.run(&["RPOP", "l", "5"]), arr(&["c", "b"]));
-        assert_eq!(h.run(&["EXISTS", "l"]), int(0));
-        assert_eq!(h.run(&["LPOP", "l"]), Frame::Null);
-        assert_eq!(h.run_raw(&[b"LPOP", b"l"]), b"$-1\r\n");
-        assert_eq!(h.run_raw(&[b"LPOP", b"l", b"2"]), b"*-1\r\n");
-        assert_eq!(h.run_raw(&[b"RPOP", b"l", b"0"]), b"*-1\r\n");
-        h.run(&["RPUSH", "l", "a", "b", "c"]);
-        assert_eq!(h.run(&["LPOP", "l", "2"]), arr(&["a", "b"]));
-        assert_eq!(h.run(&["RPOP", "l", "1"]), arr(&["c"]));
-        assert_eq!(h.run(&["EXISTS", "l"]), int(0));
-        for bad in ["-1", "x", "1.5"] {
-            assert_eq!(
-                h.run(&["LPOP", "l", bad]),
-                err("ERR value is out of range, must be positive")
-            );
-        }
-        assert_eq!(
-            h.run(&["LPOP", "l", "1", "2"]),
-            err("ERR wrong number of arguments for 'lpop' command")
-        );
-        h.out.proto = Protocol::Resp3;
-        assert_eq!(h.run_raw(&[b"LPOP", b"l"]), b"_\r\n");
-        assert_eq!(h.run_raw(&[b"RPOP", b"l", b"3"]), b"_\r\n");
-        h.run(&["RPUSH", "l", "a"]);
-        assert_eq!(h.run_raw(&[b"RPOP", b"l", b"0"]), b"*0\r\n");
-    }
-
-    #[test]
-    fn lindex_and_lset() {
-        let mut h = Harness::new();
-        h.run(&["RPUSH", "l", "a", "b", "c"]);
-        assert_eq!(h.run(&["LINDEX", "l", "0"]), bulk("a"));
-        assert_eq!(h.run(&["LINDEX", "l", "-1"]), bulk("c"));
-        assert_eq!(h.run(&["LINDEX", "l", "3"]), Frame::Null);
-        assert_eq!(h.run(&["LINDEX", "l", "-4"]), Frame::Null);
-        assert_eq!(h.run(&["LINDEX", "none", "x"]), Frame::Null);
-        assert_eq!(
-            h.run(&["LINDEX", "l", "x"]),
-            err("ERR value is not an integer or out of range")
-        );
-        assert_eq!(h.run(&["LSET", "l", "1", "B"]), ok());
-        assert_eq!(h.run(&["LSET", "l", "-1", "C"]), ok());
-        assert_eq!(range(&mut h, "l"), arr(&["a", "B", "C"]));
-        assert_eq!(
-            h.run(&["LSET", "l", "3", "x"]),
-            err("ERR index out of range")
-        );
-        assert_eq!(
-            h.run(&["LSET", "l", "-4", "x"]),
-            err("ERR index out of range")
-        );
-        assert_eq!(h.run(&["LSET", "none", "x", "v"]), err("ERR no such key"));
-        assert_eq!(
-            h.run(&["LSET", "l", "x", "v"]),
-            err("ERR value is not an integer or out of range")
-        );
-    }
-
-    #[test]
-    fn lrem_counts() {
-        let mut h = Harness::new();
-        let fill = |h: &mut Harness| {
-            h.run(&["DEL", "l"]);
-            h.run(&["RPUSH", "l", "a", "x", "b", "x", "c", "x"]);
-        };
-        fill(&mut h);
-        assert_eq!(h.run(&["LREM", "l", "2", "x"]), int(2));
-        assert_eq!(range(&mut h, "l"), arr(&["a", "b", "c", "x"]));
-        fill(&mut h);
-        assert_eq!(h.run(&["LREM", "l", "-2", "x"]), int(2));
-        assert_eq!(range(&mut h, "l"), arr(&["a", "x", "b", "c"]));
-        fill(&mut h);
-        assert_eq!(h.run(&["LREM", "l", "0", "x"]), int(3));
-        assert_eq!(range(&mut h, "l"), arr(&["a", "b", "c"]));
-        assert_eq!(h.run(&["LREM", "l", "0", "zz"]), int(0));
-        assert_eq!(h.run(&["LREM", "none", "0", "x"]), int(0));
-        h.run(&["RPUSH", "one", "x", "x"]);
-        assert_eq!(h.run(&["LREM", "one", "-9223372036854775808", "x"]), int(2));
-        assert_eq!(h.run(&["EXISTS", "one"]), int(0));
-        assert_eq!(
-            h.run(&["LREM", "l", "a", "x"]),
-            err("ERR value is not an integer or out of range")
-        );
-    }
-
-    #[test]
-    fn ltrim_ranges() {
-        let mut h = Harness::new();
-        h.run(&["RPUSH", "l", "0", "1", "2", "3", "4"]);
-        assert_eq!(h.run(&["LTRIM", "l", "1", "-2"]), ok());
-        assert_eq!(range(&mut h, "l"), arr(&["1", "2", "3"]));
-        assert_eq!(h.run(&["LTRIM", "l", "-100", "100"]), ok());
-        assert_eq!(range(&mut h, "l"), arr(&["1", "2", "3"]));
-        assert_eq!(h.run(&["LTRIM", "l", "2", "1"]), ok());
-        assert_eq!(h.run(&["EXISTS", "l"]), int(0));
-        assert_eq!(h.run(&["LTRIM", "none", "0", "1"]), ok());
-        assert_eq!(h.run(&["EXISTS", "none"]), int(0));
-        assert_eq!(
-            h.run(&["LTRIM", "l", "0", "x"]),
-            err("ERR value is not an integer or out of range")
-        );
-    }
-
-    #[test]
-    fn linsert_positions() {
-        let mut h = Harness::new();
-        h.run(&["RPUSH", "l", "a", "c"]);
-        assert_eq!(h.run(&["LINSERT", "l", "before", "c", "b"]), int(3));
-        assert_eq!(h.run(&["LINSERT", "l", "AFTER", "c", "d"]), int(4));
-        assert_eq!(h.run(&["LINSERT", "l", "BEFORE", "a", "0"]), int(5));
-        assert_eq!(range(&mut h, "l"), arr(&["0", "a", "b", "c", "d"]));
-        assert_eq!(h.run(&["LINSERT", "l", "AFTER", "zz", "x"]), int(-1));
-        assert_eq!(h.run(&["LINSERT", "none", "AFTER", "a", "x"]), int(0));
-        assert_eq!(h.run(&["EXISTS", "none"]), int(0));
-        assert_eq!(
-            h.run(&["LINSERT", "none", "MIDDLE", "a", "x"]),
-            err("ERR syntax error")
-        );
-    }
-
-    #[test]
-    fn wrong_types() {
-        let mut h = Harness::new();
-        h.run(&["SET", "s", "v"]);
-        h.run(&["RPUSH", "l", "a"]);
-        for argv in [
-            &["LPUSH", "s", "x"][..],
-            &["RPUSHX", "s", "x"],
-            &["LPOP", "s"],
-            &["RPOP", "s", "0"],
-            &["LLEN", "s"],
-            &["LRANGE", "s", "0", "1"],
-            &["LINDEX", "s", "x"],
-            &["LSET", "s", "x", "v"],
-            &["LREM", "s", "0", "v"],
-            &["LTRIM", "s", "0", "1"],
-            &["LINSERT", "s", "BEFORE", "a", "b"],
-            // String commands on a list.
-            &["GET", "l"],
-            &["APPEND", "l", "x"],
-            &["INCR", "l"],
-            &["STRLEN", "l"],
-            &["GETRANGE", "l", "0", "1"],
-            &["SETRANGE", "l", "0", "x"],
-            &["GETSET", "l", "x"],
-        ] {
-            assert_eq!(h.run(argv), err(WRONGTYPE), "{argv:?}");
-        }
-        // Argument errors come first where Redis parses first.
-        assert_eq!(
-            h.run(&["LPOP", "s", "-1"]),
-            err("ERR value is out of range, must be positive")
-        );
-        assert_eq!(range(&mut h, "l"), arr(&["a"]));
-        assert_eq!(h.run(&["SET", "l", "v"]), ok());
-        assert_eq!(h.run(&["GET", "l"]), bulk("v"));
-        assert_eq!(h.run(&["MGET", "l", "s"]), arr(&["v", "v"]));
-    }
-
-    #[test]
-    fn copy_rename_and_expiry_keep_lists() {
-        let mut h = Harness::new();
-        h.run(&["RPUSH", "l", "a", "b"]);
-        assert_eq!(h.run(&["COPY", "l", "c"]), int(1));
-        assert_eq!(h.run(&["RPUSH", "c", "z"]), int(3));
-        assert_eq!(range(&mut h, "l"), arr(&["a", "b"]));
-        assert_eq!(h.run(&["RENAME", "c", "d"]), ok());
-        assert_eq!(range(&mut h, "d"), arr(&["a", "b", "z"]));
-        assert_eq!(h.run(&["EXPIRE", "d", "100"]), int(1));
-        assert_eq!(h.run(&["LPUSH", "d", "y"]), int(4));
-        assert_eq!(h.run(&["LPOP", "d"]), bulk("y"));
-        assert!(matches!(h.run(&["TTL", "d"]), Frame::Integer(t) if t > 90));
-    }
-
-    #[test]
-    fn hits_and_binary_elements() {
-        let mut h = Harness::new();
-        let s = std::sync::Arc::clone(&h.server);
-        let hits = || {
-            (
-                s.stats.sum(|t| &t.keyspace_hits),
-                s.stats.sum(|t| &t.keyspace_misses),
-            )
-        };
-        h.run_bytes(&[b"RPUSH", b"b", b"\x00\xff\r\n", b""]);
-        assert_eq!(hits(), (0, 0));
-        assert_eq!(
-            h.run_bytes(&[b"LRANGE", b"b", b"0", b"-1"]),
-            Frame::Array(vec![Frame::Bulk(b"\x00\xff\r\n".to_vec()), bulk("")])
-        );
-        h.run(&["LLEN", "none"]);
-        h.run(&["LINDEX", "b", "0"]);
-        assert_eq!(hits(), (2, 1));
-    }
-
-    #[test]
-    fn table_is_complete() {
-        for spec in super::COMMANDS {
-            assert_eq!(spec.group.name(), "list");
-            assert_eq!(spec.group.acl_category(), "@list");
-        }
-        assert_eq!(super::COMMANDS.len(), 13);
-    }
-}
+mod tests;

@@ -28,6 +28,10 @@ pub trait Mailbox: Send + Sync {
 
     /// Ask the worker to run again the requests a CLIENT PAUSE held (the pause was lifted).
     fn resume(&self) {}
+
+    /// Ask the worker to run client `token`'s blocked request again (client id `id`): a key
+    /// it waits on was written, or CLIENT UNBLOCK ended its wait.
+    fn unblock(&self, _token: usize, _id: u64) {}
 }
 
 /// Output limits of one client class: hard bytes, soft bytes, soft seconds (0 = none).
@@ -126,6 +130,14 @@ impl Mail {
             outbox: Mutex::new(Outbox::default()),
             mailbox: Some(mailbox),
             token,
+        }
+    }
+
+    /// Wake the worker to run this client's blocked request again (see
+    /// [`Mailbox::unblock`]); `id` is the client's id.
+    pub fn unblock(&self, id: u64) {
+        if let Some(m) = &self.mailbox {
+            m.unblock(self.token, id);
         }
     }
 

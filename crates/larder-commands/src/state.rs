@@ -277,6 +277,8 @@ pub struct Server {
     /// Client-side caching: tracking clients, the keys they read, and the feed consumer that
     /// sends their invalidations.
     pub tracking: Arc<crate::tracking::Tracking>,
+    /// Blocked clients (BLPOP and friends), woken by the change feed.
+    pub blocking: Arc<crate::blocking::Blocking>,
 }
 
 /// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
@@ -358,6 +360,8 @@ impl Server {
         pubsub.values().install(keyspace.feed());
         let tracking = Arc::new(crate::tracking::Tracking::default());
         tracking.install(keyspace.feed());
+        let blocking = Arc::new(crate::blocking::Blocking::default());
+        blocking.install(keyspace.feed());
         let server = Server {
             keyspace,
             config,
@@ -386,6 +390,7 @@ impl Server {
             workers: Mutex::new(Vec::new()),
             monitors: crate::monitor::Monitors::default(),
             tracking,
+            blocking,
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();
@@ -434,6 +439,7 @@ impl Server {
             self.tracking.client_closed(&h);
         }
         self.monitors.remove(id);
+        self.blocking.unregister(id);
         self.clients.unregister(id);
     }
 

@@ -8,7 +8,7 @@
 
 mod batch;
 mod counter;
-mod long_double;
+pub(crate) mod long_double;
 mod range;
 
 use std::sync::Arc;

@@ -210,6 +210,7 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
     }
     let group = server.keyspace.feed().group();
     c.out.array(requests.len());
+    c.conn.in_exec = true;
     for (argv, r) in requests.iter().zip(resolved) {
         let started_us = larder_engine::now_us();
         let since = larder_engine::feed::data_changes();
@@ -231,6 +232,7 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
             crate::monitor::feed_command(server, c.conn, argv, r.spec.flags, ended_us);
         }
     }
+    c.conn.in_exec = false;
     // Every change of the transaction commits as one group, with every shard still locked.
     drop(group);
     drop(guards);

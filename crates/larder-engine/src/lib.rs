@@ -14,6 +14,7 @@
 //! It is not: a network server, a protocol codec, or a command table (see `larder-commands`).
 #![deny(unsafe_code)]
 
+pub mod bitmap;
 mod clock;
 pub mod encoding;
 mod entry;
@@ -22,6 +23,7 @@ mod evict;
 pub mod feed;
 pub mod glob;
 pub mod hash;
+pub mod hyperloglog;
 mod index;
 mod keyspace;
 pub mod list;

@@ -1,12 +1,26 @@
-//! The list type: a double-ended queue of byte strings, head first, that knows its own size.
+//! The list type: a sequence of byte strings, head first, that knows its own size.
 //!
 //! Every operation the list commands need is a method here, with Redis's semantics for signed
 //! indexes (negative counts from the tail) and for out-of-range bounds, so handlers only parse
-//! arguments and shape replies. The shard re-accounts an entry's memory before and after every
-//! write, so [`List::heap_bytes`] must be O(1): the list keeps the heap bytes of its elements
-//! as a running count that every mutation adjusts, instead of walking them.
+//! arguments and shape replies.
+//!
+//! Two forms, as Redis's quicklist is one listpack node or several: a small list is *packed*,
+//! every element in one buffer of length-prefixed bytes (`packed.rs`); a write that takes it
+//! past [`Limits::list_max_listpack_size`] (an element count, or a byte budget when negative)
+//! turns it into a *chunked* list, a deque of such buffers each within the limits
+//! (`chunked.rs`), once, never back. OBJECT ENCODING says "quicklist" for both, as Redis 7.0
+//! does for every list.
+//!
+//! The shard re-accounts an entry's memory before and after every write, so
+//! [`List::heap_bytes`] is O(1): the packed form's is its buffer, the chunked form keeps the
+//! heap bytes of its chunks as a running count that every mutation adjusts.
 
-use std::collections::VecDeque;
+mod chunked;
+mod packed;
+
+use crate::Limits;
+use chunked::Chunked;
+use packed::Packed;
 
 /// Where LINSERT puts the new element, relative to its pivot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,19 +29,33 @@ pub enum Place {
     After,
 }
 
-/// A list value, head first.
-///
-/// Invariant: `element_bytes` is the sum of [`element_cost`] over `items`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct List {
-    items: VecDeque<Box<[u8]>>,
-    element_bytes: usize,
+/// One end of a list: where a push adds, a pop takes, or a scan starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Head,
+    Tail,
 }
 
-/// Heap bytes of one element: one allocation of its length, rounded up to the allocator's
-/// 8-byte granule (an empty element allocates nothing).
-fn element_cost(e: &[u8]) -> usize {
-    e.len().next_multiple_of(8)
+/// Redis's cap on a compact node's bytes when the limit is an element count
+/// (`SIZE_SAFETY_LIMIT` in quicklist.c).
+const COUNT_MODE_BYTES_MAX: usize = 8192;
+
+/// A list value, head first. Equality compares elements, whatever the forms.
+#[derive(Clone, Debug, Default)]
+pub struct List {
+    repr: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    Packed(Packed),
+    Chunked(Box<Chunked>),
+}
+
+impl Default for Repr {
+    fn default() -> Repr {
+        Repr::Packed(Packed::default())
+    }
 }
 
 /// Redis's index normalisation for LRANGE and LTRIM: the inclusive range `start..=stop` of a
@@ -42,6 +70,58 @@ fn clamp_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
     Some((start as usize, stop.min(len - 1) as usize))
 }
 
+/// Whether a packed list of `count` elements in `bytes` bytes fits `limits`.
+fn fits(limits: &Limits, count: usize, bytes: usize) -> bool {
+    match limits.list_node_bytes() {
+        Some(budget) => bytes <= budget,
+        None => {
+            let max = usize::try_from(limits.list_max_listpack_size).unwrap_or(0);
+            count <= max.max(1) && bytes <= COUNT_MODE_BYTES_MAX
+        }
+    }
+}
+
+/// A walk over a list's elements, either way.
+#[derive(Clone)]
+pub struct Iter<'a>(IterRepr<'a>);
+
+#[derive(Clone)]
+enum IterRepr<'a> {
+    Packed(packed::Iter<'a>),
+    Chunked(chunked::Iter<'a>),
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match &mut self.0 {
+            IterRepr::Packed(i) => i.next(),
+            IterRepr::Chunked(i) => i.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            IterRepr::Packed(i) => i.size_hint(),
+            IterRepr::Chunked(i) => i.size_hint(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            IterRepr::Packed(i) => i.next_back(),
+            IterRepr::Chunked(i) => i.next_back(),
+        }
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
 impl List {
     /// An empty list. Stored lists are never empty; this is where a new one starts.
     pub fn new() -> List {
@@ -50,28 +130,48 @@ impl List {
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.items.len()
+        match &self.repr {
+            Repr::Packed(p) => p.len(),
+            Repr::Chunked(c) => c.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len() == 0
     }
 
-    /// Heap bytes owned by the list, in O(1): the deque's buffer (its capacity, not its
-    /// length) plus each element's allocation rounded up to 8 bytes.
+    /// Redis 7.0's name for the encoding (OBJECT ENCODING): "quicklist", whatever the form.
+    pub fn encoding(&self) -> &'static str {
+        "quicklist"
+    }
+
+    /// Whether the list is in its compact form (one buffer).
+    pub fn is_packed(&self) -> bool {
+        matches!(self.repr, Repr::Packed(_))
+    }
+
+    /// Heap bytes owned by the list, in O(1), allocations rounded up to 8 bytes: the packed
+    /// buffer, or the chunked form's header, its deque's buffer (capacity, not length) and
+    /// its chunks' buffers.
     pub fn heap_bytes(&self) -> usize {
-        self.items.capacity() * std::mem::size_of::<Box<[u8]>>() + self.element_bytes
+        match &self.repr {
+            Repr::Packed(p) => p.heap_bytes(),
+            Repr::Chunked(c) => c.heap_bytes(),
+        }
     }
 
     /// The elements, head first.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator + '_ {
-        self.items.iter().map(|e| &**e)
+    pub fn iter(&self) -> Iter<'_> {
+        Iter(match &self.repr {
+            Repr::Packed(p) => IterRepr::Packed(p.iter()),
+            Repr::Chunked(c) => IterRepr::Chunked(c.iter()),
+        })
     }
 
     /// The position of a signed index (negative counts from the tail, -1 is the last), if it
     /// falls inside the list.
     pub fn position(&self, index: i64) -> Option<usize> {
-        let len = self.items.len() as i64;
+        let len = self.len() as i64;
         let i = if index < 0 {
             index.checked_add(len)?
         } else {
@@ -82,111 +182,200 @@ impl List {
 
     /// The element at a signed index (LINDEX), or `None` past either end.
     pub fn get(&self, index: i64) -> Option<&[u8]> {
-        self.position(index)
-            .and_then(|i| self.items.get(i))
-            .map(|e| &**e)
+        let i = self.position(index)?;
+        match &self.repr {
+            Repr::Packed(p) => p.get(i),
+            Repr::Chunked(c) => c.get(i),
+        }
     }
 
     /// The elements from `start` to `stop` inclusive, signed indexes clamped to the list as
     /// LRANGE does: empty when `start` is past the end or after `stop`.
-    pub fn range(&self, start: i64, stop: i64) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
-        let (from, to) =
-            clamp_range(start, stop, self.items.len()).map_or((0, 0), |(f, t)| (f, t + 1));
-        self.items.range(from..to).map(|e| &**e)
+    pub fn range(&self, start: i64, stop: i64) -> Iter<'_> {
+        let (from, to) = clamp_range(start, stop, self.len()).map_or((0, 0), |(f, t)| (f, t + 1));
+        Iter(match &self.repr {
+            Repr::Packed(p) => IterRepr::Packed(p.iter_range(from, to - from)),
+            Repr::Chunked(c) => IterRepr::Chunked(c.iter_range(from, to - from)),
+        })
     }
 
     /// The index of the first element equal to `element`, head first.
     pub fn find(&self, element: &[u8]) -> Option<usize> {
-        self.items.iter().position(|e| **e == *element)
+        self.iter().position(|e| e == element)
     }
 
-    /// Push each element onto the head in turn (LPUSH: `a b c` leaves `c b a` in front).
-    /// Returns the new length.
+    /// The indexes (counted from the head) of the elements equal to `element`, in the order a
+    /// scan that starts at `from` meets them, looking at no more than `maxlen` elements
+    /// (0: all of them), as LPOS does.
+    pub fn positions<'a>(
+        &'a self,
+        element: &'a [u8],
+        from: End,
+        maxlen: usize,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let len = self.len();
+        let limit = if maxlen == 0 { len } else { maxlen.min(len) };
+        let (head, tail) = match from {
+            End::Head => (Some(self.iter().enumerate().take(limit)), None),
+            End::Tail => (None, Some(self.iter().enumerate().rev().take(limit))),
+        };
+        let scan = head.into_iter().flatten().chain(tail.into_iter().flatten());
+        scan.filter(move |(_, e)| *e == element).map(|(i, _)| i)
+    }
+
+    /// Turn a packed list into chunks within `limits`, for good.
+    fn unpack(&mut self, limits: &Limits) -> &mut Chunked {
+        if let Repr::Packed(p) = &self.repr {
+            self.repr = Repr::Chunked(Box::new(Chunked::from_packed(p, limits)));
+        }
+        match &mut self.repr {
+            Repr::Chunked(c) => c,
+            Repr::Packed(_) => unreachable!("a packed list was just replaced by chunks"),
+        }
+    }
+
+    /// Whether a packed list can take `n` more elements of `bytes` encoded bytes in all.
+    fn packed_room(&self, limits: &Limits, n: usize, bytes: usize) -> bool {
+        match &self.repr {
+            Repr::Packed(p) => fits(limits, p.len() + n, p.bytes() + bytes),
+            Repr::Chunked(_) => false,
+        }
+    }
+
+    /// Push each element onto `end` in turn (LPUSH `a b c` leaves `c b a` in front), leaving
+    /// the packed form if the list passes `limits`. Returns the new length.
+    pub fn push<E: AsRef<[u8]>>(&mut self, end: End, elements: &[E], limits: &Limits) -> usize {
+        let bytes = elements
+            .iter()
+            .map(|e| packed::encoded_len(e.as_ref().len()))
+            .sum();
+        if self.packed_room(limits, elements.len(), bytes) {
+            if let Repr::Packed(p) = &mut self.repr {
+                match end {
+                    End::Tail => elements.iter().for_each(|e| p.push_back(e.as_ref())),
+                    End::Head => elements.iter().for_each(|e| p.insert(0, e.as_ref())),
+                }
+            }
+        } else {
+            let c = self.unpack(limits);
+            elements
+                .iter()
+                .for_each(|e| c.push(end, e.as_ref(), limits));
+        }
+        self.len()
+    }
+
+    /// [`List::push`] onto the head with Redis's default limits.
     pub fn push_front<E: AsRef<[u8]>>(&mut self, elements: &[E]) -> usize {
-        self.items.reserve(elements.len());
-        for e in elements {
-            let e = e.as_ref();
-            self.element_bytes += element_cost(e);
-            self.items.push_front(Box::from(e));
-        }
-        self.items.len()
+        self.push(End::Head, elements, &Limits::default())
     }
 
-    /// Push each element onto the tail in turn (RPUSH). Returns the new length.
+    /// [`List::push`] onto the tail with Redis's default limits.
     pub fn push_back<E: AsRef<[u8]>>(&mut self, elements: &[E]) -> usize {
-        self.items.reserve(elements.len());
-        for e in elements {
-            let e = e.as_ref();
-            self.element_bytes += element_cost(e);
-            self.items.push_back(Box::from(e));
+        self.push(End::Tail, elements, &Limits::default())
+    }
+
+    /// Remove and return the element at `end`.
+    pub fn pop(&mut self, end: End) -> Option<Box<[u8]>> {
+        match (&mut self.repr, end) {
+            (Repr::Packed(p), End::Head) => p.pop_front(),
+            (Repr::Packed(p), End::Tail) => p.pop_back(),
+            (Repr::Chunked(c), _) => c.pop(end),
         }
-        self.items.len()
     }
 
     /// Remove and return the head element.
     pub fn pop_front(&mut self) -> Option<Box<[u8]>> {
-        let e = self.items.pop_front()?;
-        self.element_bytes -= element_cost(&e);
-        Some(e)
+        self.pop(End::Head)
     }
 
     /// Remove and return the tail element.
     pub fn pop_back(&mut self) -> Option<Box<[u8]>> {
-        let e = self.items.pop_back()?;
-        self.element_bytes -= element_cost(&e);
-        Some(e)
+        self.pop(End::Tail)
     }
 
-    /// Remove up to `count` elements from the head and return them head first (LPOP with a
-    /// count). They leave the list at once, whether or not the iterator is consumed.
-    pub fn pop_front_many(
+    /// Remove up to `count` elements from `end` and return them in the order they left
+    /// (LPOP / RPOP with a count). They leave the list at once, whether or not the iterator
+    /// is consumed.
+    pub fn pop_many(
         &mut self,
+        end: End,
         count: usize,
-    ) -> impl ExactSizeIterator<Item = Box<[u8]>> + '_ {
-        let n = count.min(self.items.len());
-        self.element_bytes -= self
-            .items
-            .range(..n)
-            .map(|e| element_cost(e))
-            .sum::<usize>();
-        self.items.drain(..n)
+    ) -> impl ExactSizeIterator<Item = Box<[u8]>> + 'static {
+        let popped: Vec<Box<[u8]>> = match &mut self.repr {
+            Repr::Packed(p) => match end {
+                End::Head => p.pop_front_many(count),
+                End::Tail => p.pop_back_many(count),
+            },
+            Repr::Chunked(c) => c.pop_many(end, count),
+        };
+        popped.into_iter()
     }
 
-    /// Remove up to `count` elements from the tail and return them tail first (RPOP with a
-    /// count). They leave the list at once, whether or not the iterator is consumed.
-    pub fn pop_back_many(&mut self, count: usize) -> impl ExactSizeIterator<Item = Box<[u8]>> + '_ {
-        let from = self.items.len() - count.min(self.items.len());
-        self.element_bytes -= self
-            .items
-            .range(from..)
-            .map(|e| element_cost(e))
-            .sum::<usize>();
-        self.items.drain(from..).rev()
+    /// [`List::pop_many`] from the head.
+    pub fn pop_front_many(&mut self, count: usize) -> impl ExactSizeIterator<Item = Box<[u8]>> {
+        self.pop_many(End::Head, count)
     }
 
-    /// Replace the element at a signed index (LSET). Returns the old element, or `None` (and
-    /// changes nothing) when the index is past either end.
+    /// [`List::pop_many`] from the tail: tail first.
+    pub fn pop_back_many(&mut self, count: usize) -> impl ExactSizeIterator<Item = Box<[u8]>> {
+        self.pop_many(End::Tail, count)
+    }
+
+    /// Replace the element at a signed index (LSET), leaving the packed form if the list
+    /// passes `limits`. Returns the old element, or `None` (and changes nothing) when the
+    /// index is past either end.
+    pub fn set_in(&mut self, index: i64, element: &[u8], limits: &Limits) -> Option<Box<[u8]>> {
+        let i = self.position(index)?;
+        if let Repr::Packed(p) = &self.repr {
+            let old = p.get(i).map_or(0, |e| packed::encoded_len(e.len()));
+            let new = packed::encoded_len(element.len());
+            if !fits(limits, p.len(), (p.bytes() + new).saturating_sub(old)) {
+                self.unpack(limits);
+            }
+        }
+        match &mut self.repr {
+            Repr::Packed(p) => Some(p.set(i, element)),
+            Repr::Chunked(c) => Some(c.set(i, element, limits)),
+        }
+    }
+
+    /// [`List::set_in`] with Redis's default limits.
     pub fn set(&mut self, index: i64, element: &[u8]) -> Option<Box<[u8]>> {
-        let slot = self.position(index).and_then(|i| self.items.get_mut(i))?;
-        let old = std::mem::replace(slot, Box::from(element));
-        self.element_bytes = self.element_bytes - element_cost(&old) + element_cost(element);
-        Some(old)
+        self.set_in(index, element, &Limits::default())
     }
 
     /// Insert `element` before or after the element at `pivot` (an index from
-    /// [`List::find`]), as LINSERT does. Returns the new length, or `None` (and changes
-    /// nothing) when `pivot` is not an index of the list.
-    pub fn insert(&mut self, pivot: usize, place: Place, element: &[u8]) -> Option<usize> {
-        if pivot >= self.items.len() {
+    /// [`List::find`]), as LINSERT does, leaving the packed form if the list passes
+    /// `limits`. Returns the new length, or `None` (and changes nothing) when `pivot` is not
+    /// an index of the list.
+    pub fn insert_in(
+        &mut self,
+        pivot: usize,
+        place: Place,
+        element: &[u8],
+        limits: &Limits,
+    ) -> Option<usize> {
+        if pivot >= self.len() {
             return None;
         }
         let at = match place {
             Place::Before => pivot,
             Place::After => pivot + 1,
         };
-        self.element_bytes += element_cost(element);
-        self.items.insert(at, Box::from(element));
-        Some(self.items.len())
+        if self.packed_room(limits, 1, packed::encoded_len(element.len())) {
+            if let Repr::Packed(p) = &mut self.repr {
+                p.insert(at, element);
+            }
+        } else {
+            self.unpack(limits).insert(at, element, limits);
+        }
+        Some(self.len())
+    }
+
+    /// [`List::insert_in`] with Redis's default limits.
+    pub fn insert(&mut self, pivot: usize, place: Place, element: &[u8]) -> Option<usize> {
+        self.insert_in(pivot, place, element, &Limits::default())
     }
 
     /// Remove elements equal to `element` as LREM does: the first `count` from the head when
@@ -201,10 +390,9 @@ impl List {
         // walking back; from the head, nothing is skipped and the limit stops the removal.
         let first = if count < 0 {
             let mut seen = 0;
-            self.items
-                .iter()
+            self.iter()
                 .rposition(|e| {
-                    seen += usize::from(**e == *element);
+                    seen += usize::from(e == element);
                     seen == limit
                 })
                 .unwrap_or(0)
@@ -212,304 +400,55 @@ impl List {
             0
         };
         let mut removed = 0;
-        let mut removed_bytes = 0;
         let mut i = 0;
-        self.items.retain(|e| {
-            let drop = i >= first && removed < limit && **e == *element;
+        let drop = |e: &[u8]| {
+            let drop = i >= first && removed < limit && e == element;
             i += 1;
-            if drop {
-                removed += 1;
-                removed_bytes += element_cost(e);
+            removed += usize::from(drop);
+            drop
+        };
+        match &mut self.repr {
+            Repr::Packed(p) => {
+                p.remove_if(drop);
             }
-            !drop
-        });
-        self.element_bytes -= removed_bytes;
+            Repr::Chunked(c) => {
+                c.remove_if(drop);
+            }
+        }
         removed
     }
 
     /// Keep only the elements from `start` to `stop` inclusive, signed indexes clamped as
     /// LTRIM does; an empty range empties the list.
     pub fn trim(&mut self, start: i64, stop: i64) {
-        match clamp_range(start, stop, self.items.len()) {
-            Some((from, to)) => {
-                let cut = self.items.range(..from).chain(self.items.range(to + 1..));
-                self.element_bytes -= cut.map(|e| element_cost(e)).sum::<usize>();
-                self.items.truncate(to + 1);
-                self.items.drain(..from);
-            }
-            None => {
-                self.items.clear();
-                self.element_bytes = 0;
-            }
+        let range = clamp_range(start, stop, self.len());
+        match (&mut self.repr, range) {
+            (Repr::Packed(p), Some((from, to))) => p.keep(from, to),
+            (Repr::Packed(p), None) => *p = Packed::default(),
+            (Repr::Chunked(c), Some((from, to))) => c.keep(from, to),
+            (Repr::Chunked(c), None) => **c = Chunked::default(),
         }
     }
 }
 
+impl PartialEq for List {
+    fn eq(&self, other: &List) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for List {}
+
+/// A list of these elements, head first, under Redis's default limits.
 impl FromIterator<Box<[u8]>> for List {
     fn from_iter<I: IntoIterator<Item = Box<[u8]>>>(iter: I) -> List {
-        let items: VecDeque<Box<[u8]>> = iter.into_iter().collect();
-        let element_bytes = items.iter().map(|e| element_cost(e)).sum();
-        List {
-            items,
-            element_bytes,
+        let mut l = List::new();
+        for e in iter {
+            l.push_back(&[e]);
         }
+        l
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn list(items: &[&str]) -> List {
-        items.iter().map(|s| Box::from(s.as_bytes())).collect()
-    }
-
-    fn strings(it: impl Iterator<Item = impl AsRef<[u8]>>) -> Vec<String> {
-        it.map(|e| String::from_utf8_lossy(e.as_ref()).into_owned())
-            .collect()
-    }
-
-    /// What `heap_bytes` must equal: the walk over every element that `Object::heap_bytes`
-    /// did before lists counted their own bytes.
-    fn walked_bytes(l: &List) -> usize {
-        l.items.capacity() * std::mem::size_of::<Box<[u8]>>()
-            + l.items
-                .iter()
-                .map(|e| e.len().next_multiple_of(8))
-                .sum::<usize>()
-    }
-
-    #[test]
-    fn pushes_and_pops_keep_redis_order() {
-        let mut l = List::new();
-        assert_eq!(l.push_back(&[b"a", b"b"]), 2);
-        assert_eq!(l.push_front(&[b"x", b"y"]), 4);
-        assert_eq!(strings(l.iter()), ["y", "x", "a", "b"]);
-        assert_eq!(l.pop_front().as_deref(), Some(&b"y"[..]));
-        assert_eq!(l.pop_back().as_deref(), Some(&b"b"[..]));
-        assert_eq!(strings(l.pop_back_many(5)), ["a", "x"]);
-        assert!(l.is_empty());
-        assert_eq!(l.pop_front(), None);
-        assert_eq!(l.pop_front_many(3).len(), 0);
-        let mut l = list(&["a", "b", "c"]);
-        assert_eq!(strings(l.pop_front_many(2)), ["a", "b"]);
-        assert_eq!(strings(l.iter()), ["c"]);
-    }
-
-    #[test]
-    fn signed_indexes() {
-        let mut l = list(&["a", "b", "c"]);
-        assert_eq!(l.get(0), Some(&b"a"[..]));
-        assert_eq!(l.get(-1), Some(&b"c"[..]));
-        assert_eq!(l.get(3), None);
-        assert_eq!(l.get(-4), None);
-        assert_eq!(l.get(i64::MIN), None);
-        assert_eq!(l.get(i64::MAX), None);
-        assert_eq!(l.set(-2, b"B").as_deref(), Some(&b"b"[..]));
-        assert_eq!(l.set(3, b"x"), None);
-        assert_eq!(strings(l.iter()), ["a", "B", "c"]);
-    }
-
-    #[test]
-    fn ranges_clamp_like_lrange() {
-        let l = list(&["0", "1", "2", "3", "4"]);
-        let r = |start, stop| strings(l.range(start, stop));
-        assert_eq!(r(1, 2), ["1", "2"]);
-        assert_eq!(r(-2, -1), ["3", "4"]);
-        assert_eq!(r(-100, 1), ["0", "1"]);
-        assert_eq!(r(3, 100), ["3", "4"]);
-        assert!(r(3, 1).is_empty());
-        assert!(r(5, 10).is_empty());
-        assert!(r(0, -6).is_empty());
-        assert_eq!(r(i64::MIN, i64::MAX).len(), 5);
-        let mut t = l.clone();
-        t.trim(1, -2);
-        assert_eq!(strings(t.iter()), ["1", "2", "3"]);
-        t.trim(2, 1);
-        assert!(t.is_empty());
-    }
-
-    #[test]
-    fn remove_matching_by_direction() {
-        let fill = || list(&["a", "x", "b", "x", "c", "x"]);
-        let mut l = fill();
-        assert_eq!(l.remove_matching(2, b"x"), 2);
-        assert_eq!(strings(l.iter()), ["a", "b", "c", "x"]);
-        let mut l = fill();
-        assert_eq!(l.remove_matching(-2, b"x"), 2);
-        assert_eq!(strings(l.iter()), ["a", "x", "b", "c"]);
-        let mut l = fill();
-        assert_eq!(l.remove_matching(0, b"x"), 3);
-        assert_eq!(strings(l.iter()), ["a", "b", "c"]);
-        assert_eq!(l.remove_matching(0, b"zz"), 0);
-        let mut l = fill();
-        assert_eq!(l.remove_matching(-9, b"x"), 3);
-        assert_eq!(l.remove_matching(i64::MIN, b"a"), 1);
-        assert_eq!(strings(l.iter()), ["b", "c"]);
-    }
-
-    #[test]
-    fn insert_around_a_pivot() {
-        let mut l = list(&["a", "c"]);
-        let c = l.find(b"c");
-        assert_eq!(c, Some(1));
-        assert_eq!(l.insert(1, Place::Before, b"b"), Some(3));
-        assert_eq!(l.insert(2, Place::After, b"d"), Some(4));
-        assert_eq!(l.insert(4, Place::After, b"e"), None);
-        assert_eq!(l.find(b"zz"), None);
-        assert_eq!(strings(l.iter()), ["a", "b", "c", "d"]);
-    }
-
-    /// splitmix64: a fixed seed makes every run (and every failure) reproducible.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-
-        /// A signed index around the list's bounds, sometimes far outside them.
-        fn index(&mut self, len: usize) -> i64 {
-            match self.below(8) {
-                0 => [i64::MIN, i64::MAX, i64::MIN + 1][self.below(3) as usize],
-                _ => self.below(2 * len as u64 + 6) as i64 - len as i64 - 3,
-            }
-        }
-
-        /// An element drawn from a small alphabet of lengths 0..=40, so that equal elements
-        /// (for LREM and LINSERT) are common and rounding to 8 bytes matters.
-        fn element(&mut self) -> Vec<u8> {
-            let len = [0, 1, 7, 8, 9, 16, 40][self.below(7) as usize];
-            vec![b'a' + self.below(3) as u8; len]
-        }
-    }
-
-    /// Apply random operations and compare the O(1) count with a walk after every step, and
-    /// the contents with a plain `VecDeque` model of the same operations.
-    #[test]
-    fn heap_bytes_matches_a_walk_after_random_operations() {
-        for seed in 0..64 {
-            let mut rng = Rng(seed);
-            let mut l = List::new();
-            let mut model: VecDeque<Vec<u8>> = VecDeque::new();
-            for step in 0..400 {
-                let op = rng.below(12);
-                match op {
-                    0 | 1 => {
-                        let elements: Vec<Vec<u8>> =
-                            (0..rng.below(5) + 1).map(|_| rng.element()).collect();
-                        if op == 0 {
-                            l.push_front(&elements);
-                            elements.iter().for_each(|e| model.push_front(e.clone()));
-                        } else {
-                            l.push_back(&elements);
-                            elements.iter().for_each(|e| model.push_back(e.clone()));
-                        }
-                    }
-                    2 => assert_eq!(l.pop_front().map(Vec::from), model.pop_front()),
-                    3 => assert_eq!(l.pop_back().map(Vec::from), model.pop_back()),
-                    4 => {
-                        let n = rng.below(4) as usize;
-                        let got: Vec<Vec<u8>> = l.pop_front_many(n).map(Vec::from).collect();
-                        let want: Vec<Vec<u8>> = (0..n).filter_map(|_| model.pop_front()).collect();
-                        assert_eq!(got, want);
-                    }
-                    5 => {
-                        let n = rng.below(4) as usize;
-                        // Dropping the iterator unconsumed still removes the elements.
-                        drop(l.pop_back_many(n));
-                        (0..n).for_each(|_| drop(model.pop_back()));
-                    }
-                    6 => {
-                        let (index, e) = (rng.index(l.len()), rng.element());
-                        let old = l.set(index, &e);
-                        let pos = l.position(index);
-                        assert_eq!(old.is_some(), pos.is_some());
-                        if let Some(p) = pos {
-                            model[p] = e;
-                        }
-                    }
-                    7 => {
-                        let (count, e) = (rng.below(7) as i64 - 3, rng.element());
-                        let removed = l.remove_matching(count, &e);
-                        let limit = match count {
-                            0 => usize::MAX,
-                            n => n.unsigned_abs() as usize,
-                        };
-                        let mut hits: Vec<usize> =
-                            (0..model.len()).filter(|&i| model[i] == e).collect();
-                        if count < 0 {
-                            hits.reverse();
-                        }
-                        hits.truncate(limit);
-                        hits.sort_unstable();
-                        hits.iter().rev().for_each(|&i| drop(model.remove(i)));
-                        assert_eq!(removed, hits.len());
-                    }
-                    8 => {
-                        let (start, stop) = (rng.index(l.len()), rng.index(l.len()));
-                        l.trim(start, stop);
-                        // Redis's definition: keep index i when start <= i <= stop, after
-                        // adding the length to a negative bound.
-                        let len = model.len() as i128;
-                        let bound = |x: i64| {
-                            if x < 0 {
-                                i128::from(x) + len
-                            } else {
-                                i128::from(x)
-                            }
-                        };
-                        let keep = bound(start)..=bound(stop);
-                        model = (model.into_iter().enumerate())
-                            .filter(|(i, _)| keep.contains(&(*i as i128)))
-                            .map(|(_, e)| e)
-                            .collect();
-                    }
-                    9 => {
-                        let (pivot, e) = (rng.element(), rng.element());
-                        let place = if rng.below(2) == 0 {
-                            Place::Before
-                        } else {
-                            Place::After
-                        };
-                        match l.find(&pivot) {
-                            Some(i) => {
-                                assert_eq!(l.insert(i, place, &e), Some(model.len() + 1));
-                                model.insert(if place == Place::After { i + 1 } else { i }, e);
-                            }
-                            None => assert!(!model.contains(&pivot)),
-                        }
-                    }
-                    10 => {
-                        let index = rng.index(l.len());
-                        let want = l.position(index).map(|p| model[p].as_slice());
-                        assert_eq!(l.get(index), want);
-                    }
-                    _ => {
-                        // A copy (COPY, RENAME across shards) counts the same way.
-                        let copy = l.clone();
-                        assert_eq!(copy.heap_bytes(), walked_bytes(&copy));
-                        assert_eq!(copy, l);
-                    }
-                }
-                assert_eq!(
-                    l.heap_bytes(),
-                    walked_bytes(&l),
-                    "seed {seed} step {step} op {op}"
-                );
-                assert!(
-                    l.iter().eq(model.iter().map(Vec::as_slice)),
-                    "seed {seed} step {step}"
-                );
-            }
-        }
-    }
-}
+mod tests;

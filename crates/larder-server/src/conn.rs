@@ -102,8 +102,11 @@ pub struct Processed {
     pub used: usize,
     /// Close the connection (once the answers are written, for [`Close::AfterReply`]).
     pub close: Option<Close>,
-    /// CLIENT PAUSE held the next request back until this Unix ms; it stays unconsumed.
+    /// CLIENT PAUSE held the next request back until this Unix ms, or a blocking command
+    /// waits until then (`u64::MAX`: no deadline); it stays unconsumed.
     pub paused_until_ms: Option<u64>,
+    /// The held request is a blocking command waiting for data (not a pause).
+    pub blocked: bool,
 }
 
 /// A large last argument that has begun to arrive (see [`Handler::big_arg`]).
@@ -193,8 +196,11 @@ pub struct Conn<H> {
     out: Output,
     /// How much of `out` is written.
     sent: Sent,
-    /// Set while CLIENT PAUSE holds back the next request.
+    /// Set while CLIENT PAUSE holds back the next request, or a blocking command waits
+    /// (until then; `u64::MAX`: no deadline).
     pub paused_until_ms: Option<u64>,
+    /// The held request is a blocked command (`paused_until_ms` is its deadline).
+    pub blocked: bool,
     pub closing: Option<Close>,
     /// Output is pending and the socket is full: WRITABLE interest is wanted.
     pub want_write: bool,
@@ -223,6 +229,7 @@ impl<H: Handler> Conn<H> {
             out: Output::default(),
             sent: Sent::default(),
             paused_until_ms: None,
+            blocked: false,
             closing: None,
             want_write: false,
             write_registered: false,
@@ -258,6 +265,10 @@ impl<H: Handler> Conn<H> {
         if !self.rbuf.is_empty() {
             self.process_buffered(server);
             if self.paused_until_ms.is_some() {
+                // A blocked client that hangs up is gone: Redis frees it on EOF too.
+                if self.blocked && self.read_closed {
+                    self.closing = Some(Close::Peer);
+                }
                 self.flush(server);
                 return;
             }
@@ -397,11 +408,13 @@ impl<H: Handler> Conn<H> {
     fn process_buffered(&mut self, server: &Server) {
         if self.big.is_some() {
             self.paused_until_ms = None;
+            self.blocked = false;
             self.run_big(server);
             return;
         }
         if self.rbuf.is_empty() || self.rbuf.len() < self.handler.min_total() {
             self.paused_until_ms = None;
+            self.blocked = false;
             return;
         }
         let buf = std::mem::take(&mut self.rbuf);
@@ -458,6 +471,7 @@ impl<H: Handler> Conn<H> {
             .handler
             .process_big(server, &self.rbuf, &arg, &mut self.out, stop_at);
         self.paused_until_ms = done.paused_until_ms;
+        self.blocked = done.blocked;
         if done.close.is_some() {
             self.closing = done.close;
         }
@@ -475,6 +489,7 @@ impl<H: Handler> Conn<H> {
         let stop_at = self.sent.total() + OUTPUT_HIGH_WATER;
         let done = self.handler.process(server, buf, &mut self.out, stop_at);
         self.paused_until_ms = done.paused_until_ms;
+        self.blocked = done.blocked;
         if done.close.is_some() {
             self.closing = done.close;
         }

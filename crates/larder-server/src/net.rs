@@ -56,6 +56,8 @@ enum Letter {
     Wake { token: usize, id: u64 },
     /// CLIENT UNPAUSE ran: try the requests a pause held back now.
     Resume,
+    /// Run the blocked request of the client at `token` again (if it is still client `id`).
+    Unblock { token: usize, id: u64 },
 }
 
 /// A worker thread's mailbox: letters, and the `mio::Waker` that interrupts its poll. Many
@@ -97,6 +99,10 @@ impl larder_commands::mail::Mailbox for WorkerLink {
 
     fn resume(&self) {
         self.post(Letter::Resume);
+    }
+
+    fn unblock(&self, token: usize, id: u64) {
+        self.post(Letter::Unblock { token, id });
     }
 }
 
@@ -546,6 +552,14 @@ impl Worker {
                     if let Some(c) = self.conns.get_mut(token) {
                         if c.handler.handle().id == id {
                             c.deliver_mail(&self.server);
+                            touched.push(token);
+                        }
+                    }
+                }
+                Letter::Unblock { token, id } => {
+                    if let Some(c) = self.conns.get_mut(token) {
+                        if c.handler.handle().id == id && c.blocked {
+                            c.on_ready(&self.server, &mut self.scratch, now_ms);
                             touched.push(token);
                         }
                     }

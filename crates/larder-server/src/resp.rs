@@ -146,11 +146,17 @@ impl RespHandler {
         done: &mut Processed,
         stop_at: usize,
     ) -> bool {
-        if let Outcome::Paused { until_ms } =
-            execute(server, &mut self.state, args, &mut self.reply)
-        {
-            done.paused_until_ms = Some(until_ms);
-            return false;
+        match execute(server, &mut self.state, args, &mut self.reply) {
+            Outcome::Continue => {}
+            Outcome::Paused { until_ms } => {
+                done.paused_until_ms = Some(until_ms);
+                return false;
+            }
+            Outcome::Blocked { until_ms } => {
+                done.paused_until_ms = Some(if until_ms == 0 { u64::MAX } else { until_ms });
+                done.blocked = true;
+                return false;
+            }
         }
         if self.state.close_after_reply {
             done.close = Some(Close::AfterReply);

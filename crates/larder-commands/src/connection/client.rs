@@ -39,6 +39,7 @@ pub(super) static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     cmd("no-touch", 3, CLIENT_SUB, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "7.2.0", client_no_touch),
     cmd("pause", -3, ADMIN | CLIENT_SUB, "Stop processing commands from clients for some time", "2.9.50", client_pause),
     cmd("unpause", 2, ADMIN | CLIENT_SUB, "Resume processing of clients that were paused", "6.2.0", client_unpause),
+    cmd("unblock", -3, ADMIN | CLIENT_SUB, "Unblock a client blocked in a blocking command from a different connection", "5.0.0", client_unblock),
     cmd("tracking", -3, CLIENT_SUB, "Enable or disable server assisted client side caching support", "6.0.0", client_tracking),
     cmd("caching", 3, CLIENT_SUB, "Instruct the server about tracking or not keys in the next request", "6.0.0", client_caching),
     cmd("getredir", 2, CLIENT_SUB, "Get tracking notifications redirection client ID if any", "6.0.0", client_getredir),
@@ -237,6 +238,9 @@ fn write_client_line(
     let mut flags = String::new();
     if server.monitors.contains(handle.id) {
         flags.push('O');
+    }
+    if server.blocking.is_blocked(handle.id) {
+        flags.push('b');
     }
     let tracking = handle.tracking.get();
     for (bit, letter) in [
@@ -537,6 +541,30 @@ fn client_unpause(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
+/// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
+fn client_unblock(c: &mut Cmd<'_>) -> Result<()> {
+    if c.args.remaining() > 2 {
+        let typed = String::from_utf8_lossy(c.args.argv()[1]);
+        return Err(Error::Owned(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{typed}'. Try CLIENT HELP."
+        )));
+    }
+    let id = parse_i64(c.args.next_arg()?).ok_or(Error::Static(error::NOT_INTEGER))?;
+    let how = match c.args.opt() {
+        None => crate::blocking::Unblock::Timeout,
+        Some(w) if w.eq_ignore_ascii_case(b"timeout") => crate::blocking::Unblock::Timeout,
+        Some(w) if w.eq_ignore_ascii_case(b"error") => crate::blocking::Unblock::Error,
+        Some(_) => {
+            return Err(Error::Static(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    let unblocked = u64::try_from(id).is_ok_and(|id| c.server.blocking.unblock(id, how));
+    c.out.int(i64::from(unblocked));
+    Ok(())
+}
+
 /// Whether one prefix starts the other (Redis's `stringCheckPrefix`).
 fn prefixes_overlap(a: &[u8], b: &[u8]) -> bool {
     let n = a.len().min(b.len());
@@ -783,6 +811,8 @@ fn client_help(c: &mut Cmd<'_>) -> Result<()> {
         "    Control the replies sent to the current connection.",
         "SETNAME <name>",
         "    Assign the name <name> to the current connection.",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+        "    Unblock the specified blocked client.",
         "SETINFO <option> <value>",
         "    Set client meta attr. Options are:",
         "    * LIB-NAME: the client lib name.",

@@ -22,7 +22,7 @@ const KINDS: &[ObjectKind] = &[
 /// Parse a cursor like Redis's `parseScanCursorOrReply`, which uses C's `strtoul`: an optional
 /// sign (a negative value wraps), decimal digits, nothing after them, no leading space, no
 /// overflow. As in C, the text ends at a NUL byte, and an empty text is cursor 0.
-fn parse_cursor(raw: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(raw: &[u8]) -> Option<u64> {
     let text = raw.split(|&b| b == 0).next().unwrap_or_default();
     let Some((&first, _)) = text.split_first() else {
         return Some(0);

@@ -64,6 +64,7 @@ impl Handler for McHandler {
             used,
             close: close.then_some(Close::AfterReply),
             paused_until_ms: self.session.paused_until_ms,
+            blocked: false,
         }
     }
 

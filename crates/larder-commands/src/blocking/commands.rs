@@ -1,0 +1,175 @@
+//! The blocking commands' table and handlers: BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP. Each
+//! tries to serve from the first of its keys that can, as its non-blocking form would (the
+//! list family's cores), and otherwise waits ([`super::wait`]).
+
+use larder_engine::feed::class;
+use larder_engine::list::End as ListEnd;
+use larder_engine::{Object, Shard, SlotId};
+
+use crate::error::{self, Error, Result};
+use crate::exec::Cmd;
+use crate::locks::Scope;
+use crate::table::{flags::*, CommandSpec, Group, KeySpec};
+
+/// Keys from the first argument to the one before the timeout.
+const KEYS_BEFORE_TIMEOUT: KeySpec = KeySpec {
+    first: 1,
+    last: -2,
+    step: 1,
+    scope: crate::locks::Scope::Keys,
+};
+
+/// The family's table. Arity, flags and key positions are Redis 7.0's.
+#[rustfmt::skip]
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("blpop", -3, WRITE | NOSCRIPT | BLOCKING, KEYS_BEFORE_TIMEOUT, Group::List,
+        "Remove and get the first element in a list, or block until one is available", "2.0.0", blpop),
+    CommandSpec::new("brpop", -3, WRITE | NOSCRIPT | BLOCKING, KEYS_BEFORE_TIMEOUT, Group::List,
+        "Remove and get the last element in a list, or block until one is available", "2.0.0", brpop),
+    CommandSpec::new("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, KeySpec::TWO, Group::List,
+        "Pop an element from a list, push it to another list and return it; or block until one is available", "2.2.0", brpoplpush),
+    CommandSpec::new("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, KeySpec::TWO, Group::List,
+        "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0", blmove),
+    CommandSpec::new("blmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, KeySpec::NONE.with_scope(Scope::NumKeys { at: 2 }), Group::List,
+        "Pop elements from a list, or block until one is available", "7.0.0", blmpop),
+];
+
+/// Which end of a list a pop takes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    Head,
+    Tail,
+}
+
+/// BLPOP key [key ...] timeout
+fn blpop(c: &mut Cmd<'_>) -> Result<()> {
+    pop(c, End::Head)
+}
+
+/// BRPOP key [key ...] timeout
+fn brpop(c: &mut Cmd<'_>) -> Result<()> {
+    pop(c, End::Tail)
+}
+
+/// The list at `slot`: `Ok(None)` when it holds another type and the client is woken to try
+/// again (Redis 7.0 keeps waiting), WRONGTYPE on the first try.
+fn list_at(c: &Cmd<'_>, shard: &Shard, slot: SlotId) -> Result<bool> {
+    match shard.entry(slot).object() {
+        Some(Object::List(_)) => Ok(true),
+        _ if super::retrying(c) => Ok(false),
+        _ => Err(Error::Static(error::WRONGTYPE)),
+    }
+}
+
+fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
+    let argv = c.args.rest();
+    let (keys, timeout) = argv.split_at(argv.len() - 1);
+    let deadline = super::deadline_ms(timeout[0], c.now_ms)?;
+    for &key in keys {
+        let (mut shard, hash) = c.shard_of(key);
+        let Some(slot) = shard.find_touch(key, hash, c.now_ms, c.access()) else {
+            continue;
+        };
+        if !list_at(c, &shard, slot)? {
+            continue;
+        }
+        super::done(c);
+        let popped = shard.object_mut(slot, |o| match o {
+            Object::List(l) => match end {
+                End::Head => l.pop_front(),
+                End::Tail => l.pop_back(),
+            },
+            _ => None,
+        });
+        // Stored lists are never empty, so a list pops an element.
+        let Some(element) = popped else {
+            return Err(Error::Static(error::WRONGTYPE));
+        };
+        let (event, replay): (&str, &[u8]) = match end {
+            End::Head => ("lpop", b"LPOP"),
+            End::Tail => ("rpop", b"RPOP"),
+        };
+        c.notify(class::LIST, event, key);
+        if matches!(shard.entry(slot).object(), Some(Object::List(l)) if l.is_empty()) {
+            shard.remove(slot);
+            c.notify(class::GENERIC, "del", key);
+        }
+        drop(shard);
+        c.propagate(&[replay, key]);
+        c.out.array(2);
+        c.out.bulk(key);
+        c.out.bulk(&element);
+        return Ok(());
+    }
+    super::wait(c, keys, deadline)
+}
+
+/// Whether `key` holds a value of another type than a list while this run is a blocked
+/// client's retry: then the key is passed over, as Redis 7.0 keeps such a client waiting.
+fn passed_over(c: &Cmd<'_>, key: &[u8]) -> bool {
+    if !super::retrying(c) {
+        return false;
+    }
+    let (mut shard, hash) = c.shard_of(key);
+    shard
+        .find(key, hash, c.now_ms)
+        .is_some_and(|slot| !matches!(shard.entry(slot).object(), Some(Object::List(_))))
+}
+
+/// BRPOPLPUSH source destination timeout
+fn brpoplpush(c: &mut Cmd<'_>) -> Result<()> {
+    let src = c.args.key()?;
+    let dst = c.args.key()?;
+    let deadline = super::deadline_ms(c.args.next_arg()?, c.now_ms)?;
+    bmove(c, src, dst, (ListEnd::Tail, ListEnd::Head), deadline, None)
+}
+
+/// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
+fn blmove(c: &mut Cmd<'_>) -> Result<()> {
+    let src = c.args.key()?;
+    let dst = c.args.key()?;
+    let from_arg = c.args.peek();
+    let from = crate::list::end_arg(&mut c.args)?;
+    let to_arg = c.args.peek();
+    let to = crate::list::end_arg(&mut c.args)?;
+    let deadline = super::deadline_ms(c.args.next_arg()?, c.now_ms)?;
+    bmove(c, src, dst, (from, to), deadline, from_arg.zip(to_arg))
+}
+
+/// Move one element from `src` to `dst` (the ends in `ends`) or wait on `src`. `words` are
+/// BLMOVE's direction arguments, for the LMOVE it replays as; BRPOPLPUSH has none and
+/// replays as RPOPLPUSH.
+fn bmove(
+    c: &mut Cmd<'_>,
+    src: &[u8],
+    dst: &[u8],
+    ends: (ListEnd, ListEnd),
+    deadline: u64,
+    words: Option<(&[u8], &[u8])>,
+) -> Result<()> {
+    if !passed_over(c, src) && crate::list::move_element(c, src, dst, ends.0, ends.1)? {
+        super::done(c);
+        match words {
+            Some((from, to)) => c.propagate(&[b"LMOVE", src, dst, from, to]),
+            None => c.propagate(&[b"RPOPLPUSH", src, dst]),
+        }
+        return Ok(());
+    }
+    super::wait(c, &[src], deadline)
+}
+
+/// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
+fn blmpop(c: &mut Cmd<'_>) -> Result<()> {
+    let deadline = super::deadline_ms(c.args.next_arg()?, c.now_ms)?;
+    let (keys, end, count) = crate::list::mpop_args(c.args.rest())?;
+    let ready: Vec<&[u8]> = keys
+        .iter()
+        .copied()
+        .filter(|k| !passed_over(c, k))
+        .collect();
+    if crate::list::pop_first(c, &ready, end, count)? {
+        super::done(c);
+        return Ok(());
+    }
+    super::wait(c, keys, deadline)
+}
