@@ -796,6 +796,10 @@ def test_command_info(raw):
 
 
 def test_command_getkeys(raw):
+    assert raw.call("COMMAND", "GETKEYS", "ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1",
+                    "2") == [b"d", b"a", b"b"]
+    assert raw.call("COMMAND", "GETKEYS", "ZINTER", "2", "a", "b") == [b"a", b"b"]
+    assert raw.call("COMMAND", "GETKEYS", "ZMPOP", "2", "a", "b", "MIN") == [b"a", b"b"]
     assert raw.call("COMMAND", "GETKEYS", "ZRANGESTORE", "d", "s", "0", "1") == [b"d", b"s"]
     assert raw.call("COMMAND", "GETKEYS", "ZADD", "z", "1", "a") == [b"z"]
 
@@ -854,3 +858,45 @@ def test_random_operations_against_a_model(raw):
         assert raw.call("OBJECT", "ENCODING", "z") == b"skiplist"
     finally:
         raw.call("CONFIG", "SET", "zset-max-listpack-entries", "128")
+
+
+@pytest.mark.larder_only
+def test_value_events_carry_the_members(server):
+    """larder's value events (docs/events.md): one `set` per write with the members after it,
+    and a sorted set emptied by a command goes as one `del` carrying what it held."""
+    sub = server.client(protocol=2)
+    ps = sub.pubsub()
+    ps.psubscribe("__values@0__:vz*")
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        m = ps.get_message(timeout=1)
+        if m and m["type"] == "psubscribe":
+            break
+    w = server.client(protocol=2)
+    w.zadd("vz", {"b": 1.5, "a": 2})
+    w.zadd("vz", {"c": 3})
+    w.zpopmin("vz", 5)
+    w.zadd("vz2", {"x": 1})
+    w.zrem("vz2", "x", "x")
+    w.zadd("vz3", {"x": 1, "y": 2})
+    w.zremrangebyscore("vz3", "-inf", "+inf")
+    got = []
+    while len(got) < 7 and time.time() < deadline:
+        m = ps.get_message(timeout=0.5)
+        if m and m["type"] == "pmessage":
+            head, _, value = m["data"].partition(b"\n")
+            got.append((m["channel"], head.split()[1], value))
+    assert ps.get_message(timeout=0.3) is None
+    ps.close()
+    pair = lambda m, s: b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(m), m, len(s), s)
+    assert got == [
+        (b"__values@0__:vz", b"set", b"*4\r\n" + pair(b"b", b"1.5") + pair(b"a", b"2")),
+        (b"__values@0__:vz", b"set",
+         b"*6\r\n" + pair(b"b", b"1.5") + pair(b"a", b"2") + pair(b"c", b"3")),
+        (b"__values@0__:vz", b"del",
+         b"*6\r\n" + pair(b"b", b"1.5") + pair(b"a", b"2") + pair(b"c", b"3")),
+        (b"__values@0__:vz2", b"set", b"*2\r\n" + pair(b"x", b"1")),
+        (b"__values@0__:vz2", b"del", b"*2\r\n" + pair(b"x", b"1")),
+        (b"__values@0__:vz3", b"set", b"*4\r\n" + pair(b"x", b"1") + pair(b"y", b"2")),
+        (b"__values@0__:vz3", b"del", b"*4\r\n" + pair(b"x", b"1") + pair(b"y", b"2")),
+    ]

@@ -154,6 +154,41 @@ fn settle(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], slot: SlotId, event: Optio
     }
 }
 
+/// Delete the key of a sorted set a command is about to empty, instead of emptying it: the
+/// removal carries the members it held (a value subscriber sees them go), and Redis's events
+/// follow, `event` then `del`.
+fn remove_whole(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], slot: SlotId, event: &'static str) {
+    shard.remove(slot);
+    c.notify(class::ZSET, event, key);
+    c.notify(class::GENERIC, "del", key);
+}
+
+/// Pop up to `count` members from `end` of the sorted set at `slot`, in the order they
+/// leave, raising the pop's event (and `del` when it empties the set).
+fn pop_from(
+    c: &Cmd<'_>,
+    shard: &mut Shard,
+    key: &[u8],
+    slot: SlotId,
+    count: usize,
+    end: End,
+) -> Result<Vec<(Box<[u8]>, f64)>> {
+    let z = zset_at(shard, slot)?;
+    if count >= z.len() {
+        let order = match end {
+            End::Min => Order::Ascending,
+            End::Max => Order::Descending,
+        };
+        let mut popped = Vec::with_capacity(z.len());
+        z.visit(0..z.len(), order, |m, s| popped.push((Box::from(m), s)));
+        remove_whole(c, shard, key, slot, pop_event(end));
+        return Ok(popped);
+    }
+    let popped = update(shard, slot, |z| z.pop(count, end))?;
+    settle(c, shard, key, slot, Some(pop_event(end)));
+    Ok(popped)
+}
+
 /// Store `z` under `key` as Redis's `setKey` does (any old value replaced, its deadline
 /// dropped; `new` raised for a new key), or delete `key` when `z` is empty (raising `del` if
 /// it existed). Raises `event` after a store. Returns the stored length.
@@ -422,61 +457,48 @@ fn add_generic(c: &mut Cmd<'_>, mut flags: AddFlags) -> Result<()> {
         .map(|p| score_arg(p[0]))
         .collect::<Result<Vec<f64>>>()?;
     let limits = c.limits();
+    let adds = Adds {
+        pairs: rest,
+        scores: &scores,
+        flags,
+        limits: &limits,
+    };
+    let event = if flags.incr { "zincr" } else { "zadd" };
     let (mut shard, hash) = c.shard_of(key);
-    let slot = match find_zset(c, &mut shard, key, hash)? {
-        Some(slot) => Some(slot),
-        None if flags.xx => None,
+    let tally = match find_zset(c, &mut shard, key, hash)? {
+        Some(slot) => {
+            let tally = update(&mut shard, slot, |z| adds.apply(z))?;
+            let changed = tally.added + tally.updated > 0;
+            settle(c, &mut shard, key, slot, changed.then_some(event));
+            tally
+        }
+        None if flags.xx => Tally::default(),
         None => {
-            let z = if limits.zset_max_listpack_entries == 0
+            // Redis creates the key before adding (`new` comes first), in the encoding its
+            // first member allows; it is stored once, whole.
+            let mut z = if limits.zset_max_listpack_entries == 0
                 || limits.zset_max_listpack_value < rest[1].len()
             {
                 ZSet::new_full()
             } else {
                 ZSet::new()
             };
-            let slot = shard.insert_object(key, hash, Object::ZSet(z), 0, c.now_ms);
-            c.notify(class::NEW, "new", key);
-            Some(slot)
+            let tally = adds.apply(&mut z);
+            if !z.is_empty() {
+                shard.insert_object(key, hash, Object::ZSet(z), 0, c.now_ms);
+                c.notify(class::NEW, "new", key);
+                c.notify(class::ZSET, event, key);
+            }
+            tally
         }
     };
-    let (mut added, mut updated, mut processed) = (0i64, 0i64, 0);
-    let mut last = 0.0;
-    let mut nan = false;
-    if let Some(slot) = slot {
-        update(&mut shard, slot, |z| {
-            for (pair, &score) in rest.chunks(2).zip(&scores) {
-                match z.add(pair[1], score, flags, &limits) {
-                    Err(_) => {
-                        nan = true;
-                        break;
-                    }
-                    Ok(Added::Skipped) => {}
-                    Ok(Added::New(s)) => {
-                        added += 1;
-                        processed += 1;
-                        last = s;
-                    }
-                    Ok(Added::Updated(s)) => {
-                        updated += 1;
-                        processed += 1;
-                        last = s;
-                    }
-                    Ok(Added::Same(s)) => {
-                        processed += 1;
-                        last = s;
-                    }
-                }
-            }
-        })?;
-        let event = if flags.incr { "zincr" } else { "zadd" };
-        settle(
-            c,
-            &mut shard,
-            key,
-            slot,
-            (added + updated > 0).then_some(event),
-        );
-    }
+    let Tally {
+        added,
+        updated,
+        processed,
+        last,
+        nan,
+    } = tally;
     drop(shard);
     if nan {
         return Err(Error::Static(NAN_RESULT));
@@ -493,6 +515,55 @@ fn add_generic(c: &mut Cmd<'_>, mut flags: AddFlags) -> Result<()> {
     Ok(())
 }
 
+/// ZADD's score-member pairs with their parsed scores, applied to a sorted set.
+struct Adds<'a> {
+    pairs: &'a [&'a [u8]],
+    scores: &'a [f64],
+    flags: AddFlags,
+    limits: &'a larder_engine::Limits,
+}
+
+/// What ZADD did: members added and updated, pairs processed (not ruled out by a flag), the
+/// last score (ZADD INCR's reply), and whether an increment gave NaN (which stops it).
+#[derive(Default)]
+struct Tally {
+    added: i64,
+    updated: i64,
+    processed: usize,
+    last: f64,
+    nan: bool,
+}
+
+impl Adds<'_> {
+    fn apply(&self, z: &mut ZSet) -> Tally {
+        let mut t = Tally::default();
+        for (pair, &score) in self.pairs.chunks(2).zip(self.scores) {
+            match z.add(pair[1], score, self.flags, self.limits) {
+                Err(_) => {
+                    t.nan = true;
+                    break;
+                }
+                Ok(Added::Skipped) => {}
+                Ok(Added::New(s)) => {
+                    t.added += 1;
+                    t.processed += 1;
+                    t.last = s;
+                }
+                Ok(Added::Updated(s)) => {
+                    t.updated += 1;
+                    t.processed += 1;
+                    t.last = s;
+                }
+                Ok(Added::Same(s)) => {
+                    t.processed += 1;
+                    t.last = s;
+                }
+            }
+        }
+        t
+    }
+}
+
 /// ZREM key member [member ...]
 fn zrem(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
@@ -500,11 +571,24 @@ fn zrem(c: &mut Cmd<'_>) -> Result<()> {
     let (mut shard, hash) = c.shard_of(key);
     let removed = match find_zset(c, &mut shard, key, hash)? {
         Some(slot) => {
-            let removed = update(&mut shard, slot, |z| {
-                members.iter().filter(|m| z.remove(m).is_some()).count()
-            })?;
-            settle(c, &mut shard, key, slot, (removed > 0).then_some("zrem"));
-            removed
+            let z = zset_at(&shard, slot)?;
+            let mut present: Vec<&[u8]> = members
+                .iter()
+                .copied()
+                .filter(|m| z.score(m).is_some())
+                .collect();
+            present.sort_unstable();
+            present.dedup();
+            if present.len() == z.len() {
+                remove_whole(c, &mut shard, key, slot, "zrem");
+                present.len()
+            } else {
+                let removed = update(&mut shard, slot, |z| {
+                    present.iter().filter(|m| z.remove(m).is_some()).count()
+                })?;
+                settle(c, &mut shard, key, slot, (removed > 0).then_some("zrem"));
+                removed
+            }
         }
         None => 0,
     };
@@ -645,9 +729,7 @@ fn pop_command(c: &mut Cmd<'_>, end: End) -> Result<()> {
         c.out.array(0);
         return Ok(());
     }
-    let popped = update(&mut shard, slot, |z| z.pop(count.unwrap_or(1), end))?;
-    let event = pop_event(end);
-    settle(c, &mut shard, key, slot, Some(event));
+    let popped = pop_from(c, &mut shard, key, slot, count.unwrap_or(1), end)?;
     drop(shard);
     // A flat array of member, score in RESP2 and without a count; pairs in RESP3 with one.
     let out = &mut *c.out;
@@ -704,9 +786,7 @@ fn zmpop(c: &mut Cmd<'_>) -> Result<()> {
         let Some(slot) = find_zset(c, &mut shard, key, hash)? else {
             continue;
         };
-        let popped = update(&mut shard, slot, |z| z.pop(count, end))?;
-        let event = pop_event(end);
-        settle(c, &mut shard, key, slot, Some(event));
+        let popped = pop_from(c, &mut shard, key, slot, count, end)?;
         drop(shard);
         let n = popped.len().to_string();
         let name: &[u8] = match end {

@@ -8,8 +8,8 @@ use larder_engine::zset::Order;
 use larder_engine::ZSet;
 
 use super::{
-    find_zset, lex_range, read_zset, reply_members, score_range, settle, store_result, update,
-    zset_at,
+    find_zset, lex_range, read_zset, remove_whole, reply_members, score_range, settle,
+    store_result, update, zset_at,
 };
 use crate::args::parse_i64;
 use crate::error::{self, Error, Result};
@@ -284,19 +284,25 @@ fn remrange(c: &mut Cmd<'_>, by: By) -> Result<()> {
     let (mut shard, hash) = c.shard_of(key);
     let removed = match find_zset(c, &mut shard, key, hash)? {
         Some(slot) => {
-            let ranks = ranks_of(zset_at(&shard, slot)?)?;
-            let removed = if ranks.is_empty() {
-                0
-            } else {
-                update(&mut shard, slot, |z| z.remove_ranks(ranks, |_, _| {}))?
-            };
+            let z = zset_at(&shard, slot)?;
+            let (ranks, len) = (ranks_of(z)?, z.len());
             let event = match by {
                 By::Score => "zremrangebyscore",
                 By::Lex => "zremrangebylex",
                 By::Auto | By::Rank => "zremrangebyrank",
             };
-            settle(c, &mut shard, key, slot, (removed > 0).then_some(event));
-            removed
+            if ranks.len() == len {
+                remove_whole(c, &mut shard, key, slot, event);
+                len
+            } else {
+                let removed = if ranks.is_empty() {
+                    0
+                } else {
+                    update(&mut shard, slot, |z| z.remove_ranks(ranks, |_, _| {}))?
+                };
+                settle(c, &mut shard, key, slot, (removed > 0).then_some(event));
+                removed
+            }
         }
         None => 0,
     };
