@@ -4,7 +4,8 @@
 //! A DUMP payload is `[object type: u8][value][RDB version: u16 LE][CRC-64: u64 LE]`, the
 //! checksum ([`crc64::crc64`]) covering everything before it. [`value`] writes and reads the
 //! value for each type; the encodings it builds on are one module each: lengths and strings
-//! ([`length`]), [`lzf`], [`listpack`], [`ziplist`] and [`intset`].
+//! ([`length`]), [`lzf`], [`listpack`], [`ziplist`] and [`intset`]; sorted sets are
+//! coded at the level of (member, score) pairs in [`zset`].
 
 pub mod crc64;
 pub mod intset;
@@ -13,6 +14,7 @@ pub mod listpack;
 pub mod lzf;
 mod value;
 pub mod ziplist;
+pub mod zset;
 
 #[cfg(test)]
 mod tests;
@@ -34,7 +36,8 @@ pub enum Error {
     VersionOrChecksum,
     /// The bytes are not a well-formed value of a type larder holds.
     BadData,
-    /// The value's type has no serialization here yet.
+    /// A well-formed value of a type larder cannot hold yet (a sorted set, until the engine's
+    /// sorted set can be built from its members).
     Unsupported,
 }
 
@@ -43,7 +46,7 @@ impl std::fmt::Display for Error {
         f.write_str(match self {
             Error::VersionOrChecksum => "DUMP payload version or checksum are wrong",
             Error::BadData => "Bad data format",
-            Error::Unsupported => "value type not supported by the RDB writer",
+            Error::Unsupported => "Bad data format: sorted sets are not supported yet",
         })
     }
 }

@@ -17,6 +17,8 @@ const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
 const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
 const BAD_VERSION_OR_CHECKSUM: &str = "ERR DUMP payload version or checksum are wrong";
 const BAD_DATA: &str = "ERR Bad data format";
+/// A well-formed sorted set, which larder cannot hold yet.
+const ZSET_UNSUPPORTED: &str = "ERR Bad data format: sorted sets are not supported yet";
 
 /// DUMP key: the payload, or null for a missing key. A read: it counts as a hit or a miss
 /// and as an access.
@@ -31,7 +33,8 @@ pub(super) fn dump(c: &mut Cmd<'_>) -> Result<()> {
     c.hit(payload.is_some());
     match payload {
         Some(Ok(p)) => c.out.bulk(&p),
-        Some(Err(_)) => return Err(Error::Static("ERR DUMP is not supported for this type")),
+        // Every type larder holds has a serialization.
+        Some(Err(_)) => return Err(Error::Static(BAD_DATA)),
         None => c.out.null(),
     }
     Ok(())
@@ -111,6 +114,7 @@ pub(super) fn restore(c: &mut Cmd<'_>) -> Result<()> {
     let value = decoded.map_err(|e| {
         Error::Static(match e {
             rdb::Error::VersionOrChecksum => BAD_VERSION_OR_CHECKSUM,
+            rdb::Error::Unsupported => ZSET_UNSUPPORTED,
             _ => BAD_DATA,
         })
     })?;
@@ -257,6 +261,21 @@ mod tests {
         for key in ["s_int8", "s_lzf", "s_raw", "l_small", "h_small", "set_int"] {
             assert_eq!(dumped(&mut h, key), golden(key), "{key}");
         }
+    }
+
+    #[test]
+    fn sorted_set_payloads_are_refused_clearly() {
+        let mut h = Harness::new();
+        let unsupported = err("ERR Bad data format: sorted sets are not supported yet");
+        assert_eq!(
+            restore(&mut h, "z", "0", &golden("z_small"), &[]),
+            unsupported
+        );
+        assert_eq!(
+            restore(&mut h, "z", "0", &golden("z_big"), &[]),
+            unsupported
+        );
+        assert_eq!(h.run(&["EXISTS", "z"]), int(0));
     }
 
     #[test]

@@ -392,6 +392,17 @@ fn older_encodings_load() {
     }
 }
 
+/// Sorted-set payloads are read and validated in full, then refused until the engine's
+/// sorted set can be built from its members: a malformed one is still bad data.
+#[test]
+fn sorted_sets_are_validated_then_refused() {
+    let d = Limits::default();
+    assert_eq!(restore(&golden("z_small"), &d), Err(Error::Unsupported));
+    assert_eq!(restore(&golden("z_big"), &d), Err(Error::Unsupported));
+    let bad = with_footer(vec![5, 2, 1, b'a', 0, 0, 0, 0, 0, 0, 0xf8, 0x7f]);
+    assert_eq!(restore(&bad, &d), Err(Error::BadData));
+}
+
 #[test]
 fn footer_errors() {
     let d = Limits::default();

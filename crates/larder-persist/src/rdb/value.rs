@@ -2,8 +2,9 @@
 //!
 //! Written as Redis 7.0 writes them: STRING (0); LIST_QUICKLIST_2 (18) with listpack nodes
 //! cut where Redis's quicklist would cut a list built by appending, and plain nodes for
-//! elements of 1 GiB or more; HASH_LISTPACK (16) or HASH (4); SET_INTSET (11) or SET (2),
-//! following the value's current encoding.
+//! elements of 1 GiB or more; HASH_LISTPACK (16) or HASH (4); SET_INTSET (11) or SET (2);
+//! ZSET_LISTPACK (17) or ZSET_2 (5) (see [`zset`]), following the value's current encoding.
+//! Sorted sets are read and validated but not built yet ([`Error::Unsupported`]).
 //!
 //! Read: all of those, plus what a 7.0 server still loads: LIST (1), LIST_ZIPLIST (10),
 //! LIST_QUICKLIST (14) of ziplists, HASH_ZIPLIST (13). The loaded value's encoding follows
@@ -15,7 +16,7 @@ use larder_engine::set::Member;
 use larder_engine::{Hash, Limits, List, Object, Set};
 
 use super::length::{put_len, put_string, Reader};
-use super::{intset, listpack, ziplist, Elem, Error, Value, ValueRef};
+use super::{intset, listpack, ziplist, zset, Elem, Error, Value, ValueRef};
 
 pub const TYPE_STRING: u8 = 0;
 pub const TYPE_LIST: u8 = 1;
@@ -66,7 +67,15 @@ pub fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>, limits: &Limits) -> R
             write_set(out, s);
             Ok(())
         }
-        Object::ZSet(_) => Err(Error::Unsupported),
+        Object::ZSet(z) => {
+            let encoding = if z.encoding() == "listpack" {
+                zset::Encoding::Compact
+            } else {
+                zset::Encoding::Full
+            };
+            zset::write(out, z.scored(), encoding);
+            Ok(())
+        }
     }
 }
 
@@ -225,6 +234,20 @@ pub fn read_value(r: &mut Reader<'_>, limits: &Limits) -> Result<Value, Error> {
                 listpack::decode(&blob)?
             };
             Object::Hash(hash_of_pairs(&elems, limits)?)
+        }
+        zset::TYPE_ZSET
+        | zset::TYPE_ZSET_2
+        | zset::TYPE_ZSET_ZIPLIST
+        | zset::TYPE_ZSET_LISTPACK => {
+            // Read and validated in full, so a malformed one is still bad data; the engine's
+            // sorted set cannot be built from members yet.
+            zset::read(
+                r,
+                kind,
+                limits.zset_max_listpack_entries,
+                limits.zset_max_listpack_value,
+            )?;
+            return Err(Error::Unsupported);
         }
         _ => return Err(Error::BadData),
     };
