@@ -312,6 +312,17 @@ def test_command_getkeys(raw):
         "ERR Invalid number of arguments specified for command")
 
 
+@pytest.mark.parametrize("argv,keys", [
+    (["SINTERCARD", "2", "a", "b"], [b"a", b"b"]),
+    (["LMPOP", "2", "a", "b", "LEFT"], [b"a", b"b"]),
+    (["BLMPOP", "0", "2", "a", "b", "LEFT", "COUNT", "3"], [b"a", b"b"]),
+    (["SINTERCARD", "3", "a", "b"], None),
+])
+def test_command_getkeys_after_numkeys(raw, argv, keys):
+    want = keys if keys is not None else Err("ERR Invalid arguments specified for command")
+    assert raw.call("COMMAND", "GETKEYS", *argv) == want
+
+
 def test_command_redis_py(r):
     assert r.command_count() > 50
     assert b"get" in r.command_list()

@@ -107,6 +107,29 @@ def test_patterns_lists_and_flushdb(server, r):
     assert w.execute_command("PUBSUB", "NUMPAT") == 1
 
 
+def test_hashes_sets_and_sorted_sets_carry_their_values(server, r):
+    ps = subscribed(r, patterns=["__values@0__:c:*"])
+    w = server.client()
+    w.hset("c:h", mapping={"f": "v", "g": "w"})
+    w.sadd("c:s", "x")
+    w.zadd("c:z", {"b": 1.5, "a": 2})
+    w.srem("c:s", "x")
+    got = messages(ps, 4)
+    assert [(c, e, t) for c, _, e, _, t, _ in got] == [
+        (b"__values@0__:c:h", "set", "hash"),
+        (b"__values@0__:c:s", "set", "set"),
+        (b"__values@0__:c:z", "set", "zset"),
+        (b"__values@0__:c:s", "del", "set"),
+    ]
+    hash_value = got[0][5]
+    assert hash_value.startswith(b"*4\r\n")
+    pairs = hash_value.split(b"\r\n")[2::2]
+    assert dict(zip(pairs[0::2], pairs[1::2])) == {b"f": b"v", b"g": b"w"}
+    assert got[1][5] == b"*1\r\n$1\r\nx\r\n"
+    assert got[2][5] == b"*4\r\n$1\r\nb\r\n$3\r\n1.5\r\n$1\r\na\r\n$1\r\n2\r\n"
+    assert got[3][5] == b"*1\r\n$1\r\nx\r\n"
+
+
 def test_active_expiry_sends_the_expired_value(server, r):
     ps = subscribed(r, "__values@0__:session")
     w = server.client()

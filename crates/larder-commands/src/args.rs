@@ -99,35 +99,9 @@ impl<'a> Args<'a> {
 }
 
 /// Parse like Redis's `string2ll`: optional '-', digits, no leading zeros or spaces, fits i64.
+/// (The engine's rule for which members an intset may hold, so the two never disagree.)
 pub fn parse_i64(b: &[u8]) -> Option<i64> {
-    if b.is_empty() || b.len() > 20 {
-        return None;
-    }
-    if b == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match b[0] {
-        b'-' => (true, &b[1..]),
-        _ => (false, b),
-    };
-    if digits.is_empty() || digits[0] == b'0' {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
+    larder_engine::set::canonical_int(b)
 }
 
 /// Parse an unsigned 64-bit decimal (memcached incr/decr, CONFIG memory values).

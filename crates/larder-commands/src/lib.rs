@@ -32,6 +32,7 @@ mod propagate_tests;
 pub mod pubsub;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod state;
 pub mod string;
 pub mod table;
@@ -53,6 +54,7 @@ pub fn registry() -> Registry {
     Registry::new(&[
         string::COMMANDS,
         keys::COMMANDS,
+        sort::COMMANDS,
         list::COMMANDS,
         blocking::COMMANDS,
         hash::COMMANDS,

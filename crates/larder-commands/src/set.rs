@@ -400,39 +400,11 @@ fn spop(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Parse a cursor like Redis's `parseScanCursorOrReply`, which uses C's `strtoul`: an optional
-/// sign (a negative value wraps), decimal digits, nothing after them, no leading space, no
-/// overflow. As in C, the text ends at a NUL byte, and an empty text is cursor 0.
-fn parse_cursor(raw: &[u8]) -> Option<u64> {
-    let text = raw.split(|&b| b == 0).next().unwrap_or_default();
-    let Some((&first, _)) = text.split_first() else {
-        return Some(0);
-    };
-    if first.is_ascii_whitespace() || first == b'\x0b' {
-        return None;
-    }
-    let (negative, digits) = match first {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if negative { v.wrapping_neg() } else { v })
-}
-
 /// SSCAN key cursor [MATCH pattern] [COUNT count]
 fn sscan(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let cursor = parse_cursor(c.args.next_arg()?).ok_or(Error::Static(INVALID_CURSOR))?;
+    let cursor =
+        crate::keys::scan::parse_cursor(c.args.next_arg()?).ok_or(Error::Static(INVALID_CURSOR))?;
     let (mut shard, hash) = c.shard_of(key);
     let Some(slot) = read_set(c, &mut shard, key, hash)? else {
         c.out.array(2);

@@ -543,7 +543,18 @@ fn keys_of<'a>(c: &Cmd<'_>, argv: &[&'a [u8]]) -> Result<(Found, Vec<&'a [u8]>)>
     if !spec.arity_ok(argv.len()) {
         return Err(Error::Static(INVALID_ARG_COUNT));
     }
-    let keys = spec.keys.keys(argv);
+    let mut keys = spec.keys.keys(argv);
+    if let crate::locks::Scope::NumKeys { at } = spec.keys.scope {
+        // The keys after a `numkeys` argument (ZUNIONSTORE's, LMPOP's, SINTERCARD's).
+        let at = usize::from(at);
+        let n = argv
+            .get(at)
+            .and_then(|a| crate::args::parse_i64(a))
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n > 0 && at + n < argv.len())
+            .ok_or(Error::Static(INVALID_ARGS))?;
+        keys.extend_from_slice(&argv[at + 1..=at + n]);
+    }
     if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
         return Err(Error::Static(INVALID_ARGS));
     }
