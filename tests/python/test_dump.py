@@ -394,4 +394,4 @@ def test_sorted_sets_are_refused_clearly(raw):
             "ERR Bad data format: sorted sets are not supported yet")
     assert raw.call("EXISTS", "z") == 0
     # A malformed one is bad data like any other.
-    assert raw.call("RESTORE", "z", "0", payload(b"\x05\x01\x01a")) == BAD_DATA
+    assert raw.call("RESTORE", "z", "0", payload(b"\x05\x01\x3fa")) == BAD_DATA
