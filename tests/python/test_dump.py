@@ -395,3 +395,21 @@ def test_sorted_sets_are_refused_clearly(raw):
     assert raw.call("EXISTS", "z") == 0
     # A malformed one is bad data like any other.
     assert raw.call("RESTORE", "z", "0", payload(b"\x05\x01\x3fa")) == BAD_DATA
+
+
+def test_command_info(raw):
+    dump, restore = raw.call("COMMAND", "INFO", "DUMP", "RESTORE")
+    assert dump[:6] == [b"dump", 2, ["readonly"], 1, 1, 1]
+    assert sorted(dump[6]) == ["@keyspace", "@read", "@slow"]
+    assert list(dump[7]) == [b"nondeterministic_output"]
+    assert restore[:6] == [b"restore", -4, ["write", "denyoom"], 1, 1, 1]
+    assert sorted(restore[6]) == ["@dangerous", "@keyspace", "@slow", "@write"]
+
+
+def test_resp3_null_and_ok_bytes(server):
+    with server.raw() as c:
+        c.call("HELLO", "3")
+        c.send_command("DUMP", "nope")
+        assert c.read_until_idle() == b"_\r\n"
+        c.send_command("RESTORE", "k", "0", GOLDEN["s_raw"][1])
+        assert c.read_until_idle() == b"+OK\r\n"
