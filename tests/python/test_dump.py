@@ -295,6 +295,12 @@ def test_old_encodings_load(r):
     r.restore("h13", 0, payload(b"\x0d" + rdb_string(ziplist([b"f", b"v", b"g", b"w"]))))
     assert r.hgetall("h13") in ({b"f": b"v", b"g": b"w"}, {"f": "v", "g": "w"})
     assert enc(r, "h13") == "listpack"
+    # A Redis 2.4 zipmap hash (zipmap.c's example, one free byte after "world").
+    zm = b"\x02\x03foo\x03\x00bar\x05hello\x05\x01worldX\xff"
+    r.restore("h9", 0, payload(b"\x09" + rdb_string(zm)))
+    assert r.hgetall("h9") in ({b"foo": b"bar", b"hello": b"world"},
+                               {"foo": "bar", "hello": "world"})
+    assert enc(r, "h9") == "listpack"
     # A plain quicklist node, then a packed one.
     lp = struct.pack("<IH", 10, 1) + b"\x81x\x02\xff"
     r.restore("plain", 0, payload(b"\x12\x02\x01" + rdb_string(b"big") + b"\x02" + rdb_string(lp)))
@@ -413,3 +419,14 @@ def test_resp3_null_and_ok_bytes(server):
         assert c.read_until_idle() == b"_\r\n"
         c.send_command("RESTORE", "k", "0", GOLDEN["s_raw"][1])
         assert c.read_until_idle() == b"+OK\r\n"
+
+
+def test_restore_wakes_a_blocked_pop(server, raw):
+    with server.raw() as waiter:
+        waiter.send_command("BLPOP", "l", "5")
+        time.sleep(0.1)
+        r = server.client()
+        r.rpush("src", "a", "b")
+        assert raw.call("RESTORE", "l", "0", r.dump("src")) == "OK"
+        assert waiter.read_reply() == [b"l", b"a"]
+        assert raw.call("LRANGE", "l", "0", "-1") == [b"b"]

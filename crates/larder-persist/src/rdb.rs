@@ -14,6 +14,7 @@ pub mod listpack;
 pub mod lzf;
 mod value;
 pub mod ziplist;
+pub mod zipmap;
 pub mod zset;
 
 #[cfg(test)]

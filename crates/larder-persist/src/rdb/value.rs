@@ -6,8 +6,8 @@
 //! ZSET_LISTPACK (17) or ZSET_2 (5) (see [`zset`]), following the value's current encoding.
 //! Sorted sets are read and validated but not built yet ([`Error::Unsupported`]).
 //!
-//! Read: all of those, plus what a 7.0 server still loads: LIST (1), LIST_ZIPLIST (10),
-//! LIST_QUICKLIST (14) of ziplists, HASH_ZIPLIST (13). The loaded value's encoding follows
+//! Read: all of those, plus what a 7.0 server still loads: LIST (1), HASH_ZIPMAP (9),
+//! LIST_ZIPLIST (10), LIST_QUICKLIST (14) of ziplists, HASH_ZIPLIST (13). The loaded value's encoding follows
 //! `limits` as Redis's `rdbLoadObject` decides it: a listpack hash converts only when it has
 //! too many fields, a hash read field by field also when a field or value is too long.
 
@@ -16,12 +16,13 @@ use larder_engine::set::Member;
 use larder_engine::{Hash, Limits, List, Object, Set};
 
 use super::length::{put_len, put_string, Reader};
-use super::{intset, listpack, ziplist, zset, Elem, Error, Value, ValueRef};
+use super::{intset, listpack, ziplist, zipmap, zset, Elem, Error, Value, ValueRef};
 
 pub const TYPE_STRING: u8 = 0;
 pub const TYPE_LIST: u8 = 1;
 pub const TYPE_SET: u8 = 2;
 pub const TYPE_HASH: u8 = 4;
+pub const TYPE_HASH_ZIPMAP: u8 = 9;
 pub const TYPE_LIST_ZIPLIST: u8 = 10;
 pub const TYPE_SET_INTSET: u8 = 11;
 pub const TYPE_HASH_ZIPLIST: u8 = 13;
@@ -225,6 +226,18 @@ pub fn read_value(r: &mut Reader<'_>, limits: &Limits) -> Result<Value, Error> {
                 set.insert_member(Member::Int(v), limits);
             }
             Object::Set(set)
+        }
+        TYPE_HASH_ZIPMAP => {
+            // Converted as Redis does: to a hash table when it has too many fields or a
+            // field or value is too long.
+            let blob = r.string()?;
+            let mut hash = Hash::new();
+            for (f, v) in zipmap::decode(&blob)? {
+                if !hash.insert(f, v, limits) {
+                    return Err(Error::BadData);
+                }
+            }
+            Object::Hash(hash)
         }
         TYPE_HASH_ZIPLIST | TYPE_HASH_LISTPACK => {
             let blob = r.string()?;
