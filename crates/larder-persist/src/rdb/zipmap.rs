@@ -9,10 +9,13 @@ use super::Error;
 const BIGLEN: u8 = 254;
 const END: u8 = 0xff;
 
+/// One field and its value, borrowed from the zipmap.
+pub type Pair<'a> = (&'a [u8], &'a [u8]);
+
 /// The (field, value) pairs of zipmap `zm`, validated as Redis's deep
 /// `zipmapValidateIntegrity` does: every length, field, value and free space within bounds,
 /// the terminator last, at least one pair, and the count when known.
-pub fn decode(zm: &[u8]) -> Result<Vec<(&[u8], &[u8])>, Error> {
+pub fn decode(zm: &[u8]) -> Result<Vec<Pair<'_>>, Error> {
     if zm.len() < 2 || zm[zm.len() - 1] != END {
         return Err(Error::BadData);
     }
