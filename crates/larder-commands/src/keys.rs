@@ -1,13 +1,14 @@
 //! Keyspace commands: DEL, EXISTS, RENAME, COPY, MOVE, KEYS, SELECT, SWAPDB, FLUSHALL and
 //! friends. Whole-database commands (KEYS, FLUSHALL, SELECT, SWAPDB...) live in `keys/db.rs`,
-//! the expiry commands in `keys/expire.rs`, SCAN in `keys/scan.rs` and OBJECT in
-//! `keys/object.rs`.
+//! the expiry commands in `keys/expire.rs`, SCAN in `keys/scan.rs`, OBJECT in
+//! `keys/object.rs` and DUMP and RESTORE in `keys/dump.rs`.
 //!
 //! Single-key commands lock the key's shard only. For RENAME, COPY, MOVE and multi-key DEL,
 //! EXISTS and TOUCH the executor locks every shard involved before the handler runs, so no
 //! client sees a key in both places or in neither, or some of a DEL's keys gone and others not.
 
 mod db;
+mod dump;
 mod expire;
 mod object;
 pub(crate) mod scan;
@@ -67,6 +68,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("pttl", 2, READONLY | FAST, KeySpec::ONE, Keyspace, "Get the time to live for a key in milliseconds", "2.6.0", expire::pttl),
     cmd("expiretime", 2, READONLY | FAST, KeySpec::ONE, Keyspace, "Get the expiration Unix timestamp for a key", "7.0.0", expire::expiretime),
     cmd("pexpiretime", 2, READONLY | FAST, KeySpec::ONE, Keyspace, "Get the expiration Unix timestamp for a key in milliseconds", "7.0.0", expire::pexpiretime),
+    cmd("dump", 2, READONLY, KeySpec::ONE, Keyspace, "Return a serialized version of the value stored at the specified key.", "2.6.0", dump::dump),
+    cmd("restore", -4, WRITE | DENYOOM, KeySpec::ONE, Keyspace, "Create a key using the provided serialized value, previously obtained using DUMP.", "2.6.0", dump::restore),
     cmd("persist", 2, WRITE | FAST, KeySpec::ONE, Keyspace, "Remove the expiration from a key", "2.2.0", expire::persist),
     CommandSpec {
         name: "object",

@@ -284,7 +284,9 @@ fn strtod(text: &[u8]) -> Option<f64> {
         return None;
     }
     let v: f64 = lower.parse().ok()?;
-    (!v.is_nan() && !(v.is_infinite() && !unsigned.starts_with("inf"))).then_some(v)
+    // An overflow ("1e400") is strtod's ERANGE: an error, unlike a written infinity.
+    let overflowed = v.is_infinite() && !unsigned.starts_with("inf");
+    (!v.is_nan() && !overflowed).then_some(v)
 }
 
 /// The value a BY or GET pattern names for `element` (Redis's `lookupKeyByPattern`): the

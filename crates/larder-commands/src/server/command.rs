@@ -199,6 +199,7 @@ const TIPS: &[(&str, &[&str])] = &[
     ("command|docs", &["nondeterministic_output_order"]),
     ("config|set", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
     ("time", &["nondeterministic_output"]),
+    ("dump", &["nondeterministic_output"]),
     ("slowlog|get", &["request_policy:all_nodes", "nondeterministic_output"]),
     ("slowlog|len", &["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"]),
     ("slowlog|reset", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
