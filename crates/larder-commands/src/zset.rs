@@ -1,20 +1,20 @@
-//! Sorted-set commands: ZADD ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZRANK ZREVRANK ZCOUNT
-//! ZLEXCOUNT ZPOPMIN ZPOPMAX ZMPOP ZRANDMEMBER ZSCAN here; the range commands in
-//! [`range`], the multi-key set operations in [`store`]. Redis 7.0 semantics.
+//! Sorted-set commands, with Redis 7.0 semantics: ZADD ZINCRBY ZREM ZCARD ZSCORE ZMSCORE
+//! ZRANK ZREVRANK ZCOUNT ZLEXCOUNT here; the range commands in [`range`], the pops in [`pop`],
+//! ZRANDMEMBER and ZSCAN in [`random`], the multi-key set operations in [`store`].
 //!
 //! A sorted set is an `Object::ZSet` holding a [`larder_engine::ZSet`], which implements the
 //! operations; these files parse arguments and shape replies. Redis never stores an empty
 //! sorted set: every command that can empty one deletes the key in the same critical section.
 
+mod pop;
+mod random;
 mod range;
 mod store;
 #[cfg(test)]
 mod tests;
 
-use std::cell::Cell;
-
 use larder_engine::feed::class;
-use larder_engine::zset::{AddFlags, Added, End, LexBound, LexRange, Order, ScoreRange};
+use larder_engine::zset::{AddFlags, Added, LexBound, LexRange, Order, ScoreRange};
 use larder_engine::{Object, Shard, SlotId, ZSet};
 use larder_resp::{Protocol, ReplyBuf};
 
@@ -87,11 +87,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("zremrangebyrank", 4, WRITE, ONE, "Remove all members in a sorted set within the given indexes", "2.0.0", range::zremrangebyrank),
     cmd("zremrangebyscore", 4, WRITE, ONE, "Remove all members in a sorted set within the given scores", "1.2.0", range::zremrangebyscore),
     cmd("zremrangebylex", 4, WRITE, ONE, "Remove all members in a sorted set between the given lexicographical range", "2.8.9", range::zremrangebylex),
-    cmd("zpopmin", -2, WRITE | FAST, ONE, "Remove and return members with the lowest scores in a sorted set", "5.0.0", zpopmin),
-    cmd("zpopmax", -2, WRITE | FAST, ONE, "Remove and return members with the highest scores in a sorted set", "5.0.0", zpopmax),
-    cmd("zmpop", -4, WRITE | MOVABLE_KEYS, NUMKEYS_1, "Remove and return members with scores in a sorted set", "7.0.0", zmpop),
-    cmd("zrandmember", -2, READONLY, ONE, "Get one or multiple random elements from a sorted set", "6.2.0", zrandmember),
-    cmd("zscan", -3, READONLY, ONE, "Incrementally iterate sorted sets elements and associated scores", "2.8.0", zscan),
+    cmd("zpopmin", -2, WRITE | FAST, ONE, "Remove and return members with the lowest scores in a sorted set", "5.0.0", pop::zpopmin),
+    cmd("zpopmax", -2, WRITE | FAST, ONE, "Remove and return members with the highest scores in a sorted set", "5.0.0", pop::zpopmax),
+    cmd("zmpop", -4, WRITE | MOVABLE_KEYS, NUMKEYS_1, "Remove and return members with scores in a sorted set", "7.0.0", pop::zmpop),
+    cmd("zrandmember", -2, READONLY, ONE, "Get one or multiple random elements from a sorted set", "6.2.0", random::zrandmember),
+    cmd("zscan", -3, READONLY, ONE, "Incrementally iterate sorted sets elements and associated scores", "2.8.0", random::zscan),
     cmd("zunion", -3, READONLY | MOVABLE_KEYS, NUMKEYS_1, "Add multiple sorted sets", "6.2.0", store::zunion),
     cmd("zinter", -3, READONLY | MOVABLE_KEYS, NUMKEYS_1, "Intersect multiple sorted sets", "6.2.0", store::zinter),
     cmd("zdiff", -3, READONLY | MOVABLE_KEYS, NUMKEYS_1, "Subtract multiple sorted sets", "6.2.0", store::zdiff),
@@ -161,32 +161,6 @@ fn remove_whole(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], slot: SlotId, event:
     shard.remove(slot);
     c.notify(class::ZSET, event, key);
     c.notify(class::GENERIC, "del", key);
-}
-
-/// Pop up to `count` members from `end` of the sorted set at `slot`, in the order they
-/// leave, raising the pop's event (and `del` when it empties the set).
-fn pop_from(
-    c: &Cmd<'_>,
-    shard: &mut Shard,
-    key: &[u8],
-    slot: SlotId,
-    count: usize,
-    end: End,
-) -> Result<Vec<(Box<[u8]>, f64)>> {
-    let z = zset_at(shard, slot)?;
-    if count >= z.len() {
-        let order = match end {
-            End::Min => Order::Ascending,
-            End::Max => Order::Descending,
-        };
-        let mut popped = Vec::with_capacity(z.len());
-        z.visit(0..z.len(), order, |m, s| popped.push((Box::from(m), s)));
-        remove_whole(c, shard, key, slot, pop_event(end));
-        return Ok(popped);
-    }
-    let popped = update(shard, slot, |z| z.pop(count, end))?;
-    settle(c, shard, key, slot, Some(pop_event(end)));
-    Ok(popped)
 }
 
 /// Store `z` under `key` as Redis's `setKey` does (any old value replaced, its deadline
@@ -700,289 +674,5 @@ fn zlexcount(c: &mut Cmd<'_>) -> Result<()> {
     };
     drop(shard);
     c.out.int(n as i64);
-    Ok(())
-}
-
-/// ZPOPMIN key [count]
-fn zpopmin(c: &mut Cmd<'_>) -> Result<()> {
-    pop_command(c, End::Min)
-}
-
-/// ZPOPMAX key [count]
-fn zpopmax(c: &mut Cmd<'_>) -> Result<()> {
-    pop_command(c, End::Max)
-}
-
-fn pop_command(c: &mut Cmd<'_>, end: End) -> Result<()> {
-    let key = c.args.key()?;
-    if c.args.remaining() > 1 {
-        return Err(Error::Static(error::SYNTAX));
-    }
-    let count = c.args.opt().map(positive_arg).transpose()?;
-    let nested = count.is_some() && c.out.proto == Protocol::Resp3;
-    let (mut shard, hash) = c.shard_of(key);
-    let Some(slot) = find_zset(c, &mut shard, key, hash)? else {
-        c.out.array(0);
-        return Ok(());
-    };
-    if count == Some(0) {
-        c.out.array(0);
-        return Ok(());
-    }
-    let popped = pop_from(c, &mut shard, key, slot, count.unwrap_or(1), end)?;
-    drop(shard);
-    // A flat array of member, score in RESP2 and without a count; pairs in RESP3 with one.
-    let out = &mut *c.out;
-    out.array(if nested {
-        popped.len()
-    } else {
-        popped.len() * 2
-    });
-    for (m, s) in &popped {
-        if nested {
-            out.array(2);
-        }
-        out.bulk(m);
-        out.score(*s);
-    }
-    Ok(())
-}
-
-/// The event a pop from `end` raises.
-fn pop_event(end: End) -> &'static str {
-    match end {
-        End::Max => "zpopmax",
-        End::Min => "zpopmin",
-    }
-}
-
-/// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
-fn zmpop(c: &mut Cmd<'_>) -> Result<()> {
-    let numkeys = at_least_one(c.args.next_arg()?, NUMKEYS_POSITIVE)?;
-    if c.args.remaining() <= numkeys {
-        return Err(Error::Static(error::SYNTAX));
-    }
-    let keys: Vec<&[u8]> = (0..numkeys)
-        .map(|_| c.args.next_arg())
-        .collect::<Result<_>>()?;
-    let end = if c.args.eat("MAX") {
-        End::Max
-    } else if c.args.eat("MIN") {
-        End::Min
-    } else {
-        return Err(Error::Static(error::SYNTAX));
-    };
-    let mut count = None;
-    while let Some(opt) = c.args.opt() {
-        if count.is_none() && opt.eq_ignore_ascii_case(b"COUNT") && c.args.remaining() > 0 {
-            count = Some(at_least_one(c.args.next_arg()?, COUNT_POSITIVE)?);
-        } else {
-            return Err(Error::Static(error::SYNTAX));
-        }
-    }
-    let count = count.unwrap_or(1);
-    for key in keys {
-        let (mut shard, hash) = c.shard_of(key);
-        let Some(slot) = find_zset(c, &mut shard, key, hash)? else {
-            continue;
-        };
-        let popped = pop_from(c, &mut shard, key, slot, count, end)?;
-        drop(shard);
-        let n = popped.len().to_string();
-        let name: &[u8] = match end {
-            End::Max => b"ZPOPMAX",
-            End::Min => b"ZPOPMIN",
-        };
-        c.propagate(&[name, key, n.as_bytes()]);
-        let out = &mut *c.out;
-        out.array(2);
-        out.bulk(key);
-        out.array(popped.len());
-        for (m, s) in &popped {
-            out.array(2);
-            out.bulk(m);
-            out.score(*s);
-        }
-        return Ok(());
-    }
-    c.out.null_array();
-    Ok(())
-}
-
-thread_local! {
-    static RANDOM_STATE: Cell<u64> = const { Cell::new(0) };
-}
-
-/// A pseudo-random number (per-thread xorshift, seeded from the clock).
-fn next_random() -> u64 {
-    RANDOM_STATE.with(|s| {
-        let mut x = s.get();
-        if x == 0 {
-            x = larder_engine::now_us() | 1;
-        }
-        x = crate::state::xorshift(x);
-        s.set(x);
-        x
-    })
-}
-
-/// ZRANDMEMBER key [count [WITHSCORES]]
-fn zrandmember(c: &mut Cmd<'_>) -> Result<()> {
-    let key = c.args.key()?;
-    let Some(raw) = c.args.opt() else {
-        let (mut shard, hash) = c.shard_of(key);
-        match read_zset(c, &mut shard, key, hash)? {
-            Some(slot) => {
-                let z = zset_at(&shard, slot)?;
-                let rank = (next_random() % z.len() as u64) as usize;
-                match z.get(rank) {
-                    Some((m, _)) => c.out.bulk(m),
-                    None => c.out.null(),
-                }
-            }
-            None => c.out.null(),
-        }
-        return Ok(());
-    };
-    let l = parse_i64(raw).ok_or(Error::Static(error::NOT_INTEGER))?;
-    if l == i64::MIN {
-        return Err(Error::Static(COUNT_RANGE));
-    }
-    let withscores = match c.args.remaining() {
-        0 => false,
-        1 if c.args.eat("WITHSCORES") => true,
-        _ => return Err(Error::Static(error::SYNTAX)),
-    };
-    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
-        return Err(Error::Static(OUT_OF_RANGE));
-    }
-    let (mut shard, hash) = c.shard_of(key);
-    let Some(slot) = read_zset(c, &mut shard, key, hash)? else {
-        c.out.array(0);
-        return Ok(());
-    };
-    let z = zset_at(&shard, slot)?;
-    let count = l.unsigned_abs() as usize;
-    if count == 0 {
-        c.out.array(0);
-        return Ok(());
-    }
-    let len = z.len();
-    if l < 0 {
-        // Repeats allowed: `count` independent picks, written as they are drawn.
-        let out = &mut *c.out;
-        let flat = withscores && out.proto == Protocol::Resp2;
-        out.array(if flat { count * 2 } else { count });
-        for _ in 0..count {
-            let rank = (next_random() % len as u64) as usize;
-            let (m, s) = z.get(rank).unwrap_or_default();
-            reply_member(out, m, s, withscores);
-        }
-        return Ok(());
-    }
-    let mut picked: Vec<(&[u8], f64)> = Vec::new();
-    if count >= len {
-        z.visit(0..len, Order::Ascending, |m, s| picked.push((m, s)));
-    } else if count * 3 > len {
-        // Most of the set: a partial Fisher-Yates shuffle over rank indexes.
-        let mut ranks: Vec<usize> = (0..len).collect();
-        for i in 0..count {
-            let j = i + (next_random() % (len - i) as u64) as usize;
-            ranks.swap(i, j);
-        }
-        for &r in &ranks[..count] {
-            if let Some(p) = z.get(r) {
-                picked.push(p);
-            }
-        }
-    } else {
-        // A small part of a large set: random ranks until `count` distinct ones.
-        let mut seen = std::collections::HashSet::with_capacity(count);
-        while seen.len() < count {
-            let r = (next_random() % len as u64) as usize;
-            if seen.insert(r) {
-                if let Some(p) = z.get(r) {
-                    picked.push(p);
-                }
-            }
-        }
-    }
-    reply_members(c.out, &picked, withscores);
-    Ok(())
-}
-
-/// Parse a cursor like Redis's `parseScanCursorOrReply` (C's `strtoul`: optional sign, digits,
-/// nothing after them; an empty text is 0).
-fn parse_cursor(raw: &[u8]) -> Option<u64> {
-    let text = raw.split(|&b| b == 0).next().unwrap_or_default();
-    let Some((&first, _)) = text.split_first() else {
-        return Some(0);
-    };
-    if is_c_space(first) {
-        return None;
-    }
-    let (negative, digits) = match first {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if digits.is_empty() {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if negative { v.wrapping_neg() } else { v })
-}
-
-/// ZSCAN key cursor [MATCH pattern] [COUNT count]
-fn zscan(c: &mut Cmd<'_>) -> Result<()> {
-    let key = c.args.key()?;
-    let cursor = parse_cursor(c.args.next_arg()?).ok_or(Error::Static(INVALID_CURSOR))?;
-    let mut count = 10usize;
-    let mut pattern = None;
-    while let Some(opt) = c.args.opt() {
-        if c.args.remaining() == 0 {
-            return Err(Error::Static(error::SYNTAX));
-        }
-        if opt.eq_ignore_ascii_case(b"count") {
-            let n = parse_i64(c.args.next_arg()?).ok_or(Error::Static(error::NOT_INTEGER))?;
-            if n < 1 {
-                return Err(Error::Static(error::SYNTAX));
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if opt.eq_ignore_ascii_case(b"match") {
-            let p = c.args.next_arg()?;
-            pattern = (p != b"*").then_some(p);
-        } else {
-            return Err(Error::Static(error::SYNTAX));
-        }
-    }
-    let (mut shard, hash) = c.shard_of(key);
-    let Some(slot) = read_zset(c, &mut shard, key, hash)? else {
-        c.out.array(2);
-        c.out.bulk(b"0");
-        c.out.array(0);
-        return Ok(());
-    };
-    let z = zset_at(&shard, slot)?;
-    let mut found: Vec<(&[u8], f64)> = Vec::new();
-    let next = z.scan(cursor, count, |m, s| {
-        if pattern.is_none_or(|p| larder_engine::glob::matches(p, m, false)) {
-            found.push((m, s));
-        }
-    });
-    let out = &mut *c.out;
-    out.array(2);
-    out.bulk(next.to_string().as_bytes());
-    out.array(found.len() * 2);
-    for (m, s) in found {
-        out.bulk(m);
-        out.score_bulk(s);
-    }
     Ok(())
 }
