@@ -436,9 +436,15 @@ impl Consumer for Values {
             let Some(value) = &c.value else {
                 continue;
             };
-            // A list is never seen empty: the write that empties one is followed by its
-            // deletion, which carries the same (empty) value; send only the `del`.
-            if c.kind == ChangeKind::Written && matches!(value, Value::List(l) if l.is_empty()) {
+            // A collection is never seen empty: the write that empties one is followed by
+            // its deletion in the same group; send only the `del`.
+            let empty = match value {
+                Value::String(_) => false,
+                Value::List(v) | Value::Set(v) => v.is_empty(),
+                Value::Hash(v) => v.is_empty(),
+                Value::ZSet(v) => v.is_empty(),
+            };
+            if c.kind == ChangeKind::Written && empty {
                 continue;
             }
             let (ty, body) = encode_value(value);
