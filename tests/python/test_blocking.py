@@ -412,3 +412,53 @@ def test_blmpop_woken_on_any_key(server):
     wait_blocked(server, 1)
     server.client().rpush("k2", "a", "b")
     assert w.get() == [b"k2", [b"b", b"a"]]
+
+
+def test_bzpopmin_bzpopmax_serve_at_once(r):
+    r.zadd("z", {"a": 1, "b": 2, "c": 3})
+    assert list(r.bzpopmin(["none", "z"], timeout=0)) == [b"z", b"a", 1.0]
+    assert list(r.bzpopmax(["z"], timeout=0)) == [b"z", b"c", 3.0]
+    assert r.execute_command("BZPOPMIN", "none", "0.01") is None
+
+
+def test_bzpop_reply_bytes(rawp, protocol):
+    rawp.call("ZADD", "z", "1.5", "m")
+    rawp.send_command("BZPOPMIN", "z", "0")
+    if protocol == 2:
+        want = b"*3\r\n$1\r\nz\r\n$1\r\nm\r\n$3\r\n1.5\r\n"
+    else:
+        want = b"*3\r\n$1\r\nz\r\n$1\r\nm\r\n,1.5\r\n"
+    assert rawp.recv_exact(len(want)) == want
+
+
+def test_bzpop_woken_and_wrongtype(server, raw):
+    raw.call("SET", "s", "v")
+    assert raw.call("BZPOPMAX", "s", "0") == WRONGTYPE
+    w = Call(server.client(), "BZPOPMAX", "z1", "z2", "0")
+    wait_blocked(server, 1)
+    server.client().zadd("z2", {"x": 5, "y": 7})
+    assert list(w.get()) == [b"z2", b"y", 7.0]
+
+
+def scored(reply):
+    """A [key, [[member, score], ...]] reply with its scores as floats (RESP2 bulk strings)."""
+    key, pairs = reply
+    return [key, [[m, float(s)] for m, s in pairs]]
+
+
+def test_bzmpop(server, r):
+    r.zadd("z", {"a": 1, "b": 2, "c": 3})
+    assert scored(r.execute_command("BZMPOP", "0", "2", "none", "z", "MAX", "COUNT", "2")) == \
+        [b"z", [[b"c", 3.0], [b"b", 2.0]]]
+    assert r.execute_command("BZMPOP", "0.01", "1", "none", "MIN") is None
+    w = Call(server.client(), "BZMPOP", "0", "1", "q", "MIN")
+    wait_blocked(server, 1)
+    server.client().zadd("q", {"only": 4})
+    assert scored(w.get()) == [b"q", [[b"only", 4.0]]]
+
+
+def test_bzmpop_errors(raw):
+    assert raw.call("BZMPOP", "0", "0", "z", "MIN") == \
+        Err("ERR numkeys should be greater than 0")
+    assert raw.call("BZMPOP", "0", "1", "z", "UP") == Err("ERR syntax error")
+    assert raw.call("BZMPOP", "-1", "1", "z", "MIN") == Err("ERR timeout is negative")

@@ -7,6 +7,7 @@
 //! sorted set: every command that can empty one deletes the key in the same critical section.
 
 mod pop;
+pub(crate) use pop::{mpop_args, pop_first, pop_one};
 mod random;
 mod range;
 mod store;

@@ -1,9 +1,11 @@
-//! The blocking commands' table and handlers: BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP. Each
+//! The blocking commands' table and handlers: BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP BZPOPMIN
+//! BZPOPMAX BZMPOP. Each
 //! tries to serve from the first of its keys that can, as its non-blocking form would (the
 //! list family's cores), and otherwise waits ([`super::wait`]).
 
 use larder_engine::feed::class;
 use larder_engine::list::End as ListEnd;
+use larder_engine::zset::End as ZEnd;
 use larder_engine::{Object, Shard, SlotId};
 
 use crate::error::{self, Error, Result};
@@ -32,6 +34,12 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Pop an element from a list, push it to another list and return it; or block until one is available", "6.2.0", blmove),
     CommandSpec::new("blmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, KeySpec::NONE.with_scope(Scope::NumKeys { at: 2 }), Group::List,
         "Pop elements from a list, or block until one is available", "7.0.0", blmpop),
+    CommandSpec::new("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, KEYS_BEFORE_TIMEOUT, Group::SortedSet,
+        "Remove and return the member with the lowest score from one or more sorted sets, or block until one is available", "5.0.0", bzpopmin),
+    CommandSpec::new("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, KEYS_BEFORE_TIMEOUT, Group::SortedSet,
+        "Remove and return the member with the highest score from one or more sorted sets, or block until one is available", "5.0.0", bzpopmax),
+    CommandSpec::new("bzmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, KeySpec::NONE.with_scope(Scope::NumKeys { at: 2 }), Group::SortedSet,
+        "Remove and return members with scores in a sorted set or block until one is available", "7.0.0", bzmpop),
 ];
 
 /// Which end of a list a pop takes from.
@@ -107,13 +115,22 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
 /// Whether `key` holds a value of another type than a list while this run is a blocked
 /// client's retry: then the key is passed over, as Redis 7.0 keeps such a client waiting.
 fn passed_over(c: &Cmd<'_>, key: &[u8]) -> bool {
+    passed_over_as(c, key, |o| matches!(o, Object::List(_)))
+}
+
+/// [`passed_over`] for a command that pops from values `wanted` accepts.
+fn passed_over_as(c: &Cmd<'_>, key: &[u8], wanted: impl Fn(&Object) -> bool) -> bool {
     if !super::retrying(c) {
         return false;
     }
     let (mut shard, hash) = c.shard_of(key);
     shard
         .find(key, hash, c.now_ms)
-        .is_some_and(|slot| !matches!(shard.entry(slot).object(), Some(Object::List(_))))
+        .is_some_and(|slot| !shard.entry(slot).object().is_some_and(&wanted))
+}
+
+fn is_zset(o: &Object) -> bool {
+    matches!(o, Object::ZSet(_))
 }
 
 /// BRPOPLPUSH source destination timeout
@@ -172,4 +189,43 @@ fn blmpop(c: &mut Cmd<'_>) -> Result<()> {
         return Ok(());
     }
     super::wait(c, keys, deadline)
+}
+
+/// BZPOPMIN key [key ...] timeout
+fn bzpopmin(c: &mut Cmd<'_>) -> Result<()> {
+    bzpop(c, ZEnd::Min)
+}
+
+/// BZPOPMAX key [key ...] timeout
+fn bzpopmax(c: &mut Cmd<'_>) -> Result<()> {
+    bzpop(c, ZEnd::Max)
+}
+
+fn bzpop(c: &mut Cmd<'_>, end: ZEnd) -> Result<()> {
+    let argv = c.args.rest();
+    let (keys, timeout) = argv.split_at(argv.len() - 1);
+    let deadline = super::deadline_ms(timeout[0], c.now_ms)?;
+    for &key in keys {
+        if !passed_over_as(c, key, is_zset) && crate::zset::pop_one(c, key, end)? {
+            super::done(c);
+            return Ok(());
+        }
+    }
+    super::wait(c, keys, deadline)
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
+fn bzmpop(c: &mut Cmd<'_>) -> Result<()> {
+    let deadline = super::deadline_ms(c.args.next_arg()?, c.now_ms)?;
+    let (keys, end, count) = crate::zset::mpop_args(&mut c.args)?;
+    let ready: Vec<&[u8]> = keys
+        .iter()
+        .copied()
+        .filter(|k| !passed_over_as(c, k, is_zset))
+        .collect();
+    if crate::zset::pop_first(c, &ready, end, count)? {
+        super::done(c);
+        return Ok(());
+    }
+    super::wait(c, &keys, deadline)
 }

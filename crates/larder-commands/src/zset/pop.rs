@@ -8,6 +8,7 @@ use super::{
     at_least_one, find_zset, positive_arg, remove_whole, settle, update, zset_at, COUNT_POSITIVE,
     NUMKEYS_POSITIVE,
 };
+use crate::args::Args;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 
@@ -92,30 +93,48 @@ fn pop_event(end: End) -> &'static str {
 
 /// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 pub(super) fn zmpop(c: &mut Cmd<'_>) -> Result<()> {
-    let numkeys = at_least_one(c.args.next_arg()?, NUMKEYS_POSITIVE)?;
-    if c.args.remaining() <= numkeys {
+    let (keys, end, count) = mpop_args(&mut c.args)?;
+    if !pop_first(c, &keys, end, count)? {
+        c.out.null_array();
+    }
+    Ok(())
+}
+
+/// ZMPOP's arguments from `numkeys` on (BZMPOP's after its timeout): the keys, the end and
+/// the count (1 without `COUNT`), with Redis's errors.
+pub(crate) fn mpop_args<'a>(args: &mut Args<'a>) -> Result<(Vec<&'a [u8]>, End, usize)> {
+    let numkeys = at_least_one(args.next_arg()?, NUMKEYS_POSITIVE)?;
+    if args.remaining() <= numkeys {
         return Err(Error::Static(error::SYNTAX));
     }
     let keys: Vec<&[u8]> = (0..numkeys)
-        .map(|_| c.args.next_arg())
+        .map(|_| args.next_arg())
         .collect::<Result<_>>()?;
-    let end = if c.args.eat("MAX") {
+    let end = if args.eat("MAX") {
         End::Max
-    } else if c.args.eat("MIN") {
+    } else if args.eat("MIN") {
         End::Min
     } else {
         return Err(Error::Static(error::SYNTAX));
     };
     let mut count = None;
-    while let Some(opt) = c.args.opt() {
-        if count.is_none() && opt.eq_ignore_ascii_case(b"COUNT") && c.args.remaining() > 0 {
-            count = Some(at_least_one(c.args.next_arg()?, COUNT_POSITIVE)?);
+    while let Some(opt) = args.opt() {
+        if count.is_none() && opt.eq_ignore_ascii_case(b"COUNT") && args.remaining() > 0 {
+            count = Some(at_least_one(args.next_arg()?, COUNT_POSITIVE)?);
         } else {
             return Err(Error::Static(error::SYNTAX));
         }
     }
-    let count = count.unwrap_or(1);
-    for key in keys {
+    Ok((keys, end, count.unwrap_or(1)))
+}
+
+/// The core of ZMPOP (and BZMPOP): pop up to `count` members from `end` of the first of
+/// `keys` that exists and reply `[key, [[member, score], ...]]`. Every key must be in the
+/// command's lock plan. `Ok(false)`, having written nothing, when no key exists (ZMPOP
+/// replies a null array; BZMPOP waits). WRONGTYPE when a key met first is no sorted set.
+/// Records ZPOPMIN/ZPOPMAX with the count for replay, as Redis 7.0 does.
+pub(crate) fn pop_first(c: &mut Cmd<'_>, keys: &[&[u8]], end: End, count: usize) -> Result<bool> {
+    for &key in keys {
         let (mut shard, hash) = c.shard_of(key);
         let Some(slot) = find_zset(c, &mut shard, key, hash)? else {
             continue;
@@ -137,8 +156,32 @@ pub(super) fn zmpop(c: &mut Cmd<'_>) -> Result<()> {
             out.bulk(m);
             out.score(*s);
         }
-        return Ok(());
+        return Ok(true);
     }
-    c.out.null_array();
-    Ok(())
+    Ok(false)
+}
+
+/// The core of BZPOPMIN and BZPOPMAX: pop one member from `end` of the sorted set `key` if
+/// it exists, replying `[key, member, score]`, and record ZPOPMIN/ZPOPMAX for replay.
+/// `Ok(false)`, having written nothing, when it does not exist; WRONGTYPE for another type.
+pub(crate) fn pop_one(c: &mut Cmd<'_>, key: &[u8], end: End) -> Result<bool> {
+    let (mut shard, hash) = c.shard_of(key);
+    let Some(slot) = find_zset(c, &mut shard, key, hash)? else {
+        return Ok(false);
+    };
+    let popped = pop_from(c, &mut shard, key, slot, 1, end)?;
+    drop(shard);
+    let Some((member, score)) = popped.into_iter().next() else {
+        return Ok(false);
+    };
+    let name: &[u8] = match end {
+        End::Max => b"ZPOPMAX",
+        End::Min => b"ZPOPMIN",
+    };
+    c.propagate(&[name, key]);
+    c.out.array(3);
+    c.out.bulk(key);
+    c.out.bulk(&member);
+    c.out.score(score);
+    Ok(true)
 }
