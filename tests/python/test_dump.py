@@ -391,16 +391,30 @@ def test_inside_multi(r):
     assert r.get("src") in (b"v", "v")
 
 
-@pytest.mark.larder_only
-def test_sorted_sets_are_refused_clearly(raw):
-    # The engine's sorted set cannot be built from a payload yet: the payload is validated,
-    # then refused with its own error (Redis restores it).
-    for key in ["z_small", "z_big"]:
-        assert raw.call("RESTORE", "z", "0", GOLDEN[key][1]) == Err(
-            "ERR Bad data format: sorted sets are not supported yet")
-    assert raw.call("EXISTS", "z") == 0
+def test_sorted_sets_from_redis(raw, r):
+    # Redis 7.0.15's payloads of `ZADD z_small 1 a 2.5 b -3 c` (listpack) and of
+    # `ZADD z_big 1 a 2.5 b` under zset-max-listpack-entries 1 (skiplist).
+    assert raw.call("RESTORE", "zs", "0", GOLDEN["z_small"][1]) == "OK"
+    def pairs(key):
+        return [tuple(p) for p in r.zrange(key, 0, -1, withscores=True)]
+    assert pairs("zs") == [(b"c", -3.0), (b"a", 1.0), (b"b", 2.5)]
+    assert r.object("encoding", "zs") in (b"listpack", "listpack")
+    assert raw.call("RESTORE", "zb", "0", GOLDEN["z_big"][1]) == "OK"
+    assert pairs("zb") == [(b"a", 1.0), (b"b", 2.5)]
+    # Loaded under the default limits, two members are compact again (Redis converts too).
+    assert r.object("encoding", "zb") in (b"listpack", "listpack")
     # A malformed one is bad data like any other.
     assert raw.call("RESTORE", "z", "0", payload(b"\x05\x01\x3fa")) == BAD_DATA
+
+
+@pytest.mark.parametrize("size", [3, 300])
+def test_sorted_set_round_trip(r, size):
+    members = {f"m{i}": i * 1.5 - 7 for i in range(size)}
+    r.zadd("z", members)
+    blob = r.dump("z")
+    r.restore("copy", 0, blob)
+    assert r.zrange("copy", 0, -1, withscores=True) == r.zrange("z", 0, -1, withscores=True)
+    assert r.object("encoding", "copy") == r.object("encoding", "z")
 
 
 def test_command_info(raw):

@@ -37,9 +37,6 @@ pub enum Error {
     VersionOrChecksum,
     /// The bytes are not a well-formed value of a type larder holds.
     BadData,
-    /// A well-formed value of a type larder cannot hold yet (a sorted set, until the engine's
-    /// sorted set can be built from its members).
-    Unsupported,
 }
 
 impl std::fmt::Display for Error {
@@ -47,7 +44,6 @@ impl std::fmt::Display for Error {
         f.write_str(match self {
             Error::VersionOrChecksum => "DUMP payload version or checksum are wrong",
             Error::BadData => "Bad data format",
-            Error::Unsupported => "Bad data format: sorted sets are not supported yet",
         })
     }
 }

@@ -17,8 +17,6 @@ const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
 const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
 const BAD_VERSION_OR_CHECKSUM: &str = "ERR DUMP payload version or checksum are wrong";
 const BAD_DATA: &str = "ERR Bad data format";
-/// A well-formed sorted set, which larder cannot hold yet.
-const ZSET_UNSUPPORTED: &str = "ERR Bad data format: sorted sets are not supported yet";
 
 /// DUMP key: the payload, or null for a missing key. A read: it counts as a hit or a miss
 /// and as an access.
@@ -114,7 +112,6 @@ pub(super) fn restore(c: &mut Cmd<'_>) -> Result<()> {
     let value = decoded.map_err(|e| {
         Error::Static(match e {
             rdb::Error::VersionOrChecksum => BAD_VERSION_OR_CHECKSUM,
-            rdb::Error::Unsupported => ZSET_UNSUPPORTED,
             _ => BAD_DATA,
         })
     })?;

@@ -392,13 +392,40 @@ fn older_encodings_load() {
     }
 }
 
-/// Sorted-set payloads are read and validated in full, then refused until the engine's
-/// sorted set can be built from its members: a malformed one is still bad data.
+/// Redis's sorted-set payloads load with their members, scores and encoding, and a small
+/// one dumps back to Redis's bytes; a malformed one is bad data.
 #[test]
-fn sorted_sets_are_validated_then_refused() {
+fn sorted_sets_restore_and_dump() {
     let d = Limits::default();
-    assert_eq!(restore(&golden("z_small"), &d), Err(Error::Unsupported));
-    assert_eq!(restore(&golden("z_big"), &d), Err(Error::Unsupported));
+    let small = restore(&golden("z_small"), &d).expect("Redis's payload loads");
+    let Value::Object(Object::ZSet(z)) = &small else {
+        panic!("not a sorted set: {small:?}");
+    };
+    assert_eq!(z.encoding(), "listpack");
+    let members: Vec<(&[u8], f64)> = z.scored().collect();
+    assert_eq!(members, [(&b"c"[..], -3.0), (b"a", 1.0), (b"b", 2.5)]);
+    assert_eq!(
+        dump(ValueRef::Object(&Object::ZSet(z.clone())), &d),
+        Ok(golden("z_small"))
+    );
+    let big = restore(&golden("z_big"), &d).expect("Redis's payload loads");
+    let Value::Object(Object::ZSet(z)) = &big else {
+        panic!("not a sorted set: {big:?}");
+    };
+    // Two members fit the default limits: loaded compact, as Redis converts on load.
+    assert_eq!(z.encoding(), "listpack");
+    assert_eq!(
+        z.scored().collect::<Vec<_>>(),
+        [(&b"a"[..], 1.0), (b"b", 2.5)]
+    );
+    let one = Limits {
+        zset_max_listpack_entries: 1,
+        ..Limits::default()
+    };
+    let Ok(Value::Object(Object::ZSet(z))) = restore(&golden("z_big"), &one) else {
+        panic!("Redis's payload loads");
+    };
+    assert_eq!(z.encoding(), "skiplist");
     let bad = with_footer(vec![5, 2, 1, b'a', 0, 0, 0, 0, 0, 0, 0xf8, 0x7f]);
     assert_eq!(restore(&bad, &d), Err(Error::BadData));
 }

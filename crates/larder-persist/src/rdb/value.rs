@@ -4,7 +4,6 @@
 //! cut where Redis's quicklist would cut a list built by appending, and plain nodes for
 //! elements of 1 GiB or more; HASH_LISTPACK (16) or HASH (4); SET_INTSET (11) or SET (2);
 //! ZSET_LISTPACK (17) or ZSET_2 (5) (see [`zset`]), following the value's current encoding.
-//! Sorted sets are read and validated but not built yet ([`Error::Unsupported`]).
 //!
 //! Read: all of those, plus what a 7.0 server still loads: LIST (1), HASH_ZIPMAP (9),
 //! LIST_ZIPLIST (10), LIST_QUICKLIST (14) of ziplists, HASH_ZIPLIST (13). The loaded value's encoding follows
@@ -252,15 +251,17 @@ pub fn read_value(r: &mut Reader<'_>, limits: &Limits) -> Result<Value, Error> {
         | zset::TYPE_ZSET_2
         | zset::TYPE_ZSET_ZIPLIST
         | zset::TYPE_ZSET_LISTPACK => {
-            // Read and validated in full, so a malformed one is still bad data; the engine's
-            // sorted set cannot be built from members yet.
-            zset::read(
+            let loaded = zset::read(
                 r,
                 kind,
                 limits.zset_max_listpack_entries,
                 limits.zset_max_listpack_value,
             )?;
-            return Err(Error::Unsupported);
+            // The encoding follows the limits in force, as Redis converts on load.
+            Object::ZSet(larder_engine::ZSet::from_pairs(
+                loaded.members.iter().map(|(m, s)| (&m[..], *s)),
+                limits,
+            ))
         }
         _ => return Err(Error::BadData),
     };
