@@ -571,3 +571,31 @@ def test_in_transaction(raw):
     raw.call("GEOSEARCHSTORE", "e", "d", "FROMLONLAT", "15", "37", "BYRADIUS", "100", "km")
     raw.call("GEODIST", "e", "Catania", "Catania")
     assert raw.call("EXEC") == [2, 1, b"0.0000"]
+
+
+def test_count_orders_ties_like_redis(raw):
+    """COUNT below the number found sorts partially (Redis's pqsort): equal distances come
+    out in its order; all found are sorted stably."""
+    args = []
+    for i in range(60):
+        args += ["%d.0" % (i % 3), "%d.0" % (i % 2), "m%d" % i]
+    assert raw.call("GEOADD", "t", *args) == 60
+
+    def search(*opts):
+        got = raw.call("GEOSEARCH", "t", "FROMLONLAT", "0.5", "0.5", "BYRADIUS", "500", "km",
+                       *opts)
+        return " ".join(m.decode() for m in got)
+    assert search("COUNT", "7", "ASC") == "m15 m27 m3 m33 m39 m45 m51"
+    assert search("COUNT", "7", "DESC") == "m14 m56 m50 m44 m38 m32 m26"
+    assert search("COUNT", "3", "DESC") == "m14 m56 m50"
+    assert search("COUNT", "45") == (
+        "m15 m27 m3 m33 m39 m45 m51 m57 m9 m21 m1 m7 m55 m49 m43 m37 m31 m25 m19 m13 m0 m12 "
+        "m18 m24 m30 m36 m42 m48 m54 m6 m10 m52 m46 m40 m4 m34 m28 m22 m16 m58 m59 m11 m17 "
+        "m23 m29")
+    assert search("COUNT", "59", "DESC") == (
+        "m14 m56 m50 m44 m38 m32 m26 m20 m2 m8 m11 m59 m53 m5 m47 m41 m35 m29 m23 m17 m58 "
+        "m16 m22 m28 m34 m4 m40 m46 m52 m10 m48 m12 m18 m24 m30 m36 m42 m0 m54 m6 m7 m49 "
+        "m43 m37 m31 m25 m19 m13 m1 m55 m15 m9 m57 m51 m45 m39 m33 m3 m27")
+    full = search("ASC").split()
+    assert full[:7] == sorted(full[:7], key=lambda m: full.index(m))
+    assert search("COUNT", "60", "ASC").split() == full

@@ -592,6 +592,131 @@ fn points_in_cell<'a>(
     });
 }
 
+/// Redis's `pqsort` (Bentley & McIlroy's quicksort that only recurses into partitions
+/// overlapping `lo..=hi`): what GEOSEARCH COUNT uses when it returns fewer points than it
+/// found, so that points at equal distances come out in Redis's order. `cmp` is the
+/// comparator; the elements at `lo..=hi` end up sorted.
+pub fn partial_sort<T>(v: &mut [T], lo: usize, hi: usize, cmp: &impl Fn(&T, &T) -> i32) {
+    pqsort_range(v, 0, v.len(), lo, hi, cmp);
+}
+
+fn med3<T>(v: &[T], a: usize, b: usize, c: usize, cmp: &impl Fn(&T, &T) -> i32) -> usize {
+    if cmp(&v[a], &v[b]) < 0 {
+        if cmp(&v[b], &v[c]) < 0 {
+            b
+        } else if cmp(&v[a], &v[c]) < 0 {
+            c
+        } else {
+            a
+        }
+    } else if cmp(&v[b], &v[c]) > 0 {
+        b
+    } else if cmp(&v[a], &v[c]) < 0 {
+        a
+    } else {
+        c
+    }
+}
+
+/// `vecswap`: swap the `n` elements at `a` with the `n` at `b`, pairwise in order.
+fn vecswap<T>(v: &mut [T], a: usize, b: usize, n: usize) {
+    for i in 0..n {
+        v.swap(a + i, b + i);
+    }
+}
+
+/// `_pqsort` over `v[a..a + n]`, indices instead of pointers.
+fn pqsort_range<T>(
+    v: &mut [T],
+    mut a: usize,
+    mut n: usize,
+    lo: usize,
+    hi: usize,
+    cmp: &impl Fn(&T, &T) -> i32,
+) {
+    // Whether the partition `start..start + len` overlaps the wanted range.
+    let wanted = |start: usize, len: usize| {
+        !((lo < start && hi < start) || (lo >= start + len && hi >= start + len))
+    };
+    loop {
+        if n < 7 {
+            for pm in a + 1..a + n {
+                let mut pl = pm;
+                while pl > a && cmp(&v[pl - 1], &v[pl]) > 0 {
+                    v.swap(pl, pl - 1);
+                    pl -= 1;
+                }
+            }
+            return;
+        }
+        let mut pm = a + n / 2;
+        if n > 7 {
+            let mut pl = a;
+            let mut pn = a + n - 1;
+            if n > 40 {
+                let d = n / 8;
+                pl = med3(v, pl, pl + d, pl + 2 * d, cmp);
+                pm = med3(v, pm - d, pm, pm + d, cmp);
+                pn = med3(v, pn - 2 * d, pn - d, pn, cmp);
+            }
+            pm = med3(v, pl, pm, pn, cmp);
+        }
+        v.swap(a, pm);
+        let (mut pa, mut pb) = (a + 1, a + 1);
+        // `pc` and `pd` may step to just before `a + 1`: kept one higher to stay unsigned.
+        let (mut pc1, mut pd1) = (a + n, a + n);
+        loop {
+            while pb < pc1 {
+                let r = cmp(&v[pb], &v[a]);
+                if r > 0 {
+                    break;
+                }
+                if r == 0 {
+                    v.swap(pa, pb);
+                    pa += 1;
+                }
+                pb += 1;
+            }
+            while pb < pc1 {
+                let r = cmp(&v[pc1 - 1], &v[a]);
+                if r < 0 {
+                    break;
+                }
+                if r == 0 {
+                    v.swap(pc1 - 1, pd1 - 1);
+                    pd1 -= 1;
+                }
+                pc1 -= 1;
+            }
+            if pb >= pc1 {
+                break;
+            }
+            v.swap(pb, pc1 - 1);
+            pb += 1;
+            pc1 -= 1;
+        }
+        let pn = a + n;
+        let r = (pa - a).min(pb - pa);
+        vecswap(v, a, pb - r, r);
+        // pd - pc, and pn - pd - 1, in element counts.
+        let r = (pd1 - pc1).min(pn - pd1);
+        vecswap(v, pb, pn - r, r);
+        let left = pb - pa;
+        if left > 1 && wanted(a, left) {
+            pqsort_range(v, a, left, lo, hi, cmp);
+        }
+        let right = pd1 - pc1;
+        if right > 1 {
+            a = pn - right;
+            n = right;
+            if wanted(a, n) {
+                continue;
+            }
+        }
+        return;
+    }
+}
+
 /// A distance as Redis replies it: `fixedpoint_d2string(d, 4)`, i.e. `llrint(d * 10000)`
 /// written with four decimals.
 pub fn format_distance(d: f64) -> String {

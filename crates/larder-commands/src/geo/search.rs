@@ -302,11 +302,25 @@ fn finish(c: &mut Cmd<'_>, found: Option<Vec<Found>>, req: &Request<'_>, kind: K
     } else {
         req.sort
     };
-    // Redis's qsort (glibc's, a stable merge sort) orders equal distances as found.
-    match sort {
-        Sort::None => {}
-        Sort::Asc => found.sort_by(|a, b| a.dist.total_cmp(&b.dist)),
-        Sort::Desc => found.sort_by(|a, b| b.dist.total_cmp(&a.dist)),
+    // All of them sorted: Redis's qsort (glibc's stable merge sort) keeps equal distances
+    // in the order found. Fewer: Redis's partial quicksort, whose order of equal distances
+    // is its own.
+    if sort != Sort::None {
+        let sign = if sort == Sort::Asc { 1 } else { -1 };
+        let cmp = |a: &Found, b: &Found| {
+            sign * if a.dist > b.dist {
+                1
+            } else if a.dist == b.dist {
+                0
+            } else {
+                -1
+            }
+        };
+        if req.count == 0 || found.len() <= req.count {
+            found.sort_by(|a, b| cmp(a, b).cmp(&0));
+        } else {
+            geo::partial_sort(&mut found, 0, req.count - 1, &cmp);
+        }
     }
     if req.count != 0 {
         found.truncate(req.count);

@@ -307,3 +307,25 @@ fn search_agrees_with_a_full_scan() {
         assert!(limited.iter().all(|p| want.contains(&p.member)));
     }
 }
+
+/// Randomized: `partial_sort` leaves the wanted prefix sorted and the slice a permutation.
+#[test]
+fn partial_sort_sorts_the_prefix() {
+    let mut rng = Rng(0xdead_beef_cafe_f00d);
+    let cmp = |a: &(u64, usize), b: &(u64, usize)| a.0.cmp(&b.0) as i32;
+    for round in 0..2000 {
+        let n = 1 + (rng.next() % 120) as usize;
+        let distinct = 1 + rng.next() % [3, 20, 1000][round % 3];
+        let mut v: Vec<(u64, usize)> = (0..n).map(|i| (rng.next() % distinct, i)).collect();
+        let mut want = v.clone();
+        want.sort_by_key(|p| p.0);
+        let k = 1 + (rng.next() as usize % n);
+        partial_sort(&mut v, 0, k - 1, &cmp);
+        let keys: Vec<u64> = v[..k].iter().map(|p| p.0).collect();
+        let want_keys: Vec<u64> = want[..k].iter().map(|p| p.0).collect();
+        assert_eq!(keys, want_keys, "round {round}");
+        let mut ids: Vec<usize> = v.iter().map(|p| p.1).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..n).collect::<Vec<_>>());
+    }
+}
