@@ -17,6 +17,7 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod exec;
+pub mod geo;
 pub mod hash;
 pub mod hyperloglog;
 pub mod info;
@@ -60,6 +61,7 @@ pub fn registry() -> Registry {
         hash::COMMANDS,
         set::COMMANDS,
         zset::COMMANDS,
+        geo::COMMANDS,
         bitmap::COMMANDS,
         hyperloglog::COMMANDS,
         connection::COMMANDS,

@@ -106,7 +106,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 // Lookups and writes.
 
 /// The sorted set held in `slot`, or WRONGTYPE.
-fn zset_at(shard: &Shard, slot: SlotId) -> Result<&ZSet> {
+pub(crate) fn zset_at(shard: &Shard, slot: SlotId) -> Result<&ZSet> {
     match shard.entry(slot).object() {
         Some(Object::ZSet(z)) => Ok(z),
         _ => Err(Error::Static(error::WRONGTYPE)),
@@ -122,7 +122,12 @@ fn find_zset(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Op
 }
 
 /// Find `key` as a sorted set for a read (a keyspace hit or miss).
-fn read_zset(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Option<SlotId>> {
+pub(crate) fn read_zset(
+    c: &Cmd<'_>,
+    shard: &mut Shard,
+    key: &[u8],
+    hash: u64,
+) -> Result<Option<SlotId>> {
     let found = shard.find_touch(key, hash, c.now_ms, c.access());
     c.hit(found.is_some());
     match found {
@@ -167,7 +172,7 @@ fn remove_whole(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], slot: SlotId, event:
 /// Store `z` under `key` as Redis's `setKey` does (any old value replaced, its deadline
 /// dropped; `new` raised for a new key), or delete `key` when `z` is empty (raising `del` if
 /// it existed). Raises `event` after a store. Returns the stored length.
-fn store_result(
+pub(crate) fn store_result(
     c: &Cmd<'_>,
     shard: &mut Shard,
     key: &[u8],
@@ -439,42 +444,13 @@ fn add_generic(c: &mut Cmd<'_>, mut flags: AddFlags) -> Result<()> {
         limits: &limits,
     };
     let event = if flags.incr { "zincr" } else { "zadd" };
-    let (mut shard, hash) = c.shard_of(key);
-    let tally = match find_zset(c, &mut shard, key, hash)? {
-        Some(slot) => {
-            let tally = update(&mut shard, slot, |z| adds.apply(z))?;
-            let changed = tally.added + tally.updated > 0;
-            settle(c, &mut shard, key, slot, changed.then_some(event));
-            tally
-        }
-        None if flags.xx => Tally::default(),
-        None => {
-            // Redis creates the key before adding (`new` comes first), in the encoding its
-            // first member allows; it is stored once, whole.
-            let mut z = if limits.zset_max_listpack_entries == 0
-                || limits.zset_max_listpack_value < rest[1].len()
-            {
-                ZSet::new_full()
-            } else {
-                ZSet::new()
-            };
-            let tally = adds.apply(&mut z);
-            if !z.is_empty() {
-                shard.insert_object(key, hash, Object::ZSet(z), 0, c.now_ms);
-                c.notify(class::NEW, "new", key);
-                c.notify(class::ZSET, event, key);
-            }
-            tally
-        }
-    };
     let Tally {
         added,
         updated,
         processed,
         last,
         nan,
-    } = tally;
-    drop(shard);
+    } = apply_adds(c, key, &adds, rest[1].len(), event)?;
     if nan {
         return Err(Error::Static(NAN_RESULT));
     }
@@ -490,23 +466,66 @@ fn add_generic(c: &mut Cmd<'_>, mut flags: AddFlags) -> Result<()> {
     Ok(())
 }
 
-/// ZADD's score-member pairs with their parsed scores, applied to a sorted set.
-struct Adds<'a> {
-    pairs: &'a [&'a [u8]],
-    scores: &'a [f64],
-    flags: AddFlags,
-    limits: &'a larder_engine::Limits,
+/// ZADD's write (also GEOADD's): apply `adds` to the sorted set at `key`, creating it (in
+/// the encoding a first member of `first_len` bytes allows) unless XX, raising `event`
+/// when something changed.
+pub(crate) fn apply_adds(
+    c: &Cmd<'_>,
+    key: &[u8],
+    adds: &Adds<'_>,
+    first_len: usize,
+    event: &'static str,
+) -> Result<Tally> {
+    let (flags, limits) = (adds.flags, adds.limits);
+    let (mut shard, hash) = c.shard_of(key);
+    let tally = match find_zset(c, &mut shard, key, hash)? {
+        Some(slot) => {
+            let tally = update(&mut shard, slot, |z| adds.apply(z))?;
+            let changed = tally.added + tally.updated > 0;
+            settle(c, &mut shard, key, slot, changed.then_some(event));
+            tally
+        }
+        None if flags.xx => Tally::default(),
+        None => {
+            // Redis creates the key before adding (`new` comes first), in the encoding its
+            // first member allows; it is stored once, whole.
+            let mut z = if limits.zset_max_listpack_entries == 0
+                || limits.zset_max_listpack_value < first_len
+            {
+                ZSet::new_full()
+            } else {
+                ZSet::new()
+            };
+            let tally = adds.apply(&mut z);
+            if !z.is_empty() {
+                shard.insert_object(key, hash, Object::ZSet(z), 0, c.now_ms);
+                c.notify(class::NEW, "new", key);
+                c.notify(class::ZSET, event, key);
+            }
+            tally
+        }
+    };
+    Ok(tally)
+}
+
+/// ZADD's score-member pairs (the member second in each pair; the first is not read) with
+/// their parsed scores, applied to a sorted set.
+pub(crate) struct Adds<'a> {
+    pub(crate) pairs: &'a [&'a [u8]],
+    pub(crate) scores: &'a [f64],
+    pub(crate) flags: AddFlags,
+    pub(crate) limits: &'a larder_engine::Limits,
 }
 
 /// What ZADD did: members added and updated, pairs processed (not ruled out by a flag), the
 /// last score (ZADD INCR's reply), and whether an increment gave NaN (which stops it).
 #[derive(Default)]
-struct Tally {
-    added: i64,
-    updated: i64,
-    processed: usize,
-    last: f64,
-    nan: bool,
+pub(crate) struct Tally {
+    pub(crate) added: i64,
+    pub(crate) updated: i64,
+    pub(crate) processed: usize,
+    pub(crate) last: f64,
+    pub(crate) nan: bool,
 }
 
 impl Adds<'_> {

@@ -21,6 +21,7 @@ mod entry;
 mod error;
 mod evict;
 pub mod feed;
+pub mod geo;
 pub mod glob;
 pub mod hash;
 pub mod hyperloglog;
