@@ -317,6 +317,8 @@ def test_command_getkeys(raw):
     (["LMPOP", "2", "a", "b", "LEFT"], [b"a", b"b"]),
     (["BLMPOP", "0", "2", "a", "b", "LEFT", "COUNT", "3"], [b"a", b"b"]),
     (["SINTERCARD", "3", "a", "b"], None),
+    (["GEORADIUS", "src", "0", "0", "1", "km", "STORE", "dst"], [b"src", b"dst"]),
+    (["GEORADIUSBYMEMBER", "src", "m", "1", "km", "STOREDIST", "dst"], [b"src", b"dst"]),
 ])
 def test_command_getkeys_after_numkeys(raw, argv, keys):
     want = keys if keys is not None else Err("ERR Invalid arguments specified for command")

@@ -593,6 +593,7 @@ fn needs_plan(keys: &crate::table::KeySpec, argv: &[&[u8]]) -> bool {
         Scope::Keys => keys.first > 0 && keys.key_count(argv.len()) > 1,
         Scope::NumKeys { .. } | Scope::Db | Scope::All | Scope::OtherDb { .. } => true,
         Scope::WalkDb => false,
+        Scope::AfterWords { .. } => !keys.scope.option_keys(argv).is_empty(),
     }
 }
 

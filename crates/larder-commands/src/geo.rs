@@ -43,9 +43,11 @@ const fn cmd(
 }
 
 const ONE: KeySpec = KeySpec::ONE;
-/// GEORADIUS and GEORADIUSBYMEMBER name their STORE / STOREDIST key among the options:
-/// the executor locks the whole database for them (as for SORT's STORE).
-const RADIUS_KEYS: KeySpec = KeySpec::ONE.with_scope(Scope::Db);
+/// GEORADIUS and GEORADIUSBYMEMBER name their STORE / STOREDIST key among the options: the
+/// executor locks it beside the source when one is given.
+const RADIUS_KEYS: KeySpec = KeySpec::ONE.with_scope(Scope::AfterWords {
+    words: &["store", "storedist"],
+});
 
 /// The geo family's table. Arity, flags, key positions, summaries and versions are those of
 /// Redis 7.0's COMMAND INFO / COMMAND DOCS.

@@ -40,6 +40,28 @@ pub enum Scope {
     /// The key arguments in the selected database and in another one named by an argument:
     /// `argv[at]` (MOVE), or the value after a `DB` option (COPY) when `at` is 0.
     OtherDb { at: u8 },
+    /// The key arguments, plus the argument after each option word in `words` (GEORADIUS's
+    /// STORE and STOREDIST destinations, which sit among its options).
+    AfterWords { words: &'static [&'static str] },
+}
+
+impl Scope {
+    /// The arguments after an option word of an `AfterWords` scope, in `argv` (the whole
+    /// request); none for the other scopes.
+    pub fn option_keys<'a>(&self, argv: &[&'a [u8]]) -> Vec<&'a [u8]> {
+        match self {
+            Scope::AfterWords { words } => argv
+                .windows(2)
+                .filter(|w| {
+                    words
+                        .iter()
+                        .any(|word| w[0].eq_ignore_ascii_case(word.as_bytes()))
+                })
+                .map(|w| w[1])
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// A set of `(db, shard)` pairs to lock, sorted and without duplicates once finished.
@@ -82,6 +104,15 @@ impl Plan {
             }
             Scope::Keys => {
                 for key in spec.keys(argv) {
+                    self.shards.push((db, Db::route(key).0));
+                }
+            }
+            Scope::AfterWords { .. } => {
+                for key in spec
+                    .keys(argv)
+                    .into_iter()
+                    .chain(spec.scope.option_keys(argv))
+                {
                     self.shards.push((db, Db::route(key).0));
                 }
             }

@@ -545,6 +545,7 @@ fn keys_of<'a>(c: &Cmd<'_>, argv: &[&'a [u8]]) -> Result<(Found, Vec<&'a [u8]>)>
         return Err(Error::Static(INVALID_ARG_COUNT));
     }
     let mut keys = spec.keys.keys(argv);
+    keys.extend(spec.keys.scope.option_keys(argv));
     if let crate::locks::Scope::NumKeys { at } = spec.keys.scope {
         // The keys after a `numkeys` argument (ZUNIONSTORE's, LMPOP's, SINTERCARD's).
         let at = usize::from(at);
