@@ -10,6 +10,7 @@ use larder_engine::{Hash, Object, Shard, SlotId};
 use larder_resp::Protocol;
 
 use crate::args::parse_i64;
+use crate::collection;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::string::long_double::LongDouble;
@@ -70,43 +71,24 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("hscan", -3, READONLY, "Incrementally iterate hash fields and associated values", "2.8.0", hscan),
 ];
 
-/// The hash held in `slot`, or WRONGTYPE.
+/// The Hash held in `slot`, or WRONGTYPE.
 fn hash_at(shard: &Shard, slot: SlotId) -> Result<&Hash> {
-    match shard.entry(slot).object() {
-        Some(Object::Hash(h)) => Ok(h),
-        _ => Err(Error::Static(error::WRONGTYPE)),
-    }
+    collection::at(shard, slot)
 }
 
-/// Find `key` as a hash for a write: `None` when absent, WRONGTYPE when it holds another
-/// type.
+/// Find `key` as a Hash for a write: `None` when absent, WRONGTYPE for another type.
 fn find_hash(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Option<SlotId>> {
-    match shard.find_touch(key, hash, c.now_ms, c.access()) {
-        Some(slot) => hash_at(shard, slot).map(|_| Some(slot)),
-        None => Ok(None),
-    }
+    collection::find::<Hash>(c, shard, key, hash)
 }
 
-/// Find `key` for a read, counting a keyspace hit or miss as Redis's `lookupKeyRead` does
-/// (before the type check).
+/// [`find_hash`] for a read: counts the keyspace hit or miss.
 fn read_hash(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Option<SlotId>> {
-    let found = shard.find_touch(key, hash, c.now_ms, c.access());
-    c.hit(found.is_some());
-    match found {
-        Some(slot) => hash_at(shard, slot).map(|_| Some(slot)),
-        None => Ok(None),
-    }
+    collection::read::<Hash>(c, shard, key, hash)
 }
 
-/// Modify the hash in `slot` through `f` (a write: new version, memory re-accounted).
+/// Modify the Hash in `slot` through `f`; the caller then [`settle`]s the key.
 fn update<R>(shard: &mut Shard, slot: SlotId, f: impl FnOnce(&mut Hash) -> R) -> Result<R> {
-    hash_at(shard, slot)?;
-    shard
-        .object_mut(slot, |o| match o {
-            Object::Hash(h) => Some(f(h)),
-            _ => None,
-        })
-        .ok_or(Error::Static(error::WRONGTYPE))
+    collection::update(shard, slot, f)
 }
 
 /// Write to the hash at `key` through `f`, creating it (and raising `new`) when absent, as

@@ -14,6 +14,7 @@ use larder_engine::{List, Object, Place, Shard, SlotId};
 use larder_resp::ReplyBuf;
 
 use crate::args::Args;
+use crate::collection;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
@@ -81,45 +82,31 @@ enum Create {
     IfExists,
 }
 
-/// The list held in `slot`, or WRONGTYPE.
+/// The List held in `slot`, or WRONGTYPE.
 pub(crate) fn list_at(shard: &Shard, slot: SlotId) -> Result<&List> {
-    match shard.entry(slot).object() {
-        Some(Object::List(l)) => Ok(l),
-        _ => Err(Error::Static(error::WRONGTYPE)),
-    }
+    collection::at(shard, slot)
 }
 
-/// Find `key` as a list: `None` when absent, WRONGTYPE when it holds another type.
+/// Find `key` as a List for a write: `None` when absent, WRONGTYPE for another type.
 pub(crate) fn find_list(
     c: &Cmd<'_>,
     shard: &mut Shard,
     key: &[u8],
     hash: u64,
 ) -> Result<Option<SlotId>> {
-    match shard.find_touch(key, hash, c.now_ms, c.access()) {
-        Some(slot) => list_at(shard, slot).map(|_| Some(slot)),
-        None => Ok(None),
-    }
+    collection::find::<List>(c, shard, key, hash)
 }
 
-/// Modify the list in `slot` through `f` (a write: new version, memory re-accounted). The
-/// caller then [`settle`]s the key.
+/// Modify the List in `slot` through `f`; the caller then [`settle`]s the key.
 pub(crate) fn update<R>(
     shard: &mut Shard,
     slot: SlotId,
     f: impl FnOnce(&mut List) -> R,
 ) -> Result<R> {
-    list_at(shard, slot)?;
-    shard
-        .object_mut(slot, |o| match o {
-            Object::List(l) => Some(f(l)),
-            _ => None,
-        })
-        .ok_or(Error::Static(error::WRONGTYPE))
+    collection::update(shard, slot, f)
 }
 
-/// After a write to the list at `slot`: raise the command's `event` (none when it changed
-/// nothing), then delete the key if the list is left empty, raising `del`, in Redis's order.
+/// After a write: raise `event`, then delete the key if the List is left empty.
 pub(crate) fn settle(
     c: &Cmd<'_>,
     shard: &mut Shard,
@@ -127,13 +114,7 @@ pub(crate) fn settle(
     slot: SlotId,
     event: Option<&'static str>,
 ) {
-    if let Some(event) = event {
-        c.notify(class::LIST, event, key);
-    }
-    if matches!(shard.entry(slot).object(), Some(Object::List(l)) if l.is_empty()) {
-        shard.remove(slot);
-        c.notify(class::GENERIC, "del", key);
-    }
+    collection::settle::<List>(c, shard, key, slot, event)
 }
 
 /// LPUSH key element [element ...]

@@ -18,6 +18,7 @@ use larder_engine::{Object, Set, Shard, SlotId};
 use larder_resp::ReplyBuf;
 
 use crate::args::parse_i64;
+use crate::collection;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::locks::Scope;
@@ -96,54 +97,29 @@ fn next_random() -> u64 {
     })
 }
 
-/// The set held in `slot`, or WRONGTYPE.
+/// The Set held in `slot`, or WRONGTYPE.
 fn set_at(shard: &Shard, slot: SlotId) -> Result<&Set> {
-    match shard.entry(slot).object() {
-        Some(Object::Set(s)) => Ok(s),
-        _ => Err(Error::Static(error::WRONGTYPE)),
-    }
+    collection::at(shard, slot)
 }
 
-/// Find `key` as a set: `None` when absent, WRONGTYPE when it holds another type.
+/// Find `key` as a Set for a write: `None` when absent, WRONGTYPE for another type.
 fn find_set(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Option<SlotId>> {
-    match shard.find_touch(key, hash, c.now_ms, c.access()) {
-        Some(slot) => set_at(shard, slot).map(|_| Some(slot)),
-        None => Ok(None),
-    }
+    collection::find::<Set>(c, shard, key, hash)
 }
 
 /// [`find_set`] for a read: counts the keyspace hit or miss.
 fn read_set(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Option<SlotId>> {
-    let found = shard.find_touch(key, hash, c.now_ms, c.access());
-    c.hit(found.is_some());
-    match found {
-        Some(slot) => set_at(shard, slot).map(|_| Some(slot)),
-        None => Ok(None),
-    }
+    collection::read::<Set>(c, shard, key, hash)
 }
 
-/// Modify the set in `slot` through `f` (a write: new version, memory re-accounted). The
-/// caller then [`settle`]s the key.
+/// Modify the Set in `slot` through `f`; the caller then [`settle`]s the key.
 fn update<R>(shard: &mut Shard, slot: SlotId, f: impl FnOnce(&mut Set) -> R) -> Result<R> {
-    set_at(shard, slot)?;
-    shard
-        .object_mut(slot, |o| match o {
-            Object::Set(s) => Some(f(s)),
-            _ => None,
-        })
-        .ok_or(Error::Static(error::WRONGTYPE))
+    collection::update(shard, slot, f)
 }
 
-/// After a write to the set at `slot`: raise the command's `event` (none when it changed
-/// nothing), then delete the key if the set is left empty, raising `del`, in Redis's order.
+/// After a write: raise `event`, then delete the key if the Set is left empty.
 fn settle(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], slot: SlotId, event: Option<&'static str>) {
-    if let Some(event) = event {
-        c.notify(class::SET, event, key);
-    }
-    if matches!(shard.entry(slot).object(), Some(Object::Set(s)) if s.is_empty()) {
-        shard.remove(slot);
-        c.notify(class::GENERIC, "del", key);
-    }
+    collection::settle::<Set>(c, shard, key, slot, event)
 }
 
 /// Reply with one member as a bulk string.

@@ -20,6 +20,7 @@ use larder_engine::{Object, Shard, SlotId, ZSet};
 use larder_resp::{Protocol, ReplyBuf};
 
 use crate::args::parse_i64;
+use crate::collection;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
@@ -105,59 +106,34 @@ pub static COMMANDS: &[CommandSpec] = &[
 // ---------------------------------------------------------------------------------------------
 // Lookups and writes.
 
-/// The sorted set held in `slot`, or WRONGTYPE.
+/// The ZSet held in `slot`, or WRONGTYPE.
 pub(crate) fn zset_at(shard: &Shard, slot: SlotId) -> Result<&ZSet> {
-    match shard.entry(slot).object() {
-        Some(Object::ZSet(z)) => Ok(z),
-        _ => Err(Error::Static(error::WRONGTYPE)),
-    }
+    collection::at(shard, slot)
 }
 
-/// Find `key` as a sorted set for a write: `None` when absent, WRONGTYPE for another type.
+/// Find `key` as a ZSet for a write: `None` when absent, WRONGTYPE for another type.
 fn find_zset(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) -> Result<Option<SlotId>> {
-    match shard.find_touch(key, hash, c.now_ms, c.access()) {
-        Some(slot) => zset_at(shard, slot).map(|_| Some(slot)),
-        None => Ok(None),
-    }
+    collection::find::<ZSet>(c, shard, key, hash)
 }
 
-/// Find `key` as a sorted set for a read (a keyspace hit or miss).
+/// [`find_zset`] for a read: counts the keyspace hit or miss.
 pub(crate) fn read_zset(
     c: &Cmd<'_>,
     shard: &mut Shard,
     key: &[u8],
     hash: u64,
 ) -> Result<Option<SlotId>> {
-    let found = shard.find_touch(key, hash, c.now_ms, c.access());
-    c.hit(found.is_some());
-    match found {
-        Some(slot) => zset_at(shard, slot).map(|_| Some(slot)),
-        None => Ok(None),
-    }
+    collection::read::<ZSet>(c, shard, key, hash)
 }
 
-/// Modify the sorted set in `slot` through `f` (a write: new version, memory re-accounted).
-/// The caller then [`settle`]s the key.
+/// Modify the ZSet in `slot` through `f`; the caller then [`settle`]s the key.
 fn update<R>(shard: &mut Shard, slot: SlotId, f: impl FnOnce(&mut ZSet) -> R) -> Result<R> {
-    zset_at(shard, slot)?;
-    shard
-        .object_mut(slot, |o| match o {
-            Object::ZSet(z) => Some(f(z)),
-            _ => None,
-        })
-        .ok_or(Error::Static(error::WRONGTYPE))
+    collection::update(shard, slot, f)
 }
 
-/// After a write to the sorted set at `slot`: raise `event` (none when nothing changed), then
-/// delete the key if it is left empty, raising `del`, in Redis's order.
+/// After a write: raise `event`, then delete the key if the ZSet is left empty.
 fn settle(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], slot: SlotId, event: Option<&'static str>) {
-    if let Some(event) = event {
-        c.notify(class::ZSET, event, key);
-    }
-    if matches!(shard.entry(slot).object(), Some(Object::ZSet(z)) if z.is_empty()) {
-        shard.remove(slot);
-        c.notify(class::GENERIC, "del", key);
-    }
+    collection::settle::<ZSet>(c, shard, key, slot, event)
 }
 
 /// Delete the key of a sorted set a command is about to empty, instead of emptying it: the
