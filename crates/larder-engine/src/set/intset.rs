@@ -123,6 +123,7 @@ impl IntSet {
     }
 
     /// Bytes per element (1 for an empty set).
+    #[cfg(test)]
     pub(super) fn width(&self) -> usize {
         self.parts().map_or(1, |p| p.width)
     }
