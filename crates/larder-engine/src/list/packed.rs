@@ -6,7 +6,8 @@
 //! in an order that reads backwards from the element's last byte (that byte holds the low 7
 //! bits, with its high bit set while more bytes precede it). Either end is reached in O(1),
 //! and a walk goes both ways; an element of fewer than 128 bytes costs two bytes more than
-//! its own length.
+//! its own length. The element count sits in a varint header in front of the elements, so
+//! the list is one exact-size `Box<[u8]>`: 16 bytes in its entry's object.
 
 /// Bytes of the LEB128 (or reverse) encoding of `n`.
 fn varint_len(n: usize) -> usize {
@@ -41,13 +42,16 @@ fn encode(buf: &mut Vec<u8>, e: &[u8]) {
     }
 }
 
-/// Elements packed into one buffer, head first.
+/// Elements packed into one exact-size buffer, head first: `[count: varint][elements]`, the
+/// element count in LEB128 at the front so that the whole list is one 16-byte pointer, as a
+/// listpack keeps its count in its header. An empty list is an empty buffer (no header, no
+/// allocation).
 ///
-/// Invariant: `buf` is exactly the concatenated encodings of `count` elements.
+/// Invariant: `buf` is empty, or the varint of a count `n > 0` followed by exactly the
+/// concatenated encodings of `n` elements.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Packed {
-    buf: Vec<u8>,
-    count: usize,
+    buf: Box<[u8]>,
 }
 
 /// The element whose encoding starts at `at`: its bytes' range and where the next one starts.
@@ -82,27 +86,70 @@ fn backward(buf: &[u8], at: usize) -> (usize, usize, usize) {
     (start - varint_len(len), start, i)
 }
 
+/// The LEB128 encoding of `n` in the front of a 10-byte array, and its length.
+fn varint(n: usize) -> ([u8; 10], usize) {
+    let mut out = [0u8; 10];
+    let (mut n, mut i) = (n, 0);
+    loop {
+        let low = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out[i] = low;
+            return (out, i + 1);
+        }
+        out[i] = low | 0x80;
+        i += 1;
+    }
+}
+
 impl Packed {
+    /// The element count and the length of the header that holds it (0 when empty).
+    #[inline]
+    fn header(&self) -> (usize, usize) {
+        if self.buf.is_empty() {
+            return (0, 0);
+        }
+        let (mut n, mut shift, mut i) = (0usize, 0, 0);
+        loop {
+            let b = self.buf[i];
+            n |= usize::from(b & 0x7f) << shift;
+            i += 1;
+            if b & 0x80 == 0 {
+                return (n, i);
+            }
+            shift += 7;
+        }
+    }
+
+    /// The encoded elements, after the header.
+    #[inline]
+    fn body(&self) -> &[u8] {
+        &self.buf[self.header().1..]
+    }
+
     pub(super) fn len(&self) -> usize {
-        self.count
+        self.header().0
     }
 
-    /// Bytes of the encoded elements.
+    /// Bytes of the encoded elements (the header not included).
     pub(super) fn bytes(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.header().1
     }
 
-    /// Heap bytes: the buffer's allocation, rounded up to the allocator's 8-byte granule.
+    /// Heap bytes: the buffer's allocation (its exact length), rounded up to the allocator's
+    /// 8-byte granule.
     pub(super) fn heap_bytes(&self) -> usize {
-        self.buf.capacity().next_multiple_of(8)
+        self.buf.len().next_multiple_of(8)
     }
 
     pub(super) fn iter(&self) -> Iter<'_> {
+        let (count, h) = self.header();
+        let buf = &self.buf[h..];
         Iter {
-            buf: &self.buf,
+            buf,
             front: 0,
-            back: self.buf.len(),
-            left: self.count,
+            back: buf.len(),
+            left: count,
         }
     }
 
@@ -111,59 +158,65 @@ impl Packed {
         let (front, _) = self.offset(from);
         let (back, _) = self.offset(from + n);
         Iter {
-            buf: &self.buf,
+            buf: self.body(),
             front,
             back,
             left: n,
         }
     }
 
-    /// Byte offset of the encoding of the element at `index` (`count` for the end) and the
-    /// offset where the one after it starts (the same at the end).
+    /// Byte offset in the body of the encoding of the element at `index` (`count` for the
+    /// end) and the offset where the one after it starts (the same at the end).
     fn offset(&self, index: usize) -> (usize, usize) {
-        if index >= self.count {
-            return (self.buf.len(), self.buf.len());
+        let (count, h) = self.header();
+        let body = &self.buf[h..];
+        if index >= count {
+            return (body.len(), body.len());
         }
-        if index <= self.count / 2 {
+        if index <= count / 2 {
             let mut at = 0;
             for _ in 0..index {
-                at = forward(&self.buf, at).2;
+                at = forward(body, at).2;
             }
-            (at, forward(&self.buf, at).2)
+            (at, forward(body, at).2)
         } else {
-            let mut at = self.buf.len();
-            for _ in index..self.count - 1 {
-                at = backward(&self.buf, at).0;
+            let mut at = body.len();
+            for _ in index..count - 1 {
+                at = backward(body, at).0;
             }
-            (backward(&self.buf, at).0, at)
+            (backward(body, at).0, at)
         }
     }
 
     pub(super) fn get(&self, index: usize) -> Option<&[u8]> {
-        (index < self.count).then(|| {
+        (index < self.len()).then(|| {
             let (at, _) = self.offset(index);
-            let (s, e, _) = forward(&self.buf, at);
-            &self.buf[s..e]
+            let body = self.body();
+            let (s, e, _) = forward(body, at);
+            &body[s..e]
         })
     }
 
-    /// Grow the buffer to exactly what `extra` more bytes need: a small list's buffer is
-    /// sized to its contents, as a listpack is.
-    fn reserve(&mut self, extra: usize) {
-        self.buf.reserve_exact(extra);
-    }
-
-    /// Give back spare capacity after a removal once it is more than a third of the buffer.
-    fn shrink(&mut self) {
-        if self.buf.capacity() - self.buf.len() > self.buf.len() / 2 {
-            self.buf.shrink_to_fit();
+    /// Replace the body bytes `range` with `with` and make `count` the element count,
+    /// leaving the buffer at exactly its new size (one reallocation, as a listpack's).
+    fn splice(&mut self, range: std::ops::Range<usize>, with: &[u8], count: usize) {
+        if count == 0 {
+            self.buf = Box::default();
+            return;
         }
+        let (_, h) = self.header();
+        let (head, nh) = varint(count);
+        let mut v = std::mem::take(&mut self.buf).into_vec();
+        let new_len = nh + v.len() - h - range.len() + with.len();
+        v.reserve_exact(new_len.saturating_sub(v.len()));
+        v.splice(h + range.start..h + range.end, with.iter().copied());
+        v.splice(0..h, head[..nh].iter().copied());
+        debug_assert_eq!(v.len(), new_len);
+        self.buf = v.into_boxed_slice();
     }
 
     pub(super) fn push_back(&mut self, e: &[u8]) {
-        self.reserve(encoded_len(e.len()));
-        encode(&mut self.buf, e);
-        self.count += 1;
+        self.insert(self.len(), e);
     }
 
     /// Insert `e` as the element at `index` (`count` appends).
@@ -171,23 +224,18 @@ impl Packed {
         let (at, _) = self.offset(index);
         let mut enc = Vec::with_capacity(encoded_len(e.len()));
         encode(&mut enc, e);
-        self.reserve(enc.len());
-        self.buf.splice(at..at, enc);
-        self.count += 1;
+        self.splice(at..at, &enc, self.len() + 1);
     }
 
     /// Replace the element at `index` (which must exist) and return the old one.
     pub(super) fn set(&mut self, index: usize, e: &[u8]) -> Box<[u8]> {
         let (at, next) = self.offset(index);
-        let (s, end, _) = forward(&self.buf, at);
-        let old = Box::from(&self.buf[s..end]);
+        let body = self.body();
+        let (s, end, _) = forward(body, at);
+        let old = Box::from(&body[s..end]);
         let mut enc = Vec::with_capacity(encoded_len(e.len()));
         encode(&mut enc, e);
-        if enc.len() > next - at {
-            self.reserve(enc.len() - (next - at));
-        }
-        self.buf.splice(at..next, enc);
-        self.shrink();
+        self.splice(at..next, &enc, self.len());
         old
     }
 
@@ -197,36 +245,35 @@ impl Packed {
     }
 
     pub(super) fn pop_back(&mut self) -> Option<Box<[u8]>> {
-        if self.count == 0 {
+        let count = self.len();
+        if count == 0 {
             return None;
         }
-        let (start, s, e) = backward(&self.buf, self.buf.len());
-        let old = Box::from(&self.buf[s..e]);
-        self.buf.truncate(start);
-        self.count -= 1;
-        self.shrink();
+        let body = self.body();
+        let end = body.len();
+        let (start, s, e) = backward(body, end);
+        let old = Box::from(&body[s..e]);
+        self.splice(start..end, &[], count - 1);
         Some(old)
     }
 
     /// Remove the first `n` elements (at most all) and return them head first.
     pub(super) fn pop_front_many(&mut self, n: usize) -> Vec<Box<[u8]>> {
-        let n = n.min(self.count);
+        let count = self.len();
+        let n = n.min(count);
         let out: Vec<Box<[u8]>> = self.iter().take(n).map(Box::from).collect();
         let (cut, _) = self.offset(n);
-        self.buf.drain(..cut);
-        self.count -= n;
-        self.shrink();
+        self.splice(0..cut, &[], count - n);
         out
     }
 
     /// Remove the last `n` elements (at most all) and return them tail first.
     pub(super) fn pop_back_many(&mut self, n: usize) -> Vec<Box<[u8]>> {
-        let n = n.min(self.count);
+        let count = self.len();
+        let n = n.min(count);
         let out: Vec<Box<[u8]>> = self.iter().rev().take(n).map(Box::from).collect();
-        let (cut, _) = self.offset(self.count - n);
-        self.buf.truncate(cut);
-        self.count -= n;
-        self.shrink();
+        let (cut, _) = self.offset(count - n);
+        self.splice(cut..self.bytes(), &[], count - n);
         out
     }
 
@@ -234,31 +281,30 @@ impl Packed {
     pub(super) fn keep(&mut self, from: usize, to: usize) {
         let (start, _) = self.offset(from);
         let (end, _) = self.offset(to + 1);
-        self.buf.truncate(end);
-        self.buf.drain(..start);
-        self.count = to + 1 - from;
-        self.shrink();
+        let body: Vec<u8> = self.body()[start..end].to_vec();
+        self.splice(0..self.bytes(), &body, to + 1 - from);
     }
 
     /// Remove the elements for which `drop` (called once per element, head first) is true.
     /// Returns how many were removed.
     pub(super) fn remove_if(&mut self, mut drop: impl FnMut(&[u8]) -> bool) -> usize {
-        let mut kept = Vec::with_capacity(self.buf.len());
+        let (count, h) = self.header();
+        let body = &self.buf[h..];
+        let end = body.len();
+        let mut kept = Vec::with_capacity(end);
         let mut removed = 0;
         let mut at = 0;
-        while at < self.buf.len() {
-            let (s, e, next) = forward(&self.buf, at);
-            if drop(&self.buf[s..e]) {
+        while at < end {
+            let (s, e, next) = forward(body, at);
+            if drop(&body[s..e]) {
                 removed += 1;
             } else {
-                kept.extend_from_slice(&self.buf[at..next]);
+                kept.extend_from_slice(&body[at..next]);
             }
             at = next;
         }
         if removed > 0 {
-            kept.shrink_to_fit();
-            self.buf = kept;
-            self.count -= removed;
+            self.splice(0..end, &kept, count - removed);
         }
         removed
     }
@@ -331,5 +377,41 @@ mod tests {
         }
         assert_eq!(encoded_len(10), 12);
         assert_eq!(encoded_len(200), 204);
+    }
+
+    /// The count header grows and shrinks across varint widths (1, 2 and 3 bytes) with the
+    /// elements intact, and the buffer is always exactly header plus elements.
+    #[test]
+    fn count_header_across_widths() {
+        let mut p = Packed::default();
+        assert_eq!(p.heap_bytes(), 0);
+        let check = |p: &Packed, n: usize| {
+            assert_eq!(p.len(), n);
+            assert_eq!(p.buf.len(), varint(n).1 * usize::from(n > 0) + 2 * n);
+            assert_eq!(p.bytes(), 2 * n);
+            assert_eq!(p.heap_bytes(), p.buf.len().next_multiple_of(8));
+        };
+        for n in 0..16_400usize {
+            check(&p, n);
+            p.push_back(&[]);
+        }
+        p.insert(127, b"x");
+        assert_eq!(p.get(127), Some(&b"x"[..]));
+        assert_eq!(p.set(127, b""), Box::from(&b"x"[..]));
+        check(&p, 16_401);
+        assert_eq!(p.pop_front_many(16_401 - 128).len(), 16_401 - 128);
+        check(&p, 128);
+        assert_eq!(p.pop_back().as_deref(), Some(&b""[..]));
+        check(&p, 127);
+        p.keep(0, 0);
+        check(&p, 1);
+        assert_eq!(p.remove_if(|_| true), 1);
+        check(&p, 0);
+        assert!(p.buf.is_empty());
+    }
+
+    #[test]
+    fn one_pointer() {
+        assert_eq!(std::mem::size_of::<Packed>(), 16);
     }
 }

@@ -425,3 +425,17 @@ fn limits_convert_once() {
     l.push(End::Tail, &[vec![b'x'; 9000]], &count3);
     assert!(!l.is_packed());
 }
+
+/// A list is one 16-byte pointer (the packed buffer, or the boxed chunks), so that an entry's
+/// `Object` stays within 24 bytes.
+#[test]
+fn list_is_two_words() {
+    assert!(std::mem::size_of::<List>() <= 16);
+    // As in `Object`: beside a `Vec<u8>` (whose capacity holds the tag), no extra word.
+    #[allow(dead_code)]
+    enum Slot {
+        Str(Vec<u8>),
+        List(List),
+    }
+    assert_eq!(std::mem::size_of::<Slot>(), 24);
+}

@@ -6,24 +6,13 @@
 //! base keeps the same binary search and the same "widen, never narrow" rule, and lets a set
 //! of nearby values (ids, counters, small numbers) take one to three bytes per member.
 
-/// Sorted, distinct integers. Invariant: every value is `base + offset`, the offsets (as
-/// unsigned 64-bit differences) are packed little-endian at `width` bytes each in `data`,
-/// ascending and distinct; an empty set has no data.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Sorted, distinct integers in one exact-size buffer, so that a set is one 16-byte pointer:
+/// `[width: u8][base: zigzag varint][offsets]`, every value `base + offset`, the offsets (as
+/// unsigned 64-bit differences) packed little-endian at `width` bytes each, ascending and
+/// distinct. An empty set is an empty buffer (no header, no allocation).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct IntSet {
-    base: i64,
-    data: Vec<u8>,
-    width: u8,
-}
-
-impl Default for IntSet {
-    fn default() -> IntSet {
-        IntSet {
-            base: 0,
-            data: Vec::new(),
-            width: 1,
-        }
-    }
+    buf: Box<[u8]>,
 }
 
 /// Bytes needed to hold `offset` (at least one).
@@ -39,19 +28,47 @@ fn read(data: &[u8], width: usize, i: usize) -> u64 {
     u64::from_le_bytes(buf)
 }
 
-impl IntSet {
-    pub(super) fn len(&self) -> usize {
-        self.data.len() / self.width()
+/// The header of a set of `width`-byte offsets from `base`: the width, then the base
+/// zigzag-encoded in LEB128 (a small base, negative or not, takes one byte). Returns the
+/// bytes in the front of an 11-byte array and their count.
+fn header(width: usize, base: i64) -> ([u8; 11], usize) {
+    let mut out = [0u8; 11];
+    out[0] = width as u8;
+    let mut n = ((base << 1) ^ (base >> 63)) as u64;
+    let mut i = 1;
+    loop {
+        let low = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out[i] = low;
+            return (out, i + 1);
+        }
+        out[i] = low | 0x80;
+        i += 1;
+    }
+}
+
+/// The parts of a non-empty set's buffer.
+#[derive(Clone, Copy)]
+struct Parts<'a> {
+    base: i64,
+    width: usize,
+    /// Length of the header.
+    head: usize,
+    data: &'a [u8],
+}
+
+impl Parts<'_> {
+    fn len(&self) -> usize {
+        self.data.len() / self.width
     }
 
-    /// Bytes per element.
-    pub(super) fn width(&self) -> usize {
-        usize::from(self.width)
+    fn offset_at(&self, i: usize) -> u64 {
+        read(self.data, self.width, i)
     }
 
-    /// Heap bytes: the array's buffer.
-    pub(super) fn heap_bytes(&self) -> usize {
-        self.data.capacity()
+    fn value_of(&self, offset: u64) -> i64 {
+        (self.base as u64).wrapping_add(offset) as i64
     }
 
     /// The offset of `value` from the base, if it is not below it.
@@ -59,17 +76,9 @@ impl IntSet {
         (value >= self.base).then(|| (value as u64).wrapping_sub(self.base as u64))
     }
 
-    fn value_of(&self, offset: u64) -> i64 {
-        (self.base as u64).wrapping_add(offset) as i64
-    }
-
-    fn offset_at(&self, i: usize) -> u64 {
-        read(&self.data, self.width(), i)
-    }
-
     /// Where `offset` is (`Ok`) or would go (`Err`).
     fn search(&self, offset: u64) -> Result<usize, usize> {
-        if width_for(offset) > self.width() {
+        if width_for(offset) > self.width {
             return Err(self.len());
         }
         let (mut lo, mut hi) = (0, self.len());
@@ -83,81 +92,154 @@ impl IntSet {
         }
         Err(lo)
     }
+}
+
+impl IntSet {
+    /// The header's fields and the packed offsets; `None` when empty.
+    #[inline]
+    fn parts(&self) -> Option<Parts<'_>> {
+        let (&width, rest) = self.buf.split_first()?;
+        let (mut n, mut shift, mut i) = (0u64, 0, 0);
+        loop {
+            let b = rest[i];
+            n |= u64::from(b & 0x7f) << shift;
+            i += 1;
+            if b & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        let base = ((n >> 1) as i64) ^ -((n & 1) as i64);
+        Some(Parts {
+            base,
+            width: usize::from(width),
+            head: 1 + i,
+            data: &rest[i..],
+        })
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.parts().map_or(0, |p| p.len())
+    }
+
+    /// Bytes per element (1 for an empty set).
+    #[cfg(test)]
+    pub(super) fn width(&self) -> usize {
+        self.parts().map_or(1, |p| p.width)
+    }
+
+    /// Heap bytes: the buffer's allocation (its exact length), rounded up to the allocator's
+    /// 8-byte granule.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.buf.len().next_multiple_of(8)
+    }
+
+    /// What [`IntSet::heap_bytes`] must be, from the members, width and base alone.
+    #[cfg(test)]
+    pub(super) fn recount(&self) -> usize {
+        match self.parts() {
+            None => 0,
+            Some(p) => (header(p.width, p.base).1 + p.len() * p.width).next_multiple_of(8),
+        }
+    }
 
     pub(super) fn contains(&self, value: i64) -> bool {
-        self.offset_of(value)
-            .is_some_and(|o| self.search(o).is_ok())
+        self.parts()
+            .is_some_and(|p| p.offset_of(value).is_some_and(|o| p.search(o).is_ok()))
     }
 
     /// The element at `index` in ascending order.
     pub(super) fn get(&self, index: usize) -> Option<i64> {
-        (index < self.len()).then(|| self.value_of(self.offset_at(index)))
+        let p = self.parts()?;
+        (index < p.len()).then(|| p.value_of(p.offset_at(index)))
     }
 
     /// Every element, ascending.
     pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = i64> + '_ {
-        (0..self.len()).map(|i| self.value_of(self.offset_at(i)))
-    }
-
-    /// Re-pack every offset plus `shift` at `width` bytes (enough for the largest).
-    fn repack(&mut self, shift: u64, width: usize) {
-        let mut data = Vec::with_capacity((self.len() + 1) * width);
-        for i in 0..self.len() {
-            data.extend_from_slice(&(self.offset_at(i) + shift).to_le_bytes()[..width]);
-        }
-        self.data = data;
-        self.width = width as u8;
+        let p = self.parts().unwrap_or(Parts {
+            base: 0,
+            width: 1,
+            head: 0,
+            data: &[],
+        });
+        (0..p.len()).map(move |i| p.value_of(p.offset_at(i)))
     }
 
     /// Add `value`, moving the base down or widening the offsets first if needed. Returns
     /// whether it was new.
     pub(super) fn insert(&mut self, value: i64) -> bool {
-        if self.data.is_empty() {
-            self.base = value;
-            self.width = 1;
-        }
-        let offset = match self.offset_of(value) {
-            Some(offset) => {
-                if self.search(offset).is_ok() {
-                    return false;
-                }
-                if width_for(offset) > self.width() {
-                    self.repack(0, width_for(offset));
-                }
-                offset
-            }
+        let Some(p) = self.parts() else {
+            let (head, n) = header(1, value);
+            let mut buf = Vec::with_capacity(n + 1);
+            buf.extend_from_slice(&head[..n]);
+            buf.push(0);
+            self.buf = buf.into_boxed_slice();
+            return true;
+        };
+        let (base, width, at, offset) = match p.offset_of(value) {
+            Some(offset) => match p.search(offset) {
+                Ok(_) => return false,
+                Err(at) => (p.base, p.width.max(width_for(offset)), at, offset),
+            },
+            // Below the base: it becomes the new base, every offset shifts up.
             None => {
-                // Below the base: it becomes the new base, every offset shifts up.
-                let shift = (self.base as u64).wrapping_sub(value as u64);
-                let top = self.offset_at(self.len() - 1) + shift;
-                self.repack(shift, width_for(top).max(self.width()));
-                self.base = value;
-                0
+                let shift = (p.base as u64).wrapping_sub(value as u64);
+                let top = p.offset_at(p.len() - 1) + shift;
+                (value, width_for(top).max(p.width), 0, 0)
             }
         };
-        let Err(at) = self.search(offset) else {
-            return false;
-        };
-        let w = self.width();
-        // Grow by exactly one element: a compact set holds no spare room, like Redis's
-        // realloc.
-        self.data.reserve_exact(w);
-        self.data.extend_from_slice(&offset.to_le_bytes()[..w]);
-        self.data[at * w..].rotate_right(w);
+        if base == p.base && width == p.width {
+            // Same header: grow by exactly one element in place (one reallocation, as
+            // Redis's intset does).
+            let w = width;
+            let from = p.head + at * w;
+            let mut buf = std::mem::take(&mut self.buf).into_vec();
+            buf.reserve_exact(w);
+            buf.extend_from_slice(&offset.to_le_bytes()[..w]);
+            buf[from..].rotate_right(w);
+            self.buf = buf.into_boxed_slice();
+        } else {
+            // A new base or width: every offset is re-packed.
+            let shift = (p.base as u64).wrapping_sub(base as u64);
+            let (head, n) = header(width, base);
+            let mut buf = Vec::with_capacity(n + (p.len() + 1) * width);
+            buf.extend_from_slice(&head[..n]);
+            for i in 0..p.len() {
+                if i == at {
+                    buf.extend_from_slice(&offset.to_le_bytes()[..width]);
+                }
+                buf.extend_from_slice(&(p.offset_at(i) + shift).to_le_bytes()[..width]);
+            }
+            if at == p.len() {
+                buf.extend_from_slice(&offset.to_le_bytes()[..width]);
+            }
+            self.buf = buf.into_boxed_slice();
+        }
         true
     }
 
-    /// Remove the element at `index`, giving back spare room past a quarter.
+    /// Remove the element at `index` (which must exist), leaving the buffer at its exact
+    /// size; the last one leaves an empty buffer.
     fn remove_index(&mut self, index: usize) {
-        let w = self.width();
-        self.data.drain(index * w..(index + 1) * w);
-        if self.data.capacity() > self.data.len() + self.data.len() / 4 + 32 {
-            self.data.shrink_to_fit();
+        let Some(p) = self.parts() else {
+            return;
+        };
+        if p.len() == 1 {
+            self.buf = Box::default();
+            return;
         }
+        let from = p.head + index * p.width;
+        let to = from + p.width;
+        let mut buf = std::mem::take(&mut self.buf).into_vec();
+        buf.drain(from..to);
+        self.buf = buf.into_boxed_slice();
     }
 
     pub(super) fn remove(&mut self, value: i64) -> bool {
-        match self.offset_of(value).map(|o| self.search(o)) {
+        let found = self
+            .parts()
+            .and_then(|p| p.offset_of(value).map(|o| p.search(o)));
+        match found {
             Some(Ok(at)) => {
                 self.remove_index(at);
                 true
@@ -176,18 +258,25 @@ impl IntSet {
     /// Remove the elements whose position (ascending) `take` accepts and return them,
     /// ascending.
     pub(super) fn split_off_where(&mut self, mut take: impl FnMut(usize) -> bool) -> Vec<i64> {
-        let w = self.width();
+        let Some(p) = self.parts() else {
+            return Vec::new();
+        };
+        let w = p.width;
         let mut taken = Vec::new();
-        let mut kept = Vec::new();
-        for i in 0..self.len() {
+        let mut kept = Vec::with_capacity(self.buf.len());
+        kept.extend_from_slice(&self.buf[..p.head]);
+        for i in 0..p.len() {
             if take(i) {
-                taken.push(self.value_of(self.offset_at(i)));
+                taken.push(p.value_of(p.offset_at(i)));
             } else {
-                kept.extend_from_slice(&self.data[i * w..(i + 1) * w]);
+                kept.extend_from_slice(&p.data[i * w..(i + 1) * w]);
             }
         }
-        kept.shrink_to_fit();
-        self.data = kept;
+        self.buf = if kept.len() == p.head {
+            Box::default()
+        } else {
+            kept.into_boxed_slice()
+        };
         taken
     }
 }

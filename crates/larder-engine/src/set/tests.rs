@@ -27,7 +27,7 @@ fn members(s: &Set) -> HashSet<Vec<u8>> {
 /// The heap bytes counted from scratch, for comparison with the running count.
 fn recount(s: &Set) -> usize {
     match &s.repr {
-        Repr::Ints(i) => i.heap_bytes(),
+        Repr::Ints(i) => i.recount(),
         Repr::Table(t) => {
             let members: usize = t.iter().map(table::member_cost).sum();
             std::mem::size_of::<Table>() + t.heap_bytes_without_members() + members
@@ -337,4 +337,51 @@ fn model() {
             assert_eq!(s.heap_bytes(), recount(&s));
         }
     }
+}
+
+/// A set is one 16-byte pointer (the intset's buffer, or the boxed table), so that an entry's
+/// `Object` stays within 24 bytes.
+#[test]
+fn set_is_two_words() {
+    assert!(std::mem::size_of::<Set>() <= 16);
+    // As in `Object`: beside a `Vec<u8>` (whose capacity holds the tag), no extra word.
+    #[allow(dead_code)]
+    enum Slot {
+        Str(Vec<u8>),
+        Set(Set),
+    }
+    assert_eq!(std::mem::size_of::<Slot>(), 24);
+}
+
+/// An intset's buffer is exactly its header (width, zigzag base) and its packed offsets.
+#[test]
+fn intset_buffer_is_exact() {
+    let l = limits(512);
+    let width = |s: &Set| match &s.repr {
+        Repr::Ints(i) => i.width(),
+        Repr::Table(_) => 0,
+    };
+    let mut s = Set::new();
+    assert_eq!(s.heap_bytes(), 0);
+    s.insert(b"-1", &l);
+    // Width 1, base -1 (zigzag 1), one offset: 3 bytes, an 8-byte allocation.
+    assert_eq!(s.heap_bytes(), 8);
+    for v in 0..6 {
+        s.insert(v.to_string().as_bytes(), &l);
+    }
+    assert_eq!(s.len(), 7);
+    assert_eq!(s.heap_bytes(), 16, "2 + 7 bytes");
+    s.insert(b"1000", &l);
+    assert_eq!(width(&s), 2);
+    assert_eq!(s.heap_bytes(), (2 + 8 * 2usize).next_multiple_of(8));
+    s.insert(b"-100000", &l);
+    // Base -100000 (zigzag 199999: three varint bytes), offsets up to 101000: three bytes.
+    assert_eq!(width(&s), 3);
+    assert_eq!(s.heap_bytes(), (4 + 9 * 3usize).next_multiple_of(8));
+    for v in ["-100000", "-1", "0", "1", "2", "3", "4", "5", "1000"] {
+        assert!(s.remove(v.as_bytes()), "{v}");
+        assert_eq!(s.heap_bytes(), recount(&s));
+    }
+    assert!(s.is_empty());
+    assert_eq!(s.heap_bytes(), 0);
 }
