@@ -1,9 +1,11 @@
 //! The hash type: field → value, compact ("listpack") while small, a hash table past
 //! [`crate::Limits`]'s thresholds.
 //!
-//! - **Compact**: one exact-size byte buffer of `[varint field len][field][varint value
-//!   len][value]` pairs in insertion order, searched linearly, with the pair count beside it.
-//!   Every write reallocates the buffer to its new size, as Redis's listpack does.
+//! - **Compact**: one exact-size byte buffer: the pair count (varint), then `[varint field
+//!   len][field][varint value len][value]` pairs in insertion order, searched linearly; an
+//!   empty hash has an empty buffer (no allocation). Every write reallocates the buffer to its
+//!   new size, as Redis's listpack does. Keeping the count inside the buffer makes `Hash` one
+//!   16-byte pointer, so an `Object` holding it fits in 24 bytes.
 //! - **Table** ([`table`]): a slab of entries, each one allocation holding field and value
 //!   together, found through a `hashbrown::HashTable` of slab positions. An entry never moves
 //!   while it is present, which makes the slab position a resumable HSCAN cursor.
@@ -58,7 +60,7 @@ impl Hash {
     /// Number of fields.
     pub fn len(&self) -> usize {
         match &self.repr {
-            Repr::Compact(c) => c.len as usize,
+            Repr::Compact(c) => c.len(),
             Repr::Table(t) => t.len(),
         }
     }
@@ -123,7 +125,7 @@ impl Hash {
             Repr::Table(t) => t.insert(field, value),
         };
         if let Repr::Compact(c) = &self.repr {
-            if c.len as usize > limits.hash_max_listpack_entries {
+            if c.len() > limits.hash_max_listpack_entries {
                 self.convert();
             }
         }
@@ -141,7 +143,7 @@ impl Hash {
     /// Convert to the table encoding (no-op when already there).
     fn convert(&mut self) {
         if let Repr::Compact(c) = &self.repr {
-            let mut t = Table::with_capacity(c.len as usize);
+            let mut t = Table::with_capacity(c.len());
             for (f, v) in c.pairs() {
                 t.insert(f, v);
             }
@@ -172,8 +174,8 @@ impl Hash {
     /// A uniformly random pair, `None` when empty.
     pub fn random_pair(&self) -> Option<(&[u8], &[u8])> {
         match &self.repr {
-            Repr::Compact(c) if c.len > 0 => {
-                let i = random_u64() % u64::from(c.len);
+            Repr::Compact(c) if c.len() > 0 => {
+                let i = random_u64() % c.len() as u64;
                 c.pairs().nth(i as usize)
             }
             Repr::Compact(_) => None,
@@ -245,11 +247,11 @@ impl<F: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(F, V)> for Hash {
     }
 }
 
-/// The compact encoding: `[varint flen][field][varint vlen][value]` pairs in one buffer.
+/// The compact encoding: the pair count (varint), then `[varint flen][field][varint
+/// vlen][value]` pairs, in one exact-size buffer; empty (no header) when there are no pairs.
 #[derive(Clone, Debug, Default)]
 struct Compact {
     buf: Box<[u8]>,
-    len: u32,
 }
 
 /// Where one pair lies in a compact buffer: `start..value` is the field with its length
@@ -302,6 +304,23 @@ fn pair_len(field: &[u8], value: &[u8]) -> usize {
 }
 
 impl Compact {
+    /// Number of pairs, from the header: O(1).
+    fn len(&self) -> usize {
+        if self.buf.is_empty() {
+            return 0;
+        }
+        get_varint(&self.buf, &mut 0)
+    }
+
+    /// Offset of the first pair: past the header.
+    fn body(&self) -> usize {
+        if self.buf.is_empty() {
+            0
+        } else {
+            varint_len(self.len())
+        }
+    }
+
     /// The pair starting at `pos`, with its field.
     fn span_at(&self, pos: usize) -> (Span, &[u8]) {
         let mut p = pos;
@@ -320,7 +339,7 @@ impl Compact {
     }
 
     fn spans(&self) -> impl Iterator<Item = (Span, &[u8])> + '_ {
-        let mut pos = 0;
+        let mut pos = self.body();
         std::iter::from_fn(move || {
             (pos < self.buf.len()).then(|| {
                 let (s, f) = self.span_at(pos);
@@ -338,16 +357,27 @@ impl Compact {
         self.spans().find(|(_, f)| *f == field).map(|(s, _)| s)
     }
 
-    /// Replace bytes `range` of the buffer with `with`, reallocating it to its exact new size.
-    fn splice(&mut self, range: std::ops::Range<usize>, with: &[u8]) {
-        let mut buf = Vec::with_capacity(self.buf.len() - range.len() + with.len());
-        buf.extend_from_slice(&self.buf[..range.start]);
+    /// Replace bytes `range` of the body (offsets in the current buffer) with `with`, and the
+    /// header with `count`, reallocating the buffer to its exact new size (empty when
+    /// `count` is 0).
+    fn splice(&mut self, count: usize, range: std::ops::Range<usize>, with: &[u8]) {
+        if count == 0 {
+            self.buf = Box::default();
+            return;
+        }
+        let body = self.body();
+        let size = varint_len(count) + self.buf.len() - body - range.len() + with.len();
+        let mut buf = Vec::with_capacity(size);
+        put_varint(&mut buf, count);
+        buf.extend_from_slice(&self.buf[body..range.start]);
         buf.extend_from_slice(with);
         buf.extend_from_slice(&self.buf[range.end..]);
+        debug_assert_eq!(buf.len(), size);
         self.buf = buf.into_boxed_slice();
     }
 
     fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        let len = self.len();
         match self.find(field) {
             Some(s) => {
                 let mut v = Vec::with_capacity(varint_len(value.len()) + value.len());
@@ -355,15 +385,14 @@ impl Compact {
                 v.extend_from_slice(value);
                 // The value's length prefix ends at `s.value`; replace it with the value.
                 let prefix = varint_len(s.end - s.value);
-                self.splice(s.value - prefix..s.end, &v);
+                self.splice(len, s.value - prefix..s.end, &v);
                 false
             }
             None => {
-                let mut buf = Vec::with_capacity(self.buf.len() + pair_len(field, value));
-                buf.extend_from_slice(&self.buf);
-                put_pair(&mut buf, field, value);
-                self.buf = buf.into_boxed_slice();
-                self.len += 1;
+                let mut pair = Vec::with_capacity(pair_len(field, value));
+                put_pair(&mut pair, field, value);
+                let end = self.buf.len();
+                self.splice(len + 1, end..end, &pair);
                 true
             }
         }
@@ -372,8 +401,7 @@ impl Compact {
     fn remove(&mut self, field: &[u8]) -> bool {
         match self.find(field) {
             Some(s) => {
-                self.splice(s.start..s.end, &[]);
-                self.len -= 1;
+                self.splice(self.len() - 1, s.start..s.end, &[]);
                 true
             }
             None => false,

@@ -6,7 +6,8 @@
 //! ([`ZSet::score_ranks`], [`ZSet::lex_ranks`]), visiting and removing rank ranges, pops.
 //! Scores are never NaN; equal scores order members byte-wise; -0.0 equals 0.0.
 //!
-//! Encodings: [`compact`] keeps one sorted buffer; [`full`] keeps each member once in a slab,
+//! Encodings: [`compact`] keeps one sorted exact-size buffer that carries its own count (so
+//! a `ZSet` is one 16-byte pointer); [`full`] keeps each member once in a slab,
 //! a hash index of ids and an order-statistic B+tree ([`tree`]) of `(score, id)`, so rank,
 //! insert and range starts are O(log n). [`ZSet::heap_bytes`] is O(1): every part keeps its
 //! size as capacities and running counts.
@@ -546,7 +547,7 @@ impl ZSet {
     #[cfg(test)]
     fn recount_bytes(&self) -> usize {
         match &self.repr {
-            Repr::Compact(c) => c.heap_bytes(),
+            Repr::Compact(c) => c.recount_bytes(),
             Repr::Full(f) => std::mem::size_of::<Full>() + f.recount_bytes(),
         }
     }

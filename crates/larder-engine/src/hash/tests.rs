@@ -14,7 +14,12 @@ fn limits(entries: usize, value: usize) -> Limits {
 fn recount(h: &Hash) -> usize {
     match &h.repr {
         Repr::Compact(c) => {
-            assert_eq!(c.pairs().count(), c.len as usize);
+            assert_eq!(c.pairs().count(), c.len());
+            assert_eq!(
+                c.buf.is_empty(),
+                c.len() == 0,
+                "an empty hash has no header"
+            );
             c.buf.len().next_multiple_of(8)
         }
         Repr::Table(t) => std::mem::size_of::<Table>().next_multiple_of(8) + t.recount_bytes(),
@@ -290,7 +295,7 @@ fn random_operations_agree_with_a_model() {
 #[test]
 fn hash_is_small() {
     assert!(
-        std::mem::size_of::<Hash>() <= 24,
+        std::mem::size_of::<Hash>() <= 16,
         "{}",
         std::mem::size_of::<Hash>()
     );
@@ -309,9 +314,41 @@ fn table_bytes_per_field_beat_redis() {
     assert_eq!(h.encoding(), "hashtable");
     let per_field = h.heap_bytes() as f64 / 10_000.0;
     assert!(per_field <= 0.8 * 77.0, "{per_field}");
-    // The compact form of a small hash: the pairs and their length bytes, nothing else.
+    // The compact form of a small hash: a one-byte count, the pairs and their length bytes,
+    // nothing else.
     let small: Hash = (0..10)
         .map(|i| (format!("field:{i:05}"), "value:00000"))
         .collect();
-    assert_eq!(small.heap_bytes(), (10 * 24usize).next_multiple_of(8));
+    assert_eq!(small.heap_bytes(), (1 + 10 * 24usize).next_multiple_of(8));
+}
+
+/// The compact buffer's count header widens past 127 pairs and narrows back; the exact
+/// bytes match a recount at every step, and an emptied hash holds no buffer.
+#[test]
+fn compact_count_header_grows_and_shrinks() {
+    let l = limits(1000, 64);
+    let mut h = Hash::new();
+    for i in 0..300 {
+        assert!(h.insert(format!("f{i:03}").as_bytes(), b"v", &l));
+        assert_eq!(h.len(), i + 1);
+        assert_eq!(h.heap_bytes(), recount(&h));
+    }
+    assert_eq!(h.encoding(), "listpack");
+    // One pair: a length byte, 4 field bytes, a length byte, 1 value byte; a 2-byte count.
+    assert_eq!(h.heap_bytes(), (2 + 300 * 7usize).next_multiple_of(8));
+    // Overwriting keeps the count.
+    assert!(!h.insert(b"f000", b"longer value", &l));
+    assert_eq!(h.len(), 300);
+    assert_eq!(h.get(b"f000"), Some(&b"longer value"[..]));
+    assert_eq!(h.heap_bytes(), recount(&h));
+    for i in (0..300).rev() {
+        assert!(h.remove(format!("f{i:03}").as_bytes()));
+        assert_eq!(h.len(), i);
+        assert_eq!(h.heap_bytes(), recount(&h));
+        assert_eq!(h.pairs().count(), i);
+    }
+    assert!(h.is_empty());
+    assert_eq!(h.heap_bytes(), 0, "an empty compact hash holds no buffer");
+    assert!(h.insert(b"a", b"b", &l));
+    assert_eq!(h.get(b"a"), Some(&b"b"[..]));
 }

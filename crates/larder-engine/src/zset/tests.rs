@@ -521,3 +521,35 @@ fn a_million_members_stay_under_0_8x_redis() {
     assert!(per_member < 79.7, "{per_member} bytes a member");
     assert_eq!(z.heap_bytes(), z.recount_bytes());
 }
+
+/// The compact buffer's count header widens past 127 entries and narrows back, ranges
+/// removed at once included; the exact bytes match a recount at every step.
+#[test]
+fn compact_count_header_grows_and_shrinks() {
+    let l = limits(1000, 64);
+    let mut z = ZSet::new();
+    assert_eq!(z.heap_bytes(), 0);
+    for i in 0..300u32 {
+        z.insert(format!("m{i:03}").as_bytes(), f64::from(i % 7), &l);
+        assert_eq!(z.len(), i as usize + 1);
+        assert_eq!(z.heap_bytes(), z.recount_bytes());
+    }
+    assert_eq!(z.encoding(), "listpack");
+    // One entry: 8 score bytes, a length byte, 4 member bytes; a 2-byte count.
+    assert_eq!(z.heap_bytes(), (2 + 300 * 13usize).next_multiple_of(8));
+    let mut model: Vec<(Vec<u8>, f64)> = all(&z);
+    assert_eq!(z.remove_ranks(10..180, |_, _| {}), 170);
+    model.drain(10..180);
+    assert_eq!(all(&z), model);
+    assert_eq!(z.heap_bytes(), (1 + 130 * 13usize).next_multiple_of(8));
+    assert_eq!(z.heap_bytes(), z.recount_bytes());
+    while let Some((m, _)) = z.get(0) {
+        let m = m.to_vec();
+        assert!(z.remove(&m).is_some());
+        model.remove(0);
+        assert_eq!(all(&z), model);
+        assert_eq!(z.heap_bytes(), z.recount_bytes());
+    }
+    assert!(z.is_empty());
+    assert_eq!(z.heap_bytes(), 0, "an empty compact set holds no buffer");
+}
