@@ -83,6 +83,21 @@ pub(crate) fn read<T: Collection>(
     }
 }
 
+/// A read of `key` as a `T` through `f` (a keyspace hit or miss counted), or `missing` when
+/// the key is absent: the shape of LLEN, SCARD, SISMEMBER, ZCARD, ZSCORE and their kin.
+pub(crate) fn read_with<T: Collection, R>(
+    c: &Cmd<'_>,
+    key: &[u8],
+    missing: R,
+    f: impl FnOnce(&T) -> R,
+) -> Result<R> {
+    let (mut shard, hash) = c.shard_of(key);
+    match read::<T>(c, &mut shard, key, hash)? {
+        Some(slot) => Ok(f(at::<T>(&shard, slot)?)),
+        None => Ok(missing),
+    }
+}
+
 /// Change the collection in `slot` through `f` (a write: new version, memory re-accounted).
 /// The caller then [`settle`]s the key.
 pub(crate) fn update<T: Collection, R>(

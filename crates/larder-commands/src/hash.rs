@@ -228,12 +228,7 @@ fn hdel(c: &mut Cmd<'_>) -> Result<()> {
 /// A read of one number from the hash at `key` (0 when absent): HLEN, HSTRLEN, HEXISTS.
 fn read_number(c: &mut Cmd<'_>, f: impl FnOnce(&Hash) -> usize) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.shard_of(key);
-    let n = match read_hash(c, &mut shard, key, hash)? {
-        Some(slot) => f(hash_at(&shard, slot)?),
-        None => 0,
-    };
-    drop(shard);
+    let n = collection::read_with(c, key, 0, f)?;
     c.out.int(n as i64);
     Ok(())
 }

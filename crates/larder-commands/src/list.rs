@@ -237,14 +237,7 @@ fn reply_popped(out: &mut ReplyBuf, popped: impl ExactSizeIterator<Item = Box<[u
 /// LLEN key
 fn llen(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.shard_of(key);
-    let found = shard.find_touch(key, hash, c.now_ms, c.access());
-    c.hit(found.is_some());
-    let len = match found {
-        Some(slot) => list_at(&shard, slot)?.len(),
-        None => 0,
-    };
-    drop(shard);
+    let len = collection::read_with(c, key, 0, List::len)?;
     c.out.int(len as i64);
     Ok(())
 }

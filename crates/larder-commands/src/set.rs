@@ -201,12 +201,7 @@ fn srem(c: &mut Cmd<'_>) -> Result<()> {
 /// SCARD key
 fn scard(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.shard_of(key);
-    let len = match read_set(c, &mut shard, key, hash)? {
-        Some(slot) => set_at(&shard, slot)?.len(),
-        None => 0,
-    };
-    drop(shard);
+    let len = collection::read_with(c, key, 0, Set::len)?;
     c.out.int(len as i64);
     Ok(())
 }
@@ -215,12 +210,7 @@ fn scard(c: &mut Cmd<'_>) -> Result<()> {
 fn sismember(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let member = c.args.next_arg()?;
-    let (mut shard, hash) = c.shard_of(key);
-    let found = match read_set(c, &mut shard, key, hash)? {
-        Some(slot) => set_at(&shard, slot)?.contains(member),
-        None => false,
-    };
-    drop(shard);
+    let found = collection::read_with(c, key, false, |s: &Set| s.contains(member))?;
     c.out.int(i64::from(found));
     Ok(())
 }

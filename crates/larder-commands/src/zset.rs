@@ -570,12 +570,7 @@ fn zrem(c: &mut Cmd<'_>) -> Result<()> {
 /// ZCARD key
 fn zcard(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
-    let (mut shard, hash) = c.shard_of(key);
-    let len = match read_zset(c, &mut shard, key, hash)? {
-        Some(slot) => zset_at(&shard, slot)?.len(),
-        None => 0,
-    };
-    drop(shard);
+    let len = collection::read_with(c, key, 0, ZSet::len)?;
     c.out.int(len as i64);
     Ok(())
 }
@@ -584,12 +579,7 @@ fn zcard(c: &mut Cmd<'_>) -> Result<()> {
 fn zscore(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let member = c.args.next_arg()?;
-    let (mut shard, hash) = c.shard_of(key);
-    let score = match read_zset(c, &mut shard, key, hash)? {
-        Some(slot) => zset_at(&shard, slot)?.score(member),
-        None => None,
-    };
-    drop(shard);
+    let score = collection::read_with(c, key, None, |z: &ZSet| z.score(member))?;
     match score {
         Some(s) => c.out.score(s),
         None => c.out.null(),
