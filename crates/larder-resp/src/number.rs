@@ -183,31 +183,8 @@ pub(crate) fn format_double(v: f64) -> DoubleText {
         return out;
     }
 
-    // Shortest round-trip digits from Rust's formatter, as "d.ddde[-]x".
-    let mut sci = Scratch {
-        buf: [0; 32],
-        len: 0,
-    };
-    if write!(sci, "{:e}", v.abs()).is_err() {
-        // Unreachable: the longest `{:e}` of an f64 is 23 bytes.
-        out.extend(b"nan");
-        return out;
-    }
-    let text = &sci.buf[..sci.len];
-    let e_at = text.iter().position(|&b| b == b'e').unwrap_or(text.len());
-    let mut digits = [0u8; 20];
-    let mut ndigits = 0usize;
-    for &b in &text[..e_at] {
-        if b.is_ascii_digit() && ndigits < digits.len() {
-            digits[ndigits] = b;
-            ndigits += 1;
-        }
-    }
-    let exp10 = text
-        .get(e_at + 1..)
-        .and_then(|s| std::str::from_utf8(s).ok())
-        .and_then(|s| s.parse::<i32>().ok())
-        .unwrap_or(0);
+    // Shortest round-trip digits from Rust's formatter.
+    let (digits, ndigits, exp10) = scientific(v, None);
     if v < 0.0 {
         out.push(b'-');
     }
@@ -239,31 +216,8 @@ pub(crate) fn format_score(v: f64) -> DoubleText {
         out.push(b'0');
         return out;
     }
-    // 17 significant digits, correctly rounded like glibc's printf: "d.dddddddddddddddde[-]X".
-    let mut sci = Scratch {
-        buf: [0; 32],
-        len: 0,
-    };
-    if write!(sci, "{:.16e}", v.abs()).is_err() {
-        // Unreachable: the text is at most 24 bytes.
-        out.extend(b"nan");
-        return out;
-    }
-    let text = &sci.buf[..sci.len];
-    let e_at = text.iter().position(|&b| b == b'e').unwrap_or(text.len());
-    let mut digits = [0u8; 17];
-    let mut n = 0usize;
-    for &b in &text[..e_at] {
-        if b.is_ascii_digit() && n < digits.len() {
-            digits[n] = b;
-            n += 1;
-        }
-    }
-    let exp = text
-        .get(e_at + 1..)
-        .and_then(|s| std::str::from_utf8(s).ok())
-        .and_then(|s| s.parse::<i32>().ok())
-        .unwrap_or(0);
+    // 17 significant digits, correctly rounded like glibc's printf.
+    let (digits, mut n, exp) = scientific(v, Some(16));
     // %g strips trailing zeros of the fraction.
     while n > 1 && digits[n - 1] == b'0' {
         n -= 1;
@@ -306,6 +260,37 @@ pub(crate) fn format_score(v: f64) -> DoubleText {
         out.extend(&tmp[start..]);
     }
     out
+}
+
+/// The decimal digits of `|v|` (finite, non-zero) and its power of ten, from Rust's
+/// scientific formatting: the shortest round-trip digits, or `1 + fraction` significant
+/// digits correctly rounded (as C's `%.*e`). Digits are ASCII, `d.ddd` read as `ddd`.
+fn scientific(v: f64, fraction: Option<usize>) -> ([u8; 20], usize, i32) {
+    let mut sci = Scratch {
+        buf: [0; 32],
+        len: 0,
+    };
+    // The longest text is 24 bytes ("d.dddddddddddddddde-308"), so the write cannot fail.
+    let _ = match fraction {
+        None => write!(sci, "{:e}", v.abs()),
+        Some(p) => write!(sci, "{:.*e}", p, v.abs()),
+    };
+    let text = &sci.buf[..sci.len];
+    let e_at = text.iter().position(|&b| b == b'e').unwrap_or(text.len());
+    let mut digits = [0u8; 20];
+    let mut n = 0usize;
+    for &b in &text[..e_at] {
+        if b.is_ascii_digit() && n < digits.len() {
+            digits[n] = b;
+            n += 1;
+        }
+    }
+    let exp10 = text
+        .get(e_at + 1..)
+        .and_then(|s| std::str::from_utf8(s).ok())
+        .and_then(|s| s.parse::<i32>().ok())
+        .unwrap_or(0);
+    (digits, n, exp10)
 }
 
 /// fpconv's `emit_digits`: the value is `digits * 10^k` where `k = exp10 - (ndigits - 1)`.
