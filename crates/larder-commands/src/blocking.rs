@@ -304,10 +304,11 @@ pub fn retrying(c: &Cmd<'_>) -> bool {
     c.conn.blocked.is_some()
 }
 
-/// The command is about to be served: the client leaves the registry if it was in it. Call
-/// it before the change that serves it, with the keys' shards held, so that the change's
-/// commit sees the next client in line first. (The executor also calls it for a blocked
-/// command that ends any other way, such as an error.)
+/// The command is served: the client leaves the registry if it was in it. Call it from the
+/// handler, while the keys' shards are held: blocking commands run planned, so the serving
+/// change commits after the handler returns and its commit finds the next client in line
+/// first. (The executor also unregisters a blocked command that ends any other way, such as
+/// an error.)
 pub fn done(c: &mut Cmd<'_>) {
     if c.conn.blocked.take().is_some() {
         c.server.blocking.unregister(c.conn.id);

@@ -418,7 +418,8 @@ pub fn execute(
         run_command(server, conn, argv, out, resolved, now_ms)
     };
     if conn.block_now {
-        // Counted, timed and shown to monitors when it is finally served, as Redis does.
+        // Counted, timed and shown to monitors once, when it is finally served (Redis too
+        // counts a blocked call when it is unblocked).
         conn.block_now = false;
         out.truncate(reply_start);
         return Outcome::Blocked {
