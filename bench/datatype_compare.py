@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
+    run_lines,
     REPO, RESULTS, Resp, RespError, Server, cell, default_larder_bin, fmt_num,
     machine_busy_seconds, machine_line, measured_run, ratio_cell)
 from datatype_memory import cmd, pipe_file, protocol_file, short_error  # noqa: E402
@@ -269,12 +270,7 @@ def render(meta, runs):
     out = []
     w = out.append
     w("## Data-type commands side by side: %s vs %s\n" % (a, b))
-    w("- date: %s; machine: %s" % (meta["date"], meta["machine"]))
-    w("- servers: %s" % "; ".join(
-        "%s = `%s` (%s, %s threads, idle CPU %.1f%%)" % (
-            s["label"], s["argv"], s["version"], s["threads"], 100 * s["idle_cpu_fraction"])
-        for s in meta["servers"]))
-    w("- command: `%s`" % meta["command"])
+    out.extend(run_lines(meta))
     w("- %d round(s), servers alternate first/second each round; dtgen (bench/dtgen.c): %d "
       "connections on one epoll thread, pipeline as shown, requests per run %s at pipeline 1 "
       "and %s pipelined (LPUSH+BRPOP: %s pops); taskset server=%s client=%s" % (

@@ -37,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
+    run_lines,
     REPO, RESULTS, Resp, RespError, Server, cell, default_larder_bin, encode, fmt_num,
     machine_busy_seconds, machine_line, measured_run, ratio_cell)
 
@@ -412,12 +413,7 @@ def render(meta, runs):
     out = []
     w = out.append
     w("## Pub/sub, notifications, MULTI: %s vs %s\n" % (A, B))
-    w("- date: %s; machine: %s" % (meta["date"], meta["machine"]))
-    w("- servers: %s" % "; ".join(
-        "%s = `%s` (%s, %s threads, idle CPU %.1f%%)" % (
-            s["label"], s["argv"], s["version"], s["threads"], 100 * s["idle_cpu_fraction"])
-        for s in meta["servers"]))
-    w("- command: `%s`" % meta["command"])
+    out.extend(run_lines(meta))
     w("- taskset server=%s client=%s; background CPU before the runs %.0f%% of one CPU; "
       "load generators: bench/pubsub_bench.c (built with cc -O2)" % (
           meta["taskset_server"] or "none", meta["taskset_client"] or "none",

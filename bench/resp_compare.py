@@ -789,18 +789,26 @@ def summarize(runs, a_label, b_label):
     return rows
 
 
+def run_lines(meta):
+    """The date and machine, both servers' command lines, versions, threads and idle CPU, and
+    the script's own command line: the first lines of every side-by-side report."""
+    return [
+        "- date: %s; machine: %s" % (meta["date"], meta["machine"]),
+        "- servers: %s" % "; ".join(
+            "%s = `%s` (%s, %s threads, idle CPU %.1f%%)" % (
+                s["label"], s["argv"], s["version"], s["threads"], 100 * s["idle_cpu_fraction"])
+            for s in meta["servers"]),
+        "- command: `%s`" % meta["command"],
+    ]
+
+
 def render(meta, runs):
     a, b = meta["server_a"], meta["server_b"]
     rows = summarize(runs, a, b)
     out = []
     w = out.append
     w("## RESP side by side: %s vs %s\n" % (a, b))
-    w("- date: %s; machine: %s" % (meta["date"], meta["machine"]))
-    w("- servers: %s" % "; ".join(
-        "%s = `%s` (%s, %s threads, idle CPU %.1f%%)" % (
-            s["label"], s["argv"], s["version"], s["threads"], 100 * s["idle_cpu_fraction"])
-        for s in meta["servers"]))
-    w("- command: `%s`" % meta["command"])
+    out.extend(run_lines(meta))
     w("- %d round(s), servers alternate first/second each round; %d clients; keyspace %s "
       "(200 KiB values: %s), prefilled before the runs of each value size and verified (DBSIZE, "
       "GETs of sample keys), so SET overwrites and GET hits; taskset server=%s client=%s" % (
