@@ -83,6 +83,19 @@ pub(crate) fn read<T: Collection>(
     }
 }
 
+/// [`read`], then the collection itself: `None` when the key is absent.
+pub(crate) fn read_value<'s, T: Collection>(
+    c: &Cmd<'_>,
+    shard: &'s mut Shard,
+    key: &[u8],
+    hash: u64,
+) -> Result<Option<&'s T>> {
+    match read::<T>(c, shard, key, hash)? {
+        Some(slot) => at::<T>(shard, slot).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// A read of `key` as a `T` through `f` (a keyspace hit or miss counted), or `missing` when
 /// the key is absent: the shape of LLEN, SCARD, SISMEMBER, ZCARD, ZSCORE and their kin.
 pub(crate) fn read_with<T: Collection, R>(

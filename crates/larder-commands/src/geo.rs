@@ -178,11 +178,7 @@ fn geopos(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let members = c.args.rest();
     let (mut shard, hash) = c.shard_of(key);
-    let slot = read_zset(c, &mut shard, key, hash)?;
-    let z = match slot {
-        Some(slot) => Some(zset_at(&shard, slot)?),
-        None => None,
-    };
+    let z = crate::collection::read_value::<larder_engine::ZSet>(c, &mut shard, key, hash)?;
     c.out.array(members.len());
     for m in members {
         match z.and_then(|z| z.score(m)).and_then(geo::decode_score) {
@@ -231,11 +227,7 @@ fn geohash(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let members = c.args.rest();
     let (mut shard, hash) = c.shard_of(key);
-    let slot = read_zset(c, &mut shard, key, hash)?;
-    let z = match slot {
-        Some(slot) => Some(zset_at(&shard, slot)?),
-        None => None,
-    };
+    let z = crate::collection::read_value::<larder_engine::ZSet>(c, &mut shard, key, hash)?;
     c.out.array(members.len());
     for m in members {
         match z.and_then(|z| z.score(m)).and_then(geo::geohash_string) {

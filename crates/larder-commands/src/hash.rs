@@ -188,10 +188,7 @@ fn hmget(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let fields = c.args.rest();
     let (mut shard, hash) = c.shard_of(key);
-    let h = match read_hash(c, &mut shard, key, hash)? {
-        Some(slot) => Some(hash_at(&shard, slot)?),
-        None => None,
-    };
+    let h = collection::read_value::<Hash>(c, &mut shard, key, hash)?;
     c.out.array(fields.len());
     for f in fields {
         match h.and_then(|h| h.get(f)) {
@@ -276,10 +273,7 @@ fn hgetall(c: &mut Cmd<'_>) -> Result<()> {
 fn get_all(c: &mut Cmd<'_>, parts: Parts) -> Result<()> {
     let key = c.args.key()?;
     let (mut shard, hash) = c.shard_of(key);
-    let h = match read_hash(c, &mut shard, key, hash)? {
-        Some(slot) => Some(hash_at(&shard, slot)?),
-        None => None,
-    };
+    let h = collection::read_value::<Hash>(c, &mut shard, key, hash)?;
     let len = h.map_or(0, Hash::len);
     match parts {
         Parts::Both => c.out.map(len),

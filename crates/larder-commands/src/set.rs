@@ -220,11 +220,7 @@ fn smismember(c: &mut Cmd<'_>) -> Result<()> {
     let key = c.args.key()?;
     let members = c.args.rest();
     let (mut shard, hash) = c.shard_of(key);
-    let slot = read_set(c, &mut shard, key, hash)?;
-    let set = match slot {
-        Some(slot) => Some(set_at(&shard, slot)?),
-        None => None,
-    };
+    let set = collection::read_value::<Set>(c, &mut shard, key, hash)?;
     c.out.array(members.len());
     for m in members {
         c.out.int(i64::from(set.is_some_and(|s| s.contains(m))));

@@ -9,7 +9,7 @@ use super::{float_arg, lon_lat_arg, reply_coord, reply_distance, unit_arg};
 use crate::args::parse_i64;
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
-use crate::zset::{read_zset, store_result, zset_at};
+use crate::zset::store_result;
 
 const NOT_MEMBER: &str = "ERR could not decode requested zset member";
 const NEED_RADIUS: &str = "ERR need numeric radius";
@@ -132,11 +132,7 @@ fn generic(c: &mut Cmd<'_>, kind: Kind, store_ok: bool) -> Result<()> {
     let src_index = if kind == Kind::SearchStore { 2 } else { 1 };
     let src = argv[src_index];
     let (mut shard, hash) = c.shard_of(src);
-    let slot = read_zset(c, &mut shard, src, hash)?;
-    let z = match slot {
-        Some(slot) => Some(zset_at(&shard, slot)?),
-        None => None,
-    };
+    let z = crate::collection::read_value::<larder_engine::ZSet>(c, &mut shard, src, hash)?;
 
     // The center and size the fixed arguments give.
     let mut center = (0.0, 0.0);
