@@ -16,4 +16,5 @@
 //! own (values are `larder-engine` types).
 #![forbid(unsafe_code)]
 
+pub mod log;
 pub mod rdb;
