@@ -306,7 +306,7 @@ impl<'a> LogReader<'a> {
             // Zeros to the end: a file extended by a crash before its data landed.
             return torn(self);
         }
-        if len > MAX_RECORD || len < 20 {
+        if !(20..=MAX_RECORD).contains(&len) {
             if self.valid_record_follows(RECORD_PREFIX) {
                 return Err(self.corrupt("impossible record length"));
             }
