@@ -403,6 +403,13 @@ pub fn execute(
         }
     }
 
+    if let Some(e) = persistence_gate(server, spec.flags) {
+        bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
+        flag_transaction(conn);
+        reply_error(server, conn, out, &e);
+        finish_reply(conn, out, reply_start);
+        return Outcome::Continue;
+    }
     if max > 0 {
         // Eviction is not part of the command's duration (as Redis times `call()` alone).
         started_us = larder_engine::now_us();
@@ -445,6 +452,21 @@ pub fn execute(
     }
     finish_reply(conn, out, reply_start);
     Outcome::Continue
+}
+
+/// Redis's refusals while the dataset loads (`-LOADING`, for commands without the LOADING
+/// flag) and after a failed log write (`-MISCONF`, for writes and PING, as Redis's
+/// `writeCommandsDeniedByDiskError`). Two relaxed loads when neither applies.
+#[inline]
+fn persistence_gate(server: &Server, spec_flags: u32) -> Option<Error> {
+    let gates = &server.gates;
+    if gates.loading.load(Ordering::Relaxed) && spec_flags & flags::LOADING == 0 {
+        return Some(Error::Static(crate::persistence::LOADING_ERR));
+    }
+    if gates.write_failed.load(Ordering::Relaxed) && spec_flags & flags::WRITE != 0 {
+        return Some(crate::persistence::misconf(server));
+    }
+    None
 }
 
 /// Mark the transaction being queued, if any, as failed: EXEC will answer EXECABORT.

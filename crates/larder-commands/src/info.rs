@@ -2,8 +2,9 @@
 //!
 //! Each section is a function that appends `field:value\r\n` lines to a `String`; [`render`]
 //! joins the selected sections in Redis's order with Redis's separators. Figures the server
-//! does not have (persistence, replication, eviction: larder has none of them yet) are reported
-//! with the values Redis reports when the feature is idle, so monitoring tools parse them.
+//! does not have (replication; fork and copy-on-write, which larder's snapshots do without)
+//! are reported with the values Redis reports when the feature is idle, so monitoring tools
+//! parse them.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -408,44 +409,78 @@ fn memory_section(cx: &Ctx<'_>, out: &mut String) {
 }
 
 fn persistence_section(cx: &Ctx<'_>, out: &mut String) {
-    for (name, value) in [
-        ("loading", "0"),
-        ("async_loading", "0"),
-        ("current_cow_peak", "0"),
-        ("current_cow_size", "0"),
-        ("current_cow_size_age", "0"),
-        ("current_fork_perc", "0.00"),
-        ("current_save_keys_processed", "0"),
-        ("current_save_keys_total", "0"),
-        ("rdb_changes_since_last_save", "0"),
-        ("rdb_bgsave_in_progress", "0"),
-    ] {
-        field(out, name, value);
+    // Without a runtime (unit tests), as Redis with persistence off: the last save time is the
+    // start time.
+    let st = cx.server.persistence.get().map_or_else(
+        || crate::persistence::Status {
+            last_save_s: cx.server.started_ms / 1000,
+            last_bgsave_ok: true,
+            last_bgsave_time_s: -1,
+            current_bgsave_time_s: -1,
+            aof_last_rewrite_time_s: -1,
+            aof_current_rewrite_time_s: -1,
+            aof_last_bgrewrite_ok: true,
+            aof_last_write_ok: true,
+            ..Default::default()
+        },
+        |p| p.status(),
+    );
+    let flag = |b: bool| if b { 1 } else { 0 };
+    let ok = |b: bool| if b { "ok" } else { "err" };
+    field(out, "loading", flag(st.loading));
+    field(out, "async_loading", 0);
+    if st.loading {
+        field(out, "loading_start_time", st.loading_start_s);
+        field(out, "loading_total_bytes", st.loading_total_bytes);
+        field(out, "loading_rdb_used_mem", 0);
+        field(out, "loading_loaded_bytes", st.loading_loaded_bytes);
+        let perc = if st.loading_total_bytes == 0 {
+            0.0
+        } else {
+            st.loading_loaded_bytes as f64 * 100.0 / st.loading_total_bytes as f64
+        };
+        field(out, "loading_loaded_perc", format!("{perc:.2}"));
+        field(out, "loading_eta_seconds", st.loading_eta_s);
     }
-    // Like Redis without a snapshot: the last save time is the start time.
-    field(out, "rdb_last_save_time", cx.server.started_ms / 1000);
-    for (name, value) in [
-        ("rdb_last_bgsave_status", "ok"),
-        ("rdb_last_bgsave_time_sec", "-1"),
-        ("rdb_current_bgsave_time_sec", "-1"),
-        ("rdb_saves", "0"),
-        ("rdb_last_cow_size", "0"),
-        ("rdb_last_load_keys_expired", "0"),
-        ("rdb_last_load_keys_loaded", "0"),
-        ("aof_enabled", "0"),
-        ("aof_rewrite_in_progress", "0"),
-        ("aof_rewrite_scheduled", "0"),
-        ("aof_last_rewrite_time_sec", "-1"),
-        ("aof_current_rewrite_time_sec", "-1"),
-        ("aof_last_bgrewrite_status", "ok"),
-        ("aof_rewrites", "0"),
-        ("aof_rewrites_consecutive_failures", "0"),
-        ("aof_last_write_status", "ok"),
-        ("aof_last_cow_size", "0"),
-        ("module_fork_in_progress", "0"),
-        ("module_fork_last_cow_size", "0"),
-    ] {
-        field(out, name, value);
+    // No fork: nothing is copied on write.
+    for name in ["current_cow_peak", "current_cow_size", "current_cow_size_age"] {
+        field(out, name, 0);
+    }
+    field(out, "current_fork_perc", "0.00");
+    field(out, "current_save_keys_processed", st.save_keys_processed);
+    field(out, "current_save_keys_total", st.save_keys_total);
+    field(out, "rdb_changes_since_last_save", st.changes_since_save);
+    field(out, "rdb_bgsave_in_progress", flag(st.bgsave_in_progress));
+    field(out, "rdb_last_save_time", st.last_save_s);
+    field(out, "rdb_last_bgsave_status", ok(st.last_bgsave_ok));
+    field(out, "rdb_last_bgsave_time_sec", st.last_bgsave_time_s);
+    field(out, "rdb_current_bgsave_time_sec", st.current_bgsave_time_s);
+    field(out, "rdb_saves", st.saves);
+    field(out, "rdb_last_cow_size", 0);
+    field(out, "rdb_last_load_keys_expired", st.last_load_keys_expired);
+    field(out, "rdb_last_load_keys_loaded", st.last_load_keys_loaded);
+    field(out, "aof_enabled", flag(st.aof_enabled));
+    field(out, "aof_rewrite_in_progress", flag(st.aof_rewrite_in_progress));
+    field(out, "aof_rewrite_scheduled", flag(st.aof_rewrite_scheduled));
+    field(out, "aof_last_rewrite_time_sec", st.aof_last_rewrite_time_s);
+    field(out, "aof_current_rewrite_time_sec", st.aof_current_rewrite_time_s);
+    field(out, "aof_last_bgrewrite_status", ok(st.aof_last_bgrewrite_ok));
+    field(out, "aof_rewrites", st.aof_rewrites);
+    field(out, "aof_rewrites_consecutive_failures", 0);
+    field(out, "aof_last_write_status", ok(st.aof_last_write_ok));
+    field(out, "aof_last_cow_size", 0);
+    field(out, "module_fork_in_progress", 0);
+    field(out, "module_fork_last_cow_size", 0);
+    if st.aof_enabled {
+        field(out, "aof_current_size", st.aof_current_size);
+        field(out, "aof_base_size", st.aof_base_size);
+        field(out, "aof_pending_rewrite", 0);
+        field(out, "aof_buffer_length", st.aof_buffer_length);
+        field(out, "aof_pending_bio_fsync", 0);
+        field(out, "aof_delayed_fsync", 0);
+        // larder's own: how many fsyncs the log made, and how many groups shared each.
+        field(out, "aof_fsyncs", st.aof_fsyncs);
+        field(out, "aof_groups_per_fsync", format!("{:.2}", st.aof_groups_per_fsync));
     }
 }
 

@@ -28,6 +28,7 @@ pub mod list;
 pub mod locks;
 pub mod mail;
 pub mod monitor;
+pub mod persistence;
 pub mod notify;
 #[cfg(test)]
 mod propagate_tests;
@@ -71,6 +72,7 @@ pub fn registry() -> Registry {
         pubsub::COMMANDS,
         latency::COMMANDS,
         monitor::COMMANDS,
+        persistence::COMMANDS,
     ])
 }
 

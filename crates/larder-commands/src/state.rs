@@ -279,6 +279,10 @@ pub struct Server {
     pub tracking: Arc<crate::tracking::Tracking>,
     /// Blocked clients (BLPOP and friends), woken by the change feed.
     pub blocking: Arc<crate::blocking::Blocking>,
+    /// The persistence runtime (data directory, log, snapshots), installed by the binary.
+    pub persistence: std::sync::OnceLock<Arc<dyn crate::persistence::Persistence>>,
+    /// Loading and disk-error switches, and the log's durable offset.
+    pub gates: crate::persistence::Gates,
 }
 
 /// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
@@ -391,6 +395,8 @@ impl Server {
             monitors: crate::monitor::Monitors::default(),
             tracking,
             blocking,
+            persistence: std::sync::OnceLock::new(),
+            gates: crate::persistence::Gates::default(),
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();

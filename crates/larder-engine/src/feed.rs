@@ -112,6 +112,8 @@ pub struct Change {
     pub class: u32,
     /// `Command`: the request to replay, name first; empty otherwise.
     pub argv: Vec<Vec<u8>>,
+    /// `Written`: the entry's memcached client flags when the change was recorded.
+    pub flags: u32,
 }
 
 /// Redis's keyspace notification classes (`notify-keyspace-events` letters).
@@ -291,7 +293,40 @@ impl Feed {
             event: "",
             class: 0,
             argv,
+            flags: 0,
         });
+    }
+
+    /// Record `argv` as the command to replay for the changes just recorded on this thread,
+    /// for a door that runs no command of the table (memcached): call it under the shard
+    /// lock, after the change, so it joins the change's group.
+    pub fn command_now(&self, db: usize, argv: Vec<Vec<u8>>) {
+        if self.records_commands() {
+            push(Change {
+                kind: ChangeKind::Command,
+                db: db as u32,
+                key: Vec::new(),
+                version: 0,
+                value: None,
+                event: "",
+                class: 0,
+                argv,
+                flags: 0,
+            });
+        }
+    }
+
+    /// The sequence number of the last committed group. Read it with every shard locked
+    /// (a snapshot's point) to know exactly which groups came before.
+    pub fn last_seq(&self) -> u64 {
+        *self.order.lock()
+    }
+
+    /// Continue numbering after `seq` (recovery: the last group replayed from the log), so
+    /// sequence numbers keep increasing across restarts.
+    pub fn resume_after(&self, seq: u64) {
+        let mut order = self.order.lock();
+        *order = (*order).max(seq);
     }
 
     /// Whether changes carry values now.
@@ -324,6 +359,7 @@ impl Feed {
             event: "",
             class: 0,
             argv: Vec::new(),
+            flags: entry.flags,
         });
     }
 
@@ -342,6 +378,7 @@ impl Feed {
             event: "",
             class: other,
             argv: Vec::new(),
+            flags: 0,
         });
     }
 
@@ -427,6 +464,7 @@ fn push_notice(class: u32, event: &'static str, db: usize, key: &[u8]) {
         event,
         class,
         argv: Vec::new(),
+        flags: 0,
     });
 }
 

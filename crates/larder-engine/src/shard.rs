@@ -596,6 +596,38 @@ impl Shard {
         self.record(ChangeKind::Written, slot);
     }
 
+    /// Record the command that recreates the string at `slot` as it now is (value, deadline;
+    /// its version and flags follow in the log), for a door whose requests are not commands
+    /// of the table: memcached's writes are logged as their result, `SET key value [PXAT ms]`,
+    /// never as the request. Call it after the write, under the same lock.
+    pub fn record_state(&self, slot: SlotId) {
+        if !self.feed.records_commands() {
+            return;
+        }
+        let e = self.slot(slot);
+        let Some(value) = e.string() else {
+            debug_assert!(false, "record_state on a collection");
+            return;
+        };
+        let mut argv = vec![b"SET".to_vec(), e.key().to_vec(), value.to_vec()];
+        if e.expire_at_ms != 0 {
+            argv.push(b"PXAT".to_vec());
+            argv.push(e.expire_at_ms.to_string().into_bytes());
+        }
+        // The entry again, with the flags it ended with (the insert recorded it before the
+        // door set them), then the command.
+        self.record(ChangeKind::Written, slot);
+        self.feed.command_now(self.db_index(), argv);
+    }
+
+    /// Give a replayed or loaded entry back the version and flags it had, and keep this
+    /// shard's version counter past it, so no version is ever issued twice.
+    pub fn restore_version(&mut self, slot: SlotId, version: u64, flags: u32) {
+        self.version_seq = self.version_seq.max(version >> 20);
+        self.set_version(slot, version);
+        self.slot_mut(slot).flags = flags;
+    }
+
     /// Set memcached client flags.
     pub fn set_flags(&mut self, slot: SlotId, flags: u32) {
         self.slot_mut(slot).flags = flags;

@@ -14,9 +14,14 @@
 //! gave a deadline; append/prepend `append`; incr/decr `incrby`; a delete `del`. A new deadline
 //! raises what GETEX's would: `expire`, `persist` (exptime 0 on an item that had one), or `del`
 //! when it is already past and removes the item. flush_all raises none, as FLUSHALL.
+//!
+//! For the append-only log and replicas, a write is recorded as its result, never as the
+//! request (memcached's incr wraps, its relative exptimes drift): when an operation changed
+//! its key, the shard records `SET key value [PXAT ms]` with the item's version and flags, or
+//! `DEL key` (see [`Locked`]).
 
-use larder_engine::feed::class;
-use larder_engine::{Db, Entry, Shard, SlotId};
+use larder_engine::feed::{self, class};
+use larder_engine::{Db, Entry, Shard, ShardRef, SlotId};
 use larder_memcache::{
     apply_delta, resolve_exptime, CounterOp, Expiry, MetaItem, Recache, StoreMode,
     RELATIVE_EXPTIME_MAX_S,
@@ -163,6 +168,58 @@ enum Found {
     OtherType(SlotId),
 }
 
+/// A key's shard, locked for one memcached operation. When the lock goes, if the operation
+/// changed anything and the feed records commands, it records what replays the change: the
+/// key's resulting value (`SET key value [PXAT ms]`, version and flags) or its removal.
+struct Locked<'a> {
+    shard: ShardRef<'a>,
+    key: &'a [u8],
+    hash: u64,
+    since: usize,
+}
+
+fn lock<'a>(db: &'a Db, key: &'a [u8]) -> (Locked<'a>, u64) {
+    let (shard, hash) = db.lock_key(key);
+    let locked = Locked {
+        shard,
+        key,
+        hash,
+        since: feed::data_changes(),
+    };
+    (locked, hash)
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = Shard;
+    fn deref(&self) -> &Shard {
+        &self.shard
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Shard {
+        &mut self.shard
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let shard = &*self.shard;
+        if !shard.feed().records_commands() || feed::data_changes() == self.since {
+            return;
+        }
+        match shard.find_raw(self.key, self.hash) {
+            Some(slot) if shard.entry(slot).string().is_some() => shard.record_state(slot),
+            // Only a string's changes are the door's; a collection left in place was not
+            // touched by it (the changes were a lazy expiry's, logged on their own).
+            Some(_) => {}
+            None => shard
+                .feed()
+                .command_now(shard.db_index(), vec![b"DEL".to_vec(), self.key.to_vec()]),
+        }
+    }
+}
+
 /// Looks a key up, removing it if it has expired (lazy expiry, as `Shard::find` does).
 fn lookup(shard: &mut Shard, key: &[u8], hash: u64, now_ms: u64) -> Found {
     let Some(slot) = shard.find_raw(key, hash) else {
@@ -221,7 +278,7 @@ pub enum Access {
 /// Reads `key` and calls `f` with the item on a hit. The callback runs under the shard lock,
 /// so it can copy the value straight to the output buffer.
 pub fn read(db: &Db, key: &[u8], now_ms: u64, access: Access, f: impl FnOnce(&Item<'_>)) -> Read {
-    let (mut shard, hash) = db.lock_key(key);
+    let (mut shard, hash) = lock(db, key);
     let slot = match lookup(&mut shard, key, hash, now_ms) {
         Found::Hit(slot) => slot,
         other => return other.into(),
@@ -298,7 +355,7 @@ pub fn meta_get(
     opts: MetaGetOpts,
     f: impl FnOnce(&Item<'_>, Recache),
 ) -> Read {
-    let (mut shard, hash) = db.lock_key(key);
+    let (mut shard, hash) = lock(db, key);
     let (slot, created) = match lookup(&mut shard, key, hash, now_ms) {
         Found::Hit(slot) => (slot, false),
         Found::Miss { expired } => match opts.vivify {
@@ -414,7 +471,7 @@ pub enum StoreOutcome {
 
 /// Stores an item as memcached's `do_store_item` does.
 pub fn store(db: &Db, key: &[u8], now_ms: u64, req: &Store<'_>) -> StoreOutcome {
-    let (mut shard, hash) = db.lock_key(key);
+    let (mut shard, hash) = lock(db, key);
     let found = lookup(&mut shard, key, hash, now_ms);
     let hit = match found {
         Found::Hit(slot) => Some(slot),
@@ -574,7 +631,7 @@ pub struct Delete {
 
 /// Deletes, invalidates or empties an item.
 pub fn delete(db: &Db, key: &[u8], now_ms: u64, req: &Delete) -> DeleteOutcome {
-    let (mut shard, hash) = db.lock_key(key);
+    let (mut shard, hash) = lock(db, key);
     let Found::Hit(slot) = lookup(&mut shard, key, hash, now_ms) else {
         return DeleteOutcome::NotFound;
     };
@@ -663,7 +720,7 @@ pub enum Counted {
 /// Increments or decrements a decimal item as memcached's `do_add_delta` does: the new value
 /// is stored as its decimal digits, flags and deadline are kept, the CAS changes.
 pub fn arith(db: &Db, key: &[u8], now_ms: u64, req: &Arith) -> Counted {
-    let (mut shard, hash) = db.lock_key(key);
+    let (mut shard, hash) = lock(db, key);
     let slot = match lookup(&mut shard, key, hash, now_ms) {
         Found::Hit(slot) => slot,
         Found::Miss { .. } => {
