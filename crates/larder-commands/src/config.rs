@@ -51,6 +51,14 @@ pub enum Param {
     ZsetMaxListpackValue,
     ListMaxListpackSize,
     HllSparseMaxBytes,
+    Dir,
+    Appendonly,
+    Appendfsync,
+    Save,
+    AutoAofRewritePercentage,
+    AutoAofRewriteMinSize,
+    Dbfilename,
+    AofTestDropUnsynced,
 }
 
 /// How a parameter's value is parsed and shown.
@@ -105,6 +113,23 @@ pub const MAXMEMORY_POLICIES: &[&str] = &[
     "allkeys-random",
     "noeviction",
 ];
+
+/// The `save` rules in `value`: (seconds, changes) pairs. Redis's error texts.
+pub fn save_rules(value: &str) -> Result<Vec<(u64, u64)>, String> {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if words.len() % 2 != 0 {
+        return Err("Invalid save parameters".to_string());
+    }
+    words
+        .chunks(2)
+        .map(
+            |pair| match (pair[0].parse::<u64>(), pair[1].parse::<u64>()) {
+                (Ok(s), Ok(c)) => Ok((s, c)),
+                _ => Err("Invalid save parameters".to_string()),
+            },
+        )
+        .collect()
+}
 
 /// The eviction policy `maxmemory-policy` selects; `None` for noeviction.
 #[inline]

@@ -69,6 +69,9 @@ pub struct ConnState {
     pub block_now: bool,
     /// EXEC is running this connection's queued commands (blocking commands do not block).
     pub in_exec: bool,
+    /// The connection replays the log at start: it runs while the server is loading, and
+    /// is not held by CLIENT PAUSE.
+    pub loader: bool,
 }
 
 impl ConnState {
@@ -94,6 +97,7 @@ impl ConnState {
             blocked: None,
             block_now: false,
             in_exec: false,
+            loader: false,
         }
     }
 }
@@ -356,7 +360,7 @@ pub fn execute(
     let writes = spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
     if let Some(until_ms) = server.pause.holds(writes, now_ms) {
         // Monitors are replicas to Redis, which CLIENT PAUSE does not hold.
-        if !conn.monitor {
+        if !conn.monitor && !conn.loader {
             return Outcome::Paused { until_ms };
         }
     }
@@ -403,7 +407,7 @@ pub fn execute(
         }
     }
 
-    if let Some(e) = persistence_gate(server, spec.flags) {
+    if let Some(e) = persistence_gate(server, spec.flags).filter(|_| !conn.loader) {
         bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
         flag_transaction(conn);
         reply_error(server, conn, out, &e);
@@ -666,9 +670,13 @@ pub(crate) fn account(
     conn.handle
         .last_command
         .store(resolved.stat_index, Ordering::Relaxed);
-    if let Err(e) = result {
-        bump(&stat.failed_calls, 1);
-        reply_error(server, conn, out, &e);
+    match result {
+        Err(e) => {
+            bump(&stat.failed_calls, 1);
+            reply_error(server, conn, out, &e);
+        }
+        Ok(()) if resolved.spec.has(flags::WRITE) => bump(&thread.writes, 1),
+        Ok(()) => {}
     }
 }
 

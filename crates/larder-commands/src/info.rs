@@ -443,7 +443,11 @@ fn persistence_section(cx: &Ctx<'_>, out: &mut String) {
         field(out, "loading_eta_seconds", st.loading_eta_s);
     }
     // No fork: nothing is copied on write.
-    for name in ["current_cow_peak", "current_cow_size", "current_cow_size_age"] {
+    for name in [
+        "current_cow_peak",
+        "current_cow_size",
+        "current_cow_size_age",
+    ] {
         field(out, name, 0);
     }
     field(out, "current_fork_perc", "0.00");
@@ -460,11 +464,23 @@ fn persistence_section(cx: &Ctx<'_>, out: &mut String) {
     field(out, "rdb_last_load_keys_expired", st.last_load_keys_expired);
     field(out, "rdb_last_load_keys_loaded", st.last_load_keys_loaded);
     field(out, "aof_enabled", flag(st.aof_enabled));
-    field(out, "aof_rewrite_in_progress", flag(st.aof_rewrite_in_progress));
+    field(
+        out,
+        "aof_rewrite_in_progress",
+        flag(st.aof_rewrite_in_progress),
+    );
     field(out, "aof_rewrite_scheduled", flag(st.aof_rewrite_scheduled));
     field(out, "aof_last_rewrite_time_sec", st.aof_last_rewrite_time_s);
-    field(out, "aof_current_rewrite_time_sec", st.aof_current_rewrite_time_s);
-    field(out, "aof_last_bgrewrite_status", ok(st.aof_last_bgrewrite_ok));
+    field(
+        out,
+        "aof_current_rewrite_time_sec",
+        st.aof_current_rewrite_time_s,
+    );
+    field(
+        out,
+        "aof_last_bgrewrite_status",
+        ok(st.aof_last_bgrewrite_ok),
+    );
     field(out, "aof_rewrites", st.aof_rewrites);
     field(out, "aof_rewrites_consecutive_failures", 0);
     field(out, "aof_last_write_status", ok(st.aof_last_write_ok));
@@ -480,7 +496,11 @@ fn persistence_section(cx: &Ctx<'_>, out: &mut String) {
         field(out, "aof_delayed_fsync", 0);
         // larder's own: how many fsyncs the log made, and how many groups shared each.
         field(out, "aof_fsyncs", st.aof_fsyncs);
-        field(out, "aof_groups_per_fsync", format!("{:.2}", st.aof_groups_per_fsync));
+        field(
+            out,
+            "aof_groups_per_fsync",
+            format!("{:.2}", st.aof_groups_per_fsync),
+        );
     }
 }
 

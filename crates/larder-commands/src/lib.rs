@@ -28,8 +28,8 @@ pub mod list;
 pub mod locks;
 pub mod mail;
 pub mod monitor;
-pub mod persistence;
 pub mod notify;
+pub mod persistence;
 #[cfg(test)]
 mod propagate_tests;
 pub mod pubsub;

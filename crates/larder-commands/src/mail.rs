@@ -32,6 +32,10 @@ pub trait Mailbox: Send + Sync {
     /// Ask the worker to run client `token`'s blocked request again (client id `id`): a key
     /// it waits on was written, or CLIENT UNBLOCK ended its wait.
     fn unblock(&self, _token: usize, _id: u64) {}
+
+    /// The log became durable further (or failed): run the replies held for it, if this
+    /// worker holds any (`appendfsync always`).
+    fn durable(&self) {}
 }
 
 /// Output limits of one client class: hard bytes, soft bytes, soft seconds (0 = none).

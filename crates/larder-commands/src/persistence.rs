@@ -118,6 +118,14 @@ pub fn take_committed() -> Option<u64> {
     })
 }
 
+/// Tell every worker that the log's durable offset moved (or that the log failed), so the
+/// replies they hold for it go out.
+pub fn wake_durable(server: &Server) {
+    for w in server.workers.lock().iter() {
+        w.durable();
+    }
+}
+
 /// Redis's reply to a command refused while loading.
 pub const LOADING_ERR: &str = "LOADING Redis is loading the dataset in memory";
 
@@ -146,7 +154,9 @@ fn runtime<'a>(c: &Cmd<'a>) -> Result<&'a dyn Persistence> {
         .persistence
         .get()
         .map(|p| &**p)
-        .ok_or(Error::Static("ERR persistence is not running on this server"))
+        .ok_or(Error::Static(
+            "ERR persistence is not running on this server",
+        ))
 }
 
 fn save(c: &mut Cmd<'_>) -> Result<()> {

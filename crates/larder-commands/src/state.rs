@@ -22,6 +22,8 @@ pub struct ThreadStats {
     pub keyspace_hits: AtomicU64,
     pub keyspace_misses: AtomicU64,
     pub error_replies: AtomicU64,
+    /// Write commands that succeeded (what `save` rules count as changes).
+    pub writes: AtomicU64,
     /// Per command (registry stats index): calls, microseconds, rejected, failed.
     pub per_command: Box<[CommandStat]>,
 }

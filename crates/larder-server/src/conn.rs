@@ -162,6 +162,13 @@ pub trait Handler {
     /// The connection gave up its turn with input possibly left unread.
     fn yielded(&self) {}
 
+    /// What replaces replies that acknowledged writes the log then failed to make durable
+    /// (`appendfsync always`): one error in the door's protocol, after which the connection
+    /// closes.
+    fn durability_error(&self, reason: &str) -> Vec<u8> {
+        format!("-MISCONF Errors writing to the AOF file: {reason}\r\n").into_bytes()
+    }
+
     /// After a [`Handler::process`] that stopped at an incomplete request: whether all that
     /// request still lacks is its last argument, whatever its size. If it is [`BIG_ARG`]
     /// bytes or more, the connection reads it into a buffer of its own, sized for it once, and
@@ -215,6 +222,9 @@ pub struct Conn<H> {
     /// pressure), or requests wait in `rbuf`: with edge-triggered polling no new event will
     /// come for them, so the worker must call `on_ready` again.
     pub more: bool,
+    /// Under `appendfsync always`: the log offset the pending replies wait for (they
+    /// acknowledge writes that are not durable yet).
+    pub durable_wait: Option<u64>,
 }
 
 impl<H: Handler> Conn<H> {
@@ -236,6 +246,7 @@ impl<H: Handler> Conn<H> {
             eof: false,
             read_closed: false,
             more: false,
+            durable_wait: None,
         }
     }
 
@@ -498,6 +509,9 @@ impl<H: Handler> Conn<H> {
 
     /// Writes pending output. Sets `want_write` if the socket is full.
     pub fn flush(&mut self, server: &Server) {
+        if self.held_for_log(server) {
+            return;
+        }
         loop {
             self.write_pending(server);
             // Once the output is written, what other threads posted goes next, a batch at a
@@ -525,6 +539,37 @@ impl<H: Handler> Conn<H> {
             .handle()
             .output_buf_bytes
             .store(self.pending_output(), Ordering::Relaxed);
+    }
+
+    /// Whether the pending replies must wait for the log (`appendfsync always`): they
+    /// include a write this thread committed that is not durable yet. If the log failed
+    /// instead, the replies are replaced by an error and the connection closes after it.
+    fn held_for_log(&mut self, server: &Server) -> bool {
+        let gates = &server.gates;
+        if let Some(end) = larder_commands::persistence::take_committed() {
+            if gates.wait_durable.load(Ordering::Relaxed) {
+                self.durable_wait = Some(self.durable_wait.unwrap_or(0).max(end));
+            }
+        }
+        let Some(wait) = self.durable_wait else {
+            return false;
+        };
+        if gates.durable.load(Ordering::SeqCst) >= wait {
+            self.durable_wait = None;
+            return false;
+        }
+        if gates.write_failed.load(Ordering::SeqCst) {
+            self.durable_wait = None;
+            self.reset_output();
+            let reason = gates.write_error.lock().clone();
+            self.out
+                .bytes
+                .extend_from_slice(&self.handler.durability_error(&reason));
+            self.closing = Some(Close::AfterReply);
+            return false;
+        }
+        self.want_write = false;
+        true
     }
 
     /// Empty output: forget what was written, keep a buffer of moderate size.

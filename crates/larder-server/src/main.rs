@@ -8,6 +8,7 @@ mod cache_cli;
 mod conn;
 mod memcache;
 mod net;
+mod persist;
 mod resp;
 
 use std::net::ToSocketAddrs;
@@ -164,6 +165,7 @@ fn run() -> anyhow::Result<()> {
             .unwrap_or_default(),
     };
     let server = Arc::new(server);
+    let persistence = persist::start(&server)?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         redis_compat = "7.0.15",
@@ -191,6 +193,7 @@ fn run() -> anyhow::Result<()> {
         },
     ];
     net::serve(Arc::clone(&server), doors, threads)?;
+    persistence.shutdown();
     tracing::info!("larder is now ready to exit, bye bye");
     Ok(())
 }

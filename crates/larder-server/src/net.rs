@@ -58,6 +58,8 @@ enum Letter {
     Resume,
     /// Run the blocked request of the client at `token` again (if it is still client `id`).
     Unblock { token: usize, id: u64 },
+    /// The log is durable further: send the replies held for it.
+    Durable,
 }
 
 /// A worker thread's mailbox: letters, and the `mio::Waker` that interrupts its poll. Many
@@ -72,6 +74,9 @@ struct WorkerLink {
     /// Set when the worker posted to itself (a publisher and a subscriber on the same
     /// worker): it reads its letters before it polls again, so no wake-up is needed.
     posted_by_self: AtomicBool,
+    /// Set while the worker holds replies until the log is durable (`appendfsync always`):
+    /// only then does an fsync post it a `Letter::Durable`.
+    holds_for_log: AtomicBool,
 }
 
 thread_local! {
@@ -103,6 +108,12 @@ impl larder_commands::mail::Mailbox for WorkerLink {
 
     fn unblock(&self, token: usize, id: u64) {
         self.post(Letter::Unblock { token, id });
+    }
+
+    fn durable(&self) {
+        if self.holds_for_log.swap(false, Ordering::SeqCst) {
+            self.post(Letter::Durable);
+        }
     }
 }
 
@@ -162,6 +173,13 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.yielded(),
             DoorHandler::Memcache(h) => h.yielded(),
+        }
+    }
+
+    fn durability_error(&self, reason: &str) -> Vec<u8> {
+        match self {
+            DoorHandler::Resp(h) => h.durability_error(reason),
+            DoorHandler::Memcache(h) => h.durability_error(reason),
         }
     }
 
@@ -278,6 +296,7 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
             waker: Arc::clone(&waker),
             woken: AtomicBool::new(false),
             posted_by_self: AtomicBool::new(false),
+            holds_for_log: AtomicBool::new(false),
         });
         links.push(Arc::clone(&link));
         server
@@ -411,6 +430,8 @@ struct Worker {
     /// Connections whose next request a CLIENT PAUSE holds: run again when the earliest
     /// pause ends (the poll's timeout) or when a `Letter::Resume` says it was lifted.
     paused: Vec<usize>,
+    /// Connections whose replies wait for the log to be durable (`appendfsync always`).
+    held_for_log: Vec<usize>,
 }
 
 impl Worker {
@@ -435,6 +456,7 @@ impl Worker {
             scratch: Vec::new(),
             retry: Vec::new(),
             paused: Vec::new(),
+            held_for_log: Vec::new(),
         }
     }
 
@@ -564,9 +586,20 @@ impl Worker {
                         }
                     }
                 }
+                Letter::Durable => self.release_held(touched),
             }
         }
         resume
+    }
+
+    /// Send the replies that waited for the log and may go now (settle holds the rest again).
+    fn release_held(&mut self, touched: &mut Vec<usize>) {
+        for t in std::mem::take(&mut self.held_for_log) {
+            if let Some(c) = self.conns.get_mut(t) {
+                c.flush(&self.server);
+                touched.push(t);
+            }
+        }
     }
 
     fn accept(&mut self, mut stream: TcpStream, addr: SocketAddr, door: Door, now_ms: u64) {
@@ -649,6 +682,15 @@ impl Worker {
         let Some(c) = self.conns.get_mut(t) else {
             return;
         };
+        if c.durable_wait.is_some() {
+            // Announce the wait, then look again: either the log's writer sees the flag and
+            // posts `Durable`, or this flush sees the offset it published (both SeqCst).
+            self.link.holds_for_log.store(true, Ordering::SeqCst);
+            c.flush(&self.server);
+            if c.durable_wait.is_some() && !self.held_for_log.contains(&t) {
+                self.held_for_log.push(t);
+            }
+        }
         if c.should_drop() {
             self.close(t);
             return;

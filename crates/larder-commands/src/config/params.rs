@@ -388,6 +388,76 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Mutable,
         "a HyperLogLog's sparse representation past this many bytes turns dense",
     ),
+    def(
+        Param::Dir,
+        "dir",
+        Kind::Text,
+        "./larder-data",
+        Mutability::Immutable,
+        "data directory: snapshots and the append-only log (created, and locked while running)",
+    ),
+    def(
+        Param::Appendonly,
+        "appendonly",
+        Kind::Bool,
+        "yes",
+        Mutability::Immutable,
+        "log every write to the append-only log (no: snapshots only, or pure cache with save \"\")",
+    ),
+    def(
+        Param::Appendfsync,
+        "appendfsync",
+        Kind::Enum(&["always", "everysec", "no"]),
+        "everysec",
+        Mutability::Mutable,
+        "when the log is fsynced: before each reply (always), once a second, or by the kernel",
+    ),
+    def(
+        Param::Save,
+        "save",
+        Kind::Custom(parse_save),
+        "3600 1 300 100 60 10000",
+        Mutability::Mutable,
+        "snapshot rules: pairs of <seconds> <changes> (\"\" for none)",
+    ),
+    def(
+        Param::AutoAofRewritePercentage,
+        "auto-aof-rewrite-percentage",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "100",
+        Mutability::Mutable,
+        "rewrite (snapshot, then a new log) when the log grew by this percentage (0: never)",
+    ),
+    def(
+        Param::AutoAofRewriteMinSize,
+        "auto-aof-rewrite-min-size",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX,
+        },
+        "67108864",
+        Mutability::Mutable,
+        "smallest log that an automatic rewrite considers",
+    ),
+    def(
+        Param::Dbfilename,
+        "dbfilename",
+        Kind::Text,
+        "dump.rdb",
+        Mutability::Immutable,
+        "a Redis RDB file in dir, loaded at start when the data directory holds no data yet",
+    ),
+    def(
+        Param::AofTestDropUnsynced,
+        "aof-test-drop-unsynced",
+        Kind::Bool,
+        "no",
+        Mutability::Immutable,
+        "tests only: log bytes reach the file only when fsynced, so kill -9 loses what a power loss would",
+    ),
 ];
 
 /// Redis's older names for parameters, accepted wherever the name is (CONFIG GET and SET,
@@ -399,6 +469,18 @@ pub static ALIASES: &[(&str, Param)] = &[
     ("zset-max-ziplist-value", Param::ZsetMaxListpackValue),
     ("list-max-ziplist-size", Param::ListMaxListpackSize),
 ];
+
+/// `save`'s parser: pairs of seconds and changes, as Redis 7.0 takes them (an empty string
+/// for none). The number is the count of rules; the text is normalized.
+fn parse_save(value: &str) -> Result<(i64, String), String> {
+    let rules = super::save_rules(value)?;
+    let text = rules
+        .iter()
+        .map(|(s, c)| format!("{s} {c}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Ok((rules.len() as i64, text))
+}
 
 /// `client-output-buffer-limit`'s parser for the parameter table.
 fn parse_output_limits(value: &str) -> Result<(i64, String), String> {

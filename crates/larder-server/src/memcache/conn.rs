@@ -102,6 +102,10 @@ impl Handler for McHandler {
         bump(&self.mc.stats.thread(self.worker).conn_yields, 1);
     }
 
+    fn durability_error(&self, reason: &str) -> Vec<u8> {
+        format!("SERVER_ERROR writing to the append-only log failed: {reason}\r\n").into_bytes()
+    }
+
     /// memcached values arrive in the input buffer and are copied from there.
     // FIXME: storage commands' data blocks could be read into a buffer of their own too.
     fn big_arg(&self) -> Option<BigArg> {
