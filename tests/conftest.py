@@ -213,7 +213,8 @@ class Server:
                 s.sendall(b"*1\r\n$4\r\nPING\r\n")
                 data = s.recv(64)
                 # +PONG, or -NOAUTH when requirepass is set: either way it is serving.
-                return data[:1] in (b"+", b"-")
+                # -LOADING: it is still reading its data directory.
+                return data[:1] in (b"+", b"-") and not data.startswith(b"-LOADING")
         except OSError:
             return False
 
