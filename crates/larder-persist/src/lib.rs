@@ -17,3 +17,4 @@
 #![forbid(unsafe_code)]
 
 pub mod rdb;
+pub mod snapshot;
