@@ -95,6 +95,8 @@ struct Shared {
     policy: Arc<AccessPolicy>,
     /// The change feed; every shard holds a clone.
     feed: Arc<Feed>,
+    /// Whether a point-in-time capture runs (`crate::snapshot`): one at a time.
+    capturing: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -524,6 +526,7 @@ impl Keyspace {
             evicted_keys: AtomicU64::new(0),
             policy: Arc::default(),
             feed: Arc::default(),
+            capturing: std::sync::atomic::AtomicBool::new(false),
         });
         let dbs = (0..databases.max(1))
             .map(|i| Db::new((i * SHARDS_PER_DB) as u32, Arc::clone(&shared)))
@@ -603,6 +606,11 @@ impl Keyspace {
     /// The change feed every write is recorded in.
     pub fn feed(&self) -> &Arc<Feed> {
         &self.shared.feed
+    }
+
+    /// Set while a point-in-time capture runs (`crate::snapshot`).
+    pub(crate) fn capture_flag(&self) -> &std::sync::atomic::AtomicBool {
+        &self.shared.capturing
     }
 
     /// Record accesses as an LFU counter (`lfu`) or as the LRU clock, with Redis's

@@ -30,6 +30,7 @@ mod keyspace;
 pub mod list;
 pub mod set;
 mod shard;
+pub mod snapshot;
 pub mod zset;
 
 pub use clock::{lru_clock, now_ms, now_us};
@@ -42,5 +43,5 @@ pub use hash::Hash;
 pub use keyspace::{Db, DbGuards, Eviction, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
 pub use list::{List, Place};
 pub use set::Set;
-pub use shard::{Access, Shard, SlotId};
+pub use shard::{Access, RestoreValue, Restored, Shard, SlotId};
 pub use zset::ZSet;

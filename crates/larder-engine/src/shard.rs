@@ -88,6 +88,9 @@ pub struct Shard {
     removed: std::collections::VecDeque<(u32, u64)>,
     /// The stamp of the newest removal dropped from `removed` (0: none).
     removed_floor: u64,
+    /// The state of a point-in-time capture still visiting this shard's data (see
+    /// `crate::snapshot`), or `None`: then a change costs one branch in [`Shard::slot_mut`].
+    capture: Option<Box<snapshot::ShardCapture>>,
 }
 
 /// Removals a shard remembers for [`Shard::removed_since`].
@@ -113,6 +116,7 @@ impl Shard {
             feed,
             removed: std::collections::VecDeque::new(),
             removed_floor: 0,
+            capture: None,
         }
     }
 
@@ -165,8 +169,21 @@ impl Shard {
         slot_in(&self.chunks, slot)
     }
 
+    /// The entry in `slot`, to be changed: every change to an entry's data goes through here
+    /// (or through [`Shard::alloc_slot`], [`Shard::clear`] and [`Shard::swap_data`]), which is
+    /// where a running capture saves the entry's point-in-time image first.
     #[inline]
     fn slot_mut(&mut self, slot: SlotId) -> &mut Entry {
+        if self.capture.is_some() {
+            self.capture_before_change(slot);
+        }
+        self.meta_mut(slot)
+    }
+
+    /// The entry in `slot`, for a change to metadata that no snapshot holds (the access
+    /// clock, memcached's item state bits): no capture hook.
+    #[inline]
+    fn meta_mut(&mut self, slot: SlotId) -> &mut Entry {
         &mut self.chunks[(slot >> CHUNK_SHIFT) as usize][slot as usize & (CHUNK_SLOTS - 1)]
     }
 
@@ -275,6 +292,15 @@ impl Shard {
     }
 
     fn alloc_slot(&mut self, entry: Entry) -> SlotId {
+        if self.capture.is_some() {
+            // The slot the entry goes to (a vacant one, or the next new one) may be one a
+            // capture has still to visit: it must not see the new entry there.
+            let next = match self.free.last() {
+                Some(&slot) => slot,
+                None => self.slot_count() as SlotId,
+            };
+            self.capture_before_change(next);
+        }
         if let Some(slot) = self.free.pop() {
             *self.slot_mut(slot) = entry;
             return slot;
@@ -337,12 +363,21 @@ impl Shard {
         expire_at_ms: u64,
         now_ms: u64,
     ) -> SlotId {
+        entry.version = self.next_version();
+        entry.expire_at_ms = expire_at_ms;
+        let slot = self.place_entry(entry, hash, now_ms);
+        self.record(ChangeKind::Written, slot);
+        slot
+    }
+
+    /// Put `entry` (with its version and deadline set) in a slot and index it, recording
+    /// nothing in the feed; the key must be absent.
+    fn place_entry(&mut self, mut entry: Entry, hash: u64, now_ms: u64) -> SlotId {
         debug_assert!(self.find_raw(entry.key(), hash).is_none());
         let tag = tag_of(hash);
         entry.hash_tag = tag;
-        entry.version = self.next_version();
-        entry.expire_at_ms = expire_at_ms;
         entry.access = self.policy.initial(now_ms);
+        let expire_at_ms = entry.expire_at_ms;
         self.used_bytes += entry.memory_bytes();
         // Grow first: a rebuild reads the slab, which must not hold the new entry yet.
         self.grow_early();
@@ -357,7 +392,6 @@ impl Shard {
         self.index.insert(table_hash(tag), slot, |s| {
             table_hash(slot_in(chunks, s).hash_tag)
         });
-        self.record(ChangeKind::Written, slot);
         slot
     }
 
@@ -504,6 +538,9 @@ impl Shard {
     /// database and shard number that versions are made of). The version counters both move
     /// to the larger one, so a key's next version is still greater than its last.
     pub fn swap_data(&mut self, other: &mut Shard) {
+        if self.capture.is_some() || other.capture.is_some() {
+            self.capture_swap(other);
+        }
         std::mem::swap(&mut self.index, &mut other.index);
         std::mem::swap(&mut self.chunks, &mut other.chunks);
         std::mem::swap(&mut self.free, &mut other.free);
@@ -516,6 +553,9 @@ impl Shard {
 
     /// Remove every key (the caller records the flush: [`crate::Db::clear_locked`]).
     pub fn clear(&mut self) -> Vec<Vec<Entry>> {
+        if self.capture.is_some() {
+            self.capture_flush();
+        }
         // A few keys are remembered one by one; past that, every earlier stamp answers yes.
         if self.len() <= REMOVED_KEPT {
             let tags: Vec<u32> = self.iter().map(|e| e.hash_tag).collect();
@@ -668,7 +708,7 @@ impl Shard {
 
     /// Set the memcached item state bits (see [`Entry::mc_state`]); not a write.
     pub fn set_mc_state(&mut self, slot: SlotId, bits: u8) {
-        self.slot_mut(slot).set_mc_state(bits);
+        self.meta_mut(slot).set_mc_state(bits);
     }
 
     /// Record an access at `now_ms` (TOUCH): the LRU clock, or under an LFU policy a
@@ -682,7 +722,7 @@ impl Shard {
 
     /// Set the raw `access` field (tests, DEBUG-style aging).
     pub fn set_access(&mut self, slot: SlotId, access: u32) {
-        self.slot_mut(slot).access = access;
+        self.meta_mut(slot).access = access;
     }
 
     /// Up to `n` live entries picked at random for eviction: random slot positions, vacant
@@ -828,6 +868,9 @@ impl Shard {
         self.iter().nth(n % self.len())
     }
 }
+
+mod snapshot;
+pub use snapshot::{RestoreValue, Restored};
 
 #[cfg(test)]
 mod tests;

@@ -18,3 +18,4 @@
 
 pub mod log;
 pub mod rdb;
+pub mod snapshot;

@@ -1,0 +1,163 @@
+//! [`SnapshotWriter`]: header, blocks of records, trailer.
+
+use std::io::Write;
+
+use larder_engine::{Entry, Limits};
+
+use super::{Result, SnapshotError, SnapshotMeta, FORMAT_VERSION, MAGIC};
+use crate::rdb::crc64::crc64;
+use crate::rdb::length::{put_len, put_string};
+use crate::rdb::{write_value, ValueRef};
+
+/// A block is written once its records reach this many bytes (a record larger than that
+/// makes a block of its own).
+pub(super) const BLOCK_TARGET: usize = 64 * 1024;
+
+/// Block and trailer tags.
+pub(super) const TAG_BLOCK: u8 = b'B';
+pub(super) const TAG_TRAILER: u8 = b'T';
+
+/// Record meta bits: a deadline follows, flags follow.
+pub(super) const META_DEADLINE: u8 = 1;
+pub(super) const META_FLAGS: u8 = 2;
+
+/// Writes a snapshot file: the header at [`SnapshotWriter::new`], records with
+/// [`SnapshotWriter::entry`], the trailer at [`SnapshotWriter::finish`]. Records are
+/// gathered into blocks of about [`BLOCK_TARGET`] bytes before they reach `W`.
+pub struct SnapshotWriter<W: Write> {
+    out: W,
+    limits: Limits,
+    /// The block being filled: its records.
+    block: Vec<u8>,
+    block_records: u32,
+    entries: u64,
+    blocks: u64,
+    /// The digest chained over the header's and each block's checksum (see the format doc).
+    digest: u64,
+    bytes: u64,
+}
+
+impl<W: Write> SnapshotWriter<W> {
+    /// Write the header for `meta`; `limits` gives the list node size values are cut at (as
+    /// DUMP's).
+    pub fn new(mut out: W, meta: &SnapshotMeta, limits: &Limits) -> Result<SnapshotWriter<W>> {
+        let mut header = Vec::with_capacity(40);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        header.extend_from_slice(&meta.databases.to_le_bytes());
+        header.extend_from_slice(&meta.created_ms.to_le_bytes());
+        header.extend_from_slice(&meta.feed_seq.to_le_bytes());
+        let crc = crc64(0, &header);
+        header.extend_from_slice(&crc.to_le_bytes());
+        out.write_all(&header)?;
+        Ok(SnapshotWriter {
+            out,
+            limits: *limits,
+            block: Vec::new(),
+            block_records: 0,
+            entries: 0,
+            blocks: 0,
+            digest: crc64(0, &crc.to_le_bytes()),
+            bytes: header.len() as u64,
+        })
+    }
+
+    /// Add one entry: database `db`, `key`, `value`, the deadline (0 = none), version and
+    /// memcached flags.
+    pub fn entry(
+        &mut self,
+        db: u32,
+        key: &[u8],
+        value: ValueRef<'_>,
+        expire_at_ms: u64,
+        version: u64,
+        flags: u32,
+    ) -> Result<()> {
+        let start = self.block.len();
+        let b = &mut self.block;
+        put_len(b, u64::from(db));
+        let mut meta = 0;
+        if expire_at_ms != 0 {
+            meta |= META_DEADLINE;
+        }
+        if flags != 0 {
+            meta |= META_FLAGS;
+        }
+        b.push(meta);
+        put_string(b, key);
+        if let Err(e) = write_value(b, value, &self.limits) {
+            self.block.truncate(start);
+            return Err(SnapshotError::Encode(e));
+        }
+        let b = &mut self.block;
+        b.extend_from_slice(&version.to_le_bytes());
+        if expire_at_ms != 0 {
+            b.extend_from_slice(&expire_at_ms.to_le_bytes());
+        }
+        if flags != 0 {
+            b.extend_from_slice(&flags.to_le_bytes());
+        }
+        self.block_records += 1;
+        self.entries += 1;
+        if self.block.len() >= BLOCK_TARGET || self.block_records == u32::MAX {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    /// Add `entry` of database `db` as it is now.
+    pub fn entry_of(&mut self, db: u32, entry: &Entry) -> Result<()> {
+        let value = match entry.object() {
+            Some(o) => ValueRef::Object(o),
+            None => ValueRef::String(entry.string().unwrap_or_default()),
+        };
+        self.entry(
+            db,
+            entry.key(),
+            value,
+            entry.expire_at_ms().unwrap_or(0),
+            entry.version(),
+            entry.flags(),
+        )
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        if self.block_records == 0 {
+            return Ok(());
+        }
+        let mut head = [0u8; 21];
+        head[0] = TAG_BLOCK;
+        head[1..5].copy_from_slice(&self.block_records.to_le_bytes());
+        head[5..13].copy_from_slice(&(self.block.len() as u64).to_le_bytes());
+        let crc = crc64(crc64(0, &head[..13]), &self.block);
+        head[13..21].copy_from_slice(&crc.to_le_bytes());
+        self.out.write_all(&head)?;
+        self.out.write_all(&self.block)?;
+        self.digest = crc64(self.digest, &crc.to_le_bytes());
+        self.bytes += (head.len() + self.block.len()) as u64;
+        self.blocks += 1;
+        self.block.clear();
+        self.block_records = 0;
+        Ok(())
+    }
+
+    /// Write the last block and the trailer, flush, and return the output with the number
+    /// of bytes written.
+    pub fn finish(mut self) -> Result<(W, u64)> {
+        self.flush_block()?;
+        let mut trailer = [0u8; 25];
+        trailer[0] = TAG_TRAILER;
+        trailer[1..9].copy_from_slice(&self.entries.to_le_bytes());
+        trailer[9..17].copy_from_slice(&self.blocks.to_le_bytes());
+        let digest = crc64(self.digest, &trailer[..17]);
+        trailer[17..25].copy_from_slice(&digest.to_le_bytes());
+        self.out.write_all(&trailer)?;
+        self.out.flush()?;
+        Ok((self.out, self.bytes + trailer.len() as u64))
+    }
+}
