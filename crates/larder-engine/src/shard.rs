@@ -554,7 +554,7 @@ impl Shard {
     /// Remove every key (the caller records the flush: [`crate::Db::clear_locked`]).
     pub fn clear(&mut self) -> Vec<Vec<Entry>> {
         if self.capture.is_some() {
-            self.capture_flush();
+            self.capture_detach();
         }
         // A few keys are remembered one by one; past that, every earlier stamp answers yes.
         if self.len() <= REMOVED_KEPT {
@@ -870,6 +870,7 @@ impl Shard {
 }
 
 mod snapshot;
+pub(crate) use snapshot::Orphan;
 pub use snapshot::{RestoreValue, Restored};
 
 #[cfg(test)]

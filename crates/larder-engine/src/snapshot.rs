@@ -14,9 +14,10 @@
 //!
 //! Extra memory is bounded: one bit per slot that existed at the point, allocated only in
 //! shards changed during the capture; pre-images go straight to the sink. FLUSHDB and
-//! FLUSHALL during a capture first hand every not-yet-visited entry of each flushed shard to
-//! the sink, under its lock (the flush costs what serializing the rest of those shards
-//! costs); SWAPDB moves the capture states with the data, at no cost.
+//! FLUSHALL during a capture hand the slab of each shard the walk has not finished to the
+//! capture instead of freeing it (no serializing under the lock; the memory is freed once
+//! walked, so a flush followed by a refill may briefly hold both); SWAPDB moves the capture
+//! states with the data, at no cost.
 //!
 //! The shard side (the hook and the walk over one shard) is in `shard/snapshot.rs`.
 
@@ -25,7 +26,8 @@ use std::sync::Arc;
 
 use crate::entry::Entry;
 use crate::keyspace::{Db, DbGuards, Keyspace, SHARDS_PER_DB};
-use crate::shard::{RestoreValue, Restored};
+use crate::shard::{Orphan, RestoreValue, Restored};
+use parking_lot::Mutex;
 
 /// Where a capture's point-in-time entries go when a write is about to change them: the
 /// sink serializes the entry as it is now (its value at the capture's point). Called with
@@ -47,6 +49,8 @@ pub(crate) struct CaptureCtx {
     pub(crate) location: Box<[AtomicU32]>,
     /// Entries handed to the sink.
     saved: AtomicU64,
+    /// Slabs of shards flushed before the walk finished them, for the walk to finish.
+    pub(crate) orphans: Mutex<Vec<Orphan>>,
 }
 
 impl CaptureCtx {
@@ -82,6 +86,7 @@ impl Keyspace {
             sink,
             location: (0..parts as u32).map(AtomicU32::new).collect(),
             saved: AtomicU64::new(0),
+            orphans: Mutex::new(Vec::new()),
         });
         // Declared before the guards so that, should `at_point` panic, the guards are
         // released before the capture's drop locks shards again.
@@ -135,6 +140,20 @@ impl Capture<'_> {
     pub fn step(&mut self, max: usize, mut visit: impl FnMut(u32, &Entry)) -> bool {
         let parts = self.ctx.location.len();
         let mut left = max.max(1);
+        loop {
+            // Flushed slabs first: they hold memory the flush meant to free.
+            let Some(mut orphan) = self.ctx.orphans.lock().pop() else {
+                break;
+            };
+            let (n, done) = orphan.step(left, &mut visit);
+            if !done {
+                self.ctx.orphans.lock().push(orphan);
+            }
+            left = left.saturating_sub(n);
+            if left == 0 {
+                return true;
+            }
+        }
         while self.next < parts {
             let part = self.next;
             let at = self.ctx.location[part].load(Ordering::Acquire);
@@ -152,7 +171,11 @@ impl Capture<'_> {
                 }
             }
         }
-        false
+        // A flush during the last shard's walk may have left a slab.
+        if self.ctx.orphans.lock().is_empty() {
+            return false;
+        }
+        self.step(left, visit)
     }
 
     /// Entries the write path handed to the sink so far.

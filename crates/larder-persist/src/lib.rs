@@ -8,6 +8,10 @@
 //! also exposed on its own ([`rdb::write_value`], [`rdb::read_value`]) for whole-file
 //! snapshots.
 //!
+//! [`snapshot`] is larder's own snapshot file (`docs/snapshot-format.md`): written from a
+//! fork-less point-in-time capture of a live keyspace ([`snapshot::write_snapshot`]) and
+//! loaded back with versions, deadlines and memcached flags ([`snapshot::load_snapshot`]).
+//!
 //! The reader parses untrusted bytes: it never panics and never allocates more than the input
 //! can justify (every length is checked against the bytes that remain before anything is
 //! reserved).

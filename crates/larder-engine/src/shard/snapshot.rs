@@ -48,12 +48,73 @@ impl std::fmt::Debug for ShardCapture {
     }
 }
 
+/// Whether `slot`'s bit is set in a capture's bitmap (not allocated: none is).
+#[inline]
+fn bit(marked: &[u64], slot: SlotId) -> bool {
+    marked
+        .get(slot as usize / 64)
+        .is_some_and(|w| w & (1 << (slot % 64)) != 0)
+}
+
+/// Visit the live, unmarked entries of `chunks` from slot `from` up to `end`, until `max`
+/// were visited or `8 * max` slots looked at. Returns the slot to go on from and how many
+/// were visited.
+fn walk(
+    chunks: &[Vec<Entry>],
+    marked: &[u64],
+    db: u32,
+    (from, end): (SlotId, SlotId),
+    max: usize,
+    visit: &mut dyn FnMut(u32, &Entry),
+) -> (SlotId, usize) {
+    let mut slot = from;
+    let mut visited = 0;
+    let mut looked = 0;
+    while slot < end && visited < max && looked < max.saturating_mul(8) {
+        if !bit(marked, slot) {
+            let e = slot_in(chunks, slot);
+            if !e.is_vacant() {
+                visit(db, e);
+                visited += 1;
+            }
+        }
+        slot += 1;
+        looked += 1;
+    }
+    (slot, visited)
+}
+
+/// The slab of a shard flushed while a capture had not finished it: the capture owns it now
+/// and walks it like a shard, without any lock.
+pub(crate) struct Orphan {
+    db: u32,
+    chunks: Vec<Vec<Entry>>,
+    cursor: SlotId,
+    end: SlotId,
+    marked: Vec<u64>,
+}
+
+impl Orphan {
+    /// Visit up to `max` of its point-in-time entries; returns how many, and whether it is
+    /// done.
+    pub(crate) fn step(&mut self, max: usize, visit: &mut dyn FnMut(u32, &Entry)) -> (usize, bool) {
+        let (next, visited) = walk(
+            &self.chunks,
+            &self.marked,
+            self.db,
+            (self.cursor, self.end),
+            max,
+            visit,
+        );
+        self.cursor = next;
+        (visited, next >= self.end)
+    }
+}
+
 impl ShardCapture {
     #[inline]
     fn is_marked(&self, slot: SlotId) -> bool {
-        self.marked
-            .get(slot as usize / 64)
-            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
+        bit(&self.marked, slot)
     }
 
     fn mark(&mut self, slot: SlotId) {
@@ -136,20 +197,7 @@ impl Shard {
         let total = self.slot_count();
         let c = self.capture.as_mut().filter(|c| c.id == id)?;
         let end = (c.limit as usize).min(total) as SlotId;
-        let mut slot = c.cursor;
-        let mut visited = 0;
-        let mut looked = 0;
-        while slot < end && visited < max && looked < max.saturating_mul(8) {
-            if !c.is_marked(slot) {
-                let e = slot_in(&self.chunks, slot);
-                if !e.is_vacant() {
-                    visit(c.db, e);
-                    visited += 1;
-                }
-            }
-            slot += 1;
-            looked += 1;
-        }
+        let (slot, visited) = walk(&self.chunks, &c.marked, c.db, (c.cursor, end), max, visit);
         c.cursor = slot;
         if slot >= end {
             self.capture_done();
@@ -157,21 +205,27 @@ impl Shard {
         Some(visited)
     }
 
-    /// Every key is about to go (FLUSHDB, FLUSHALL): hand every point-in-time entry the
-    /// capture has not visited yet to the sink, and finish this shard's part.
+    /// Every key is about to go (FLUSHDB, FLUSHALL): if the capture has not finished this
+    /// shard, hand the slab itself over to it (see `Orphan`), so the flush costs no
+    /// serializing under the lock; the capture frees it once walked.
     #[cold]
-    pub(super) fn capture_flush(&mut self) {
+    pub(super) fn capture_detach(&mut self) {
         let total = self.slot_count();
-        if let Some(c) = self.capture.as_ref() {
-            let end = (c.limit as usize).min(total) as SlotId;
-            for slot in c.cursor..end {
-                let e = slot_in(&self.chunks, slot);
-                if !e.is_vacant() && !c.is_marked(slot) {
-                    c.ctx.save(c.db, e);
-                }
-            }
+        let Some(c) = self.capture.take() else {
+            return;
+        };
+        c.ctx.location[c.id as usize].store(DONE, Ordering::Release);
+        let end = (c.limit as usize).min(total) as SlotId;
+        if c.cursor < end {
+            let c = *c;
+            c.ctx.orphans.lock().push(Orphan {
+                db: c.db,
+                chunks: std::mem::take(&mut self.chunks),
+                cursor: c.cursor,
+                end,
+                marked: c.marked,
+            });
         }
-        self.capture_done();
     }
 
     /// SWAPDB: the capture states go with the data they describe.
