@@ -59,6 +59,8 @@ pub enum Param {
     AutoAofRewriteMinSize,
     Dbfilename,
     AofTestDropUnsynced,
+    AofTestFailWrites,
+    KeyLoadDelay,
 }
 
 /// How a parameter's value is parsed and shown.

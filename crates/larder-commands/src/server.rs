@@ -135,9 +135,10 @@ fn time(c: &mut Cmd<'_>) -> Result<()> {
 
 /// SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]
 ///
-/// larder has nothing to save and no replicas to wait for, so a shutdown is never pending:
-/// it is requested at once (the network layer stops and closes this connection without a
-/// reply), and ABORT always finds nothing to abort.
+/// larder has no replicas to wait for, so a shutdown is never pending: it is requested at
+/// once (the network layer stops and closes this connection without a reply; the binary then
+/// takes the last snapshot SAVE or the `save` rules ask for, and fsyncs the log), and ABORT
+/// always finds nothing to abort.
 fn shutdown(c: &mut Cmd<'_>) -> Result<()> {
     let (mut nosave, mut save, mut other_flag, mut abort) = (false, false, false, false);
     for a in c.args.rest() {
@@ -154,6 +155,9 @@ fn shutdown(c: &mut Cmd<'_>) -> Result<()> {
     }
     if abort {
         return Err(Error::Static(NO_SHUTDOWN));
+    }
+    if save || nosave {
+        *c.server.shutdown_save.lock() = Some(save);
     }
     c.server.request_shutdown();
     Ok(())

@@ -259,6 +259,8 @@ pub struct Server {
     pub info: Mutex<ServerInfo>,
     /// Set by SHUTDOWN; the network layer polls it and stops.
     pub shutdown_requested: AtomicBool,
+    /// SHUTDOWN SAVE (`Some(true)`) or NOSAVE (`Some(false)`); `None`: by the `save` rules.
+    pub shutdown_save: Mutex<Option<bool>>,
     /// Wakes the network layer after SHUTDOWN.
     pub shutdown_waker: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
     /// Bytes allocated by the process (set by the binary's allocator hook), for INFO memory.
@@ -387,6 +389,7 @@ impl Server {
             run_id: run_id(now),
             info: Mutex::new(ServerInfo::default()),
             shutdown_requested: AtomicBool::new(false),
+            shutdown_save: Mutex::new(None),
             shutdown_waker: Mutex::new(None),
             used_memory: no_memory_info,
             connected_clients: AtomicUsize::new(0),

@@ -33,6 +33,21 @@ fn cli() -> Command {
                 .about("Build, read, verify and benchmark immutable cache files")
                 .subcommand_required(true),
         ))
+        .subcommand(
+            Command::new("check-data")
+                .about("Check a data directory's snapshots and logs; --fix cuts a damaged log")
+                .arg(
+                    Arg::new("DIR")
+                        .required(true)
+                        .help("the data directory (--dir)"),
+                )
+                .arg(
+                    Arg::new("fix")
+                        .long("fix")
+                        .action(ArgAction::SetTrue)
+                        .help("cut a damaged log at the damage and set aside what follows"),
+                ),
+        )
         // A repeated flag takes its last value, as redis-server's options do.
         .args_override_self(true)
         .arg(
@@ -76,8 +91,20 @@ fn main() {
 
 fn run() -> anyhow::Result<()> {
     let matches = cli().get_matches();
-    if let Some(("cache", sub)) = matches.subcommand() {
-        return cache_cli::run(cache_cli::CacheCommand::from_arg_matches(sub)?);
+    match matches.subcommand() {
+        Some(("cache", sub)) => {
+            return cache_cli::run(cache_cli::CacheCommand::from_arg_matches(sub)?);
+        }
+        Some(("check-data", sub)) => {
+            let dir = sub.get_one::<String>("DIR").context("DIR is required")?;
+            let code = persist::check::run(
+                std::path::Path::new(dir),
+                sub.get_flag("fix"),
+                &mut std::io::stdout(),
+            )?;
+            std::process::exit(code);
+        }
+        _ => {}
     }
     let config = Config::new();
     let config_file = matches
@@ -193,7 +220,7 @@ fn run() -> anyhow::Result<()> {
         },
     ];
     net::serve(Arc::clone(&server), doors, threads)?;
-    persistence.shutdown();
+    persistence.shutdown(*server.shutdown_save.lock());
     tracing::info!("larder is now ready to exit, bye bye");
     Ok(())
 }

@@ -458,6 +458,25 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Immutable,
         "tests only: log bytes reach the file only when fsynced, so kill -9 loses what a power loss would",
     ),
+    def(
+        Param::AofTestFailWrites,
+        "aof-test-fail-writes",
+        Kind::Bool,
+        "no",
+        Mutability::Mutable,
+        "tests only: writes to the log and snapshots fail with ENOSPC, as on a full disk",
+    ),
+    def(
+        Param::KeyLoadDelay,
+        "key-load-delay",
+        Kind::Int {
+            min: i32::MIN as i64,
+            max: i32::MAX as i64,
+        },
+        "0",
+        Mutability::Mutable,
+        "tests: microseconds to sleep per key or log group while loading (Redis's)",
+    ),
 ];
 
 /// Redis's older names for parameters, accepted wherever the name is (CONFIG GET and SET,

@@ -84,6 +84,8 @@ pub struct Log {
     wake: Condvar,
     pub stats: LogStats,
     server: Arc<Server>,
+    /// The start sequence of the file the writer writes now.
+    rotated_to: AtomicU64,
     /// Test switch (`aof-test-drop-unsynced`): bytes reach the file only at an fsync, so a
     /// kill -9 loses exactly what a power loss would.
     drop_unsynced: bool,
@@ -91,7 +93,7 @@ pub struct Log {
 
 impl Log {
     /// A log that continues at `start_offset` in the file `file` (already holding its header).
-    pub fn new(server: Arc<Server>, start_offset: u64) -> Arc<Log> {
+    pub fn new(server: Arc<Server>, start_seq: u64, start_offset: u64) -> Arc<Log> {
         let drop_unsynced = server.config.num(Param::AofTestDropUnsynced) != 0;
         Arc::new(Log {
             pending: Mutex::new(Pending {
@@ -103,6 +105,7 @@ impl Log {
             wake: Condvar::new(),
             stats: LogStats::default(),
             server,
+            rotated_to: AtomicU64::new(start_seq),
             drop_unsynced,
         })
     }
@@ -119,9 +122,9 @@ impl Log {
         self.wake.notify_one();
     }
 
-    /// The log offset after the last committed group.
-    pub fn end_offset(&self) -> u64 {
-        self.pending.lock().end_offset
+    /// The start sequence of the log file being written now.
+    pub fn rotated_to(&self) -> u64 {
+        self.rotated_to.load(Ordering::Acquire)
     }
 
     /// Ask the writer to write and fsync what is pending and stop.
@@ -220,6 +223,9 @@ pub struct Writer {
     synced: u64,
     groups_unsynced: u64,
     last_sync: Instant,
+    /// A write or fsync failed: what arrives is dropped until a rotation (a snapshot's new
+    /// log) succeeds.
+    broken: bool,
 }
 
 impl Writer {
@@ -234,6 +240,7 @@ impl Writer {
             synced: offset,
             groups_unsynced: 0,
             last_sync: Instant::now(),
+            broken: false,
         }
     }
 
@@ -264,18 +271,20 @@ impl Writer {
                 let groups = std::mem::take(&mut p.groups);
                 (std::mem::take(&mut p.chunks), groups, p.end_offset, p.stop)
             };
-            if self.log.server.gates.write_failed.load(Ordering::Acquire) {
-                // The log is stopped until a snapshot restarts it; what arrives is dropped
-                // (its writers got -MISCONF or were acknowledged before the failure).
-                if stop {
-                    return;
-                }
-                continue;
-            }
             self.groups_unsynced += groups;
             let mut result = Ok(());
             for chunk in chunks {
                 result = match chunk {
+                    // While broken, the log is stopped until a snapshot restarts it: what
+                    // arrives is dropped (its writers got -MISCONF, or were acknowledged
+                    // before the failure under everysec).
+                    Chunk::Bytes(bytes) if self.broken => {
+                        self.log
+                            .stats
+                            .buffered
+                            .fetch_sub(bytes.len() as u64, Ordering::Relaxed);
+                        Ok(())
+                    }
                     Chunk::Bytes(bytes) => self.write(&bytes),
                     Chunk::Rotate {
                         start_seq,
@@ -285,6 +294,12 @@ impl Writer {
                 if result.is_err() {
                     break;
                 }
+            }
+            if self.broken {
+                if stop {
+                    return;
+                }
+                continue;
             }
             debug_assert!(result.is_err() || self.written + self.held.len() as u64 == end);
             let due = match policy {
@@ -309,6 +324,9 @@ impl Writer {
             .stats
             .buffered
             .fetch_sub(bytes.len() as u64, Ordering::Relaxed);
+        if self.log.server.config.num(Param::AofTestFailWrites) != 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
         if self.log.drop_unsynced {
             self.held.extend_from_slice(bytes);
             return Ok(());
@@ -349,14 +367,22 @@ impl Writer {
 
     /// Finish the current file (fsynced) and continue in a new one.
     fn rotate(&mut self, start_seq: u64, start_offset: u64) -> std::io::Result<()> {
-        self.sync()?;
+        if !self.broken {
+            self.sync()?;
+        }
         let path = self.dir.log_path(start_seq);
         let file = create_log(&self.dir, &path, start_seq, start_offset)?;
         self.file = file;
+        self.held.clear();
+        self.written = start_offset;
+        self.synced = start_offset;
+        self.broken = false;
         self.log
             .stats
             .current_size
             .store(HEADER_LEN as u64, Ordering::Relaxed);
+        self.log.stats.failed.store(false, Ordering::Relaxed);
+        self.log.rotated_to.store(start_seq, Ordering::Release);
         Ok(())
     }
 
@@ -367,6 +393,7 @@ impl Writer {
              and a new log succeed"
         );
         self.log.stats.failed.store(true, Ordering::Relaxed);
+        self.broken = true;
         self.held.clear();
         self.log.server.gates.fail_writes(e.to_string());
         // Replies waiting for durability get the error, not a success.

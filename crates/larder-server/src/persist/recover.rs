@@ -92,6 +92,7 @@ pub fn replay_logs(
     dir: &DataDir,
     logs: &[u64],
     after: u64,
+    delay_us: i64,
     mut on_progress: impl FnMut(u64, u64),
 ) -> anyhow::Result<Recovered> {
     let mut rec = Recovered {
@@ -168,6 +169,9 @@ pub fn replay_logs(
             }
             rec.last_seq = group.seq;
             rec.groups += 1;
+            if delay_us > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(delay_us as u64));
+            }
             if progress
                 .tick(done + reader.position(), rec.groups)
                 .is_some()
