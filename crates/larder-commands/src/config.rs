@@ -51,6 +51,7 @@ pub enum Param {
     ZsetMaxListpackValue,
     ListMaxListpackSize,
     HllSparseMaxBytes,
+    EnableDebugCommand,
 }
 
 /// How a parameter's value is parsed and shown.

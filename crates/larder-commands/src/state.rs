@@ -279,6 +279,9 @@ pub struct Server {
     pub tracking: Arc<crate::tracking::Tracking>,
     /// Blocked clients (BLPOP and friends), woken by the change feed.
     pub blocking: Arc<crate::blocking::Blocking>,
+    /// Whether the expiry thread removes due keys (DEBUG SET-ACTIVE-EXPIRE turns it off;
+    /// lazy expiry on access goes on regardless).
+    pub active_expire: AtomicBool,
 }
 
 /// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
@@ -391,6 +394,7 @@ impl Server {
             monitors: crate::monitor::Monitors::default(),
             tracking,
             blocking,
+            active_expire: AtomicBool::new(true),
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();
