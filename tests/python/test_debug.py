@@ -1,5 +1,6 @@
 """DEBUG: the subset Redis's own tests and replay checks use (DIGEST, DIGEST-VALUE, OBJECT,
-SLEEP, SET-ACTIVE-EXPIRE, LOG, HELP, RELOAD's options), behind `enable-debug-command`.
+SLEEP, SET-ACTIVE-EXPIRE, POPULATE, PROTOCOL, LOG, HELP, RELOAD's options), behind
+`enable-debug-command`.
 
 The digests must be redis-server's for the same data: `test_digest_matches_redis_server`
 loads one data set (every type, compact and full encodings, keys with and without absolute
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 import time
 from typing import Any, Iterator
 
@@ -315,6 +317,82 @@ def test_sleep_blocks_the_client(d: Any) -> None:
     for arg in ("0", "-1", "abc"):
         assert d.execute_command("DEBUG", "SLEEP", arg) == "OK"
     assert time.monotonic() - t < 0.3
+
+
+def test_sleep_stalls_other_clients(dbg: Server) -> None:
+    """Redis stops serving for the sleep; larder's sleeper holds every shard, so a command on
+    a key from another connection waits for it too."""
+    sleeper, other = dbg.client(protocol=2), dbg.client(protocol=2)
+    other.set("k", "v")
+    done = threading.Event()
+
+    def sleep() -> None:
+        sleeper.execute_command("DEBUG", "SLEEP", "0.5")
+        done.set()
+
+    t0 = time.monotonic()
+    th = threading.Thread(target=sleep)
+    th.start()
+    time.sleep(0.1)
+    assert other.get("k") == b"v"
+    waited = time.monotonic() - t0
+    th.join(5)
+    assert done.is_set()
+    assert waited >= 0.45, waited
+
+
+def test_populate(d: Any) -> None:
+    d.set("key:1", "mine")
+    assert d.execute_command("DEBUG", "POPULATE", "1000") == "OK"
+    assert d.dbsize() == 1000
+    assert d.get("key:0") == "value:0" and d.get("key:999") == "value:999"
+    assert d.get("key:1") == "mine"
+    assert d.execute_command("DEBUG", "POPULATE", "3", "p", "12") == "OK"
+    assert d.strlen("p:2") == 12 and d.getrange("p:2", 0, 6) == "value:2"
+    assert d.execute_command("DEBUG", "POPULATE", "2", "q", "3") == "OK"
+    assert d.get("q:1") == "val"
+    assert d.dbsize() == 1005
+    for args in (["-1"], ["x"], ["1", "k", "-2"]):
+        with pytest.raises(Exception, match="^value is out of range, must be positive$"):
+            d.execute_command("DEBUG", "POPULATE", *args)
+
+
+PROTOCOL_CASES = [
+    ("string", b"$11\r\nHello World\r\n", b"$11\r\nHello World\r\n"),
+    ("integer", b":12345\r\n", b":12345\r\n"),
+    ("double", b"$5\r\n3.141\r\n", b",3.141\r\n"),
+    ("bignum", b"$37\r\n1234567999999999999999999999999999999\r\n",
+     b"(1234567999999999999999999999999999999\r\n"),
+    ("null", b"$-1\r\n", b"_\r\n"),
+    ("array", b"*3\r\n:0\r\n:1\r\n:2\r\n", b"*3\r\n:0\r\n:1\r\n:2\r\n"),
+    ("set", b"*3\r\n:0\r\n:1\r\n:2\r\n", b"~3\r\n:0\r\n:1\r\n:2\r\n"),
+    ("map", b"*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n",
+     b"%3\r\n:0\r\n#f\r\n:1\r\n#t\r\n:2\r\n#f\r\n"),
+    ("verbatim", b"$25\r\nThis is a verbatim\nstring\r\n",
+     b"=29\r\ntxt:This is a verbatim\nstring\r\n"),
+    ("attrib", b"$39\r\nSome real reply following the attribute\r\n",
+     b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n"
+     b"$39\r\nSome real reply following the attribute\r\n"),
+    ("push", b"-ERR RESP2 is not supported by this command\r\n",
+     b">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n"
+     b"$40\r\nSome real reply following the push reply\r\n"),
+    ("true", b":1\r\n", b"#t\r\n"),
+    ("false", b":0\r\n", b"#f\r\n"),
+    ("nosuch", b"-ERR Wrong protocol type name. Please use one of the following: "
+     b"string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false\r\n",
+     b"-ERR Wrong protocol type name. Please use one of the following: "
+     b"string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false\r\n"),
+]
+
+
+@pytest.mark.parametrize("name,resp2,resp3", PROTOCOL_CASES, ids=[c[0] for c in PROTOCOL_CASES])
+def test_protocol(dbg: Server, name: str, resp2: bytes, resp3: bytes) -> None:
+    with dbg.raw() as c:
+        c.send_command("DEBUG", "PROTOCOL", name)
+        assert c.read_until_idle(idle=0.2) == resp2
+        c.hello3()
+        c.send_command("DEBUG", "PROTOCOL", name)
+        assert c.read_until_idle(idle=0.2) == resp3
 
 
 def test_set_active_expire(d: Any, dbg: Server) -> None:

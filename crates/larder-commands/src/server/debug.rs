@@ -1,6 +1,7 @@
 //! DEBUG: the subset Redis's own tests and replay checks use. DIGEST and DIGEST-VALUE (Redis
-//! 7.0's digests, byte for byte: see `digest`), OBJECT, SLEEP, SET-ACTIVE-EXPIRE, LOG, HELP,
-//! and RELOAD / LOADAOF, which wait for the persistence runtime ([`reload`], [`loadaof`]).
+//! 7.0's digests, byte for byte: see `digest`), OBJECT, SLEEP, SET-ACTIVE-EXPIRE, POPULATE,
+//! PROTOCOL, LOG, HELP, and RELOAD / LOADAOF, which wait for the persistence runtime
+//! ([`reload`], [`loadaof`]).
 //! Other subcommands answer Redis's unknown-subcommand error.
 //!
 //! DEBUG runs only where `enable-debug-command` allows it (`yes`, or `local` for a client on
@@ -83,6 +84,8 @@ pub(super) fn debug(c: &mut Cmd<'_>) -> Result<()> {
         (b"sleep", 3) => sleep(c),
         (b"set-active-expire", 3) => set_active_expire(c),
         (b"log", 3) => log(c),
+        (b"populate", 3..=5) => populate(c),
+        (b"protocol", 3) => protocol(c),
         _ => Err(subcommand_syntax_error(c, "DEBUG")),
     }
 }
@@ -103,6 +106,15 @@ fn help(c: &mut Cmd<'_>) -> Result<()> {
             "    Flush the AOF buffers on disk and reload the AOF in memory.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+            "    it is used instead of the 'key' prefix. These are not propagated to",
+            "    replicas. Cluster slots are not respected so keys not belonging to the",
+            "    current node can be created in cluster mode.",
+            "PROTOCOL <type>",
+            "    Reply with a test value of the specified type. <type> can be: string,",
+            "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+            "    true, false.",
             "RELOAD [option ...]",
             "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
             "    * MERGE: conflicting keys will be loaded from RDB.",
@@ -318,6 +330,113 @@ fn log(c: &mut Cmd<'_>) -> Result<()> {
     let message = String::from_utf8_lossy(c.args.argv()[2]);
     tracing::warn!("DEBUG LOG: {message}");
     c.out.simple("OK");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// POPULATE, PROTOCOL
+
+/// Redis formats POPULATE's key names into a 128-byte buffer: longer names are cut.
+const POPULATE_NAME_MAX: usize = 127;
+const PROTOCOL_TYPES: &str = "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false";
+/// Redis's DEBUG PROTOCOL double: its own test value, not an approximation of pi.
+#[allow(clippy::approx_constant)]
+const PROTOCOL_DOUBLE: f64 = 3.141;
+const RESP2_UNSUPPORTED: &str = "ERR RESP2 is not supported by this command";
+
+/// A count or size argument as Redis's `getPositiveLongFromObjectOrReply` reads it: one
+/// error for text that is not an integer and for a negative one.
+fn positive(arg: &[u8]) -> Result<u64> {
+    crate::args::parse_i64(arg)
+        .and_then(|v| u64::try_from(v).ok())
+        .ok_or(Error::Static(error::NEGATIVE_COUNT))
+}
+
+/// DEBUG POPULATE count [prefix] [size]: string keys `prefix:0` .. `prefix:<count-1>`
+/// (prefix `key`) in the selected database, each holding `value:<n>`, or, with a size, that
+/// text cut or padded with zero bytes to `size` bytes. Keys that exist are left alone. No
+/// keyspace event is raised, as in Redis.
+fn populate(c: &mut Cmd<'_>) -> Result<()> {
+    let argv = c.args.argv();
+    let count = positive(argv[2])?;
+    let size = match argv.get(4) {
+        Some(a) => {
+            usize::try_from(positive(a)?).map_err(|_| Error::Static(error::NEGATIVE_COUNT))?
+        }
+        None => 0,
+    };
+    let prefix = argv.get(3).copied().unwrap_or(b"key");
+    let mut name = Vec::new();
+    let mut value = Vec::new();
+    for n in 0..count {
+        name.clear();
+        name.extend_from_slice(prefix);
+        name.extend_from_slice(format!(":{n}").as_bytes());
+        name.truncate(POPULATE_NAME_MAX);
+        let (mut shard, hash) = c.shard_of(&name);
+        if shard.find(&name, hash, c.now_ms).is_some() {
+            continue;
+        }
+        value.clear();
+        value.extend_from_slice(format!("value:{n}").as_bytes());
+        if size > 0 {
+            value.resize(size, 0);
+        }
+        shard.insert_string(&name, hash, &value, 0, c.now_ms);
+    }
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// DEBUG PROTOCOL type: one reply of each RESP type, as Redis writes them (in RESP2 each
+/// falls back to its RESP2 form; an attribute is left out, and a push is an error).
+fn protocol(c: &mut Cmd<'_>) -> Result<()> {
+    let resp3 = c.out.proto == larder_resp::Protocol::Resp3;
+    match c.args.argv()[2].to_ascii_lowercase().as_slice() {
+        b"string" => c.out.bulk(b"Hello World"),
+        b"integer" => c.out.int(12345),
+        b"double" => c.out.double(PROTOCOL_DOUBLE),
+        b"bignum" => c.out.big_number("1234567999999999999999999999999999999"),
+        b"null" => c.out.null(),
+        b"array" => {
+            c.out.array(3);
+            (0..3).for_each(|j| c.out.int(j));
+        }
+        b"set" => {
+            c.out.set(3);
+            (0..3).for_each(|j| c.out.int(j));
+        }
+        b"map" => {
+            c.out.map(3);
+            for j in 0..3 {
+                c.out.int(j);
+                c.out.boolean(j == 1);
+            }
+        }
+        b"attrib" => {
+            if resp3 {
+                c.out.raw(b"|1\r\n");
+                c.out.bulk(b"key-popularity");
+                c.out.array(2);
+                c.out.bulk(b"key:123");
+                c.out.int(90);
+            }
+            c.out.bulk(b"Some real reply following the attribute");
+        }
+        b"push" => {
+            if !resp3 {
+                return Err(Error::Static(RESP2_UNSUPPORTED));
+            }
+            c.out.push(2);
+            c.out.bulk(b"server-cpu-usage");
+            c.out.int(42);
+            c.out.bulk(b"Some real reply following the push reply");
+        }
+        b"true" => c.out.boolean(true),
+        b"false" => c.out.boolean(false),
+        b"verbatim" => c.out.verbatim("txt", b"This is a verbatim\nstring"),
+        _ => return Err(Error::Static(PROTOCOL_TYPES)),
+    }
     Ok(())
 }
 

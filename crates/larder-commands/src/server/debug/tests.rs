@@ -371,3 +371,98 @@ fn strtod_and_atoi_read_prefixes() {
         assert_eq!(atoi_prefix(s.as_bytes()), want, "{s}");
     }
 }
+
+fn raw(h: &mut Harness, argv: &[&str]) -> String {
+    let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+    String::from_utf8_lossy(&h.run_raw(&argv)).into_owned()
+}
+
+/// The bytes redis-server 7.0.15 writes for each type, in RESP2 and RESP3.
+#[test]
+fn protocol_writes_redis_bytes() {
+    let mut h = debug_on();
+    let cases: &[(&str, &str, &str)] = &[
+        ("string", "$11\r\nHello World\r\n", "$11\r\nHello World\r\n"),
+        ("integer", ":12345\r\n", ":12345\r\n"),
+        ("double", "$5\r\n3.141\r\n", ",3.141\r\n"),
+        (
+            "bignum",
+            "$37\r\n1234567999999999999999999999999999999\r\n",
+            "(1234567999999999999999999999999999999\r\n",
+        ),
+        ("null", "$-1\r\n", "_\r\n"),
+        ("array", "*3\r\n:0\r\n:1\r\n:2\r\n", "*3\r\n:0\r\n:1\r\n:2\r\n"),
+        ("SET", "*3\r\n:0\r\n:1\r\n:2\r\n", "~3\r\n:0\r\n:1\r\n:2\r\n"),
+        (
+            "map",
+            "*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n",
+            "%3\r\n:0\r\n#f\r\n:1\r\n#t\r\n:2\r\n#f\r\n",
+        ),
+        (
+            "verbatim",
+            "$25\r\nThis is a verbatim\nstring\r\n",
+            "=29\r\ntxt:This is a verbatim\nstring\r\n",
+        ),
+        (
+            "attrib",
+            "$39\r\nSome real reply following the attribute\r\n",
+            "|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n$39\r\nSome real reply following the attribute\r\n",
+        ),
+        (
+            "push",
+            "-ERR RESP2 is not supported by this command\r\n",
+            ">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n$40\r\nSome real reply following the push reply\r\n",
+        ),
+        ("true", ":1\r\n", "#t\r\n"),
+        ("false", ":0\r\n", "#f\r\n"),
+        (
+            "bogus",
+            "-ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false\r\n",
+            "-ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false\r\n",
+        ),
+    ];
+    for (name, resp2, resp3) in cases {
+        h.out.proto = larder_resp::Protocol::Resp2;
+        assert_eq!(raw(&mut h, &["DEBUG", "PROTOCOL", name]), *resp2, "{name}");
+        h.out.proto = larder_resp::Protocol::Resp3;
+        assert_eq!(raw(&mut h, &["DEBUG", "PROTOCOL", name]), *resp3, "{name}");
+    }
+}
+
+#[test]
+fn populate_creates_missing_keys_only() {
+    let mut h = debug_on();
+    h.run(&["SET", "key:1", "mine"]);
+    assert_eq!(h.run(&["DEBUG", "POPULATE", "3"]), ok());
+    assert_eq!(h.run(&["DBSIZE"]), int(3));
+    assert_eq!(h.run(&["GET", "key:0"]), bulk("value:0"));
+    assert_eq!(h.run(&["GET", "key:1"]), bulk("mine"));
+    assert_eq!(h.run(&["DEBUG", "POPULATE", "2", "p"]), ok());
+    assert_eq!(h.run(&["GET", "p:1"]), bulk("value:1"));
+    assert_eq!(h.run(&["DEBUG", "POPULATE", "2", "z", "10"]), ok());
+    assert_eq!(
+        h.run(&["GET", "z:1"]),
+        Frame::Bulk(b"value:1\0\0\0".to_vec())
+    );
+    assert_eq!(h.run(&["DEBUG", "POPULATE", "1", "t", "3"]), ok());
+    assert_eq!(h.run(&["GET", "t:0"]), bulk("val"));
+    assert_eq!(h.run(&["DEBUG", "POPULATE", "0"]), ok());
+    assert_eq!(
+        h.run(&["DEBUG", "POPULATE", "-1"]),
+        err("ERR value is out of range, must be positive")
+    );
+    assert_eq!(
+        h.run(&["DEBUG", "POPULATE", "x"]),
+        err("ERR value is out of range, must be positive")
+    );
+    assert_eq!(
+        h.run(&["DEBUG", "POPULATE", "1", "k", "-2"]),
+        err("ERR value is out of range, must be positive")
+    );
+    assert_eq!(h.run(&["DBSIZE"]), int(8));
+    let long = "p".repeat(200);
+    assert_eq!(h.run(&["DEBUG", "POPULATE", "2", &long]), ok());
+    // Names are cut at 127 bytes, as Redis's buffer cuts them: both land on one key.
+    assert_eq!(h.run(&["DBSIZE"]), int(9));
+    assert_eq!(h.run(&["EXISTS", &long[..127]]), int(1));
+}
