@@ -61,6 +61,7 @@ pub enum Param {
     AofTestDropUnsynced,
     AofTestFailWrites,
     KeyLoadDelay,
+    EnableDebugCommand,
 }
 
 /// How a parameter's value is parsed and shown.

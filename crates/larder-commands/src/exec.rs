@@ -321,6 +321,14 @@ pub fn execute(
         }
     };
     let spec = resolved.spec;
+    // DEBUG where `enable-debug-command` refuses it: after the arity, before anything else.
+    if let Some(e) = crate::server::debug::refused(server, conn, resolved.full_name) {
+        bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
+        flag_transaction(conn);
+        reply_error(server, conn, out, &e);
+        finish_reply(conn, out, reply_start);
+        return Outcome::Continue;
+    }
     if !conn.authenticated && !allowed_unauthenticated(spec.flags) {
         bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
         flag_transaction(conn);

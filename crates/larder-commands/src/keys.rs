@@ -10,7 +10,7 @@
 mod db;
 mod dump;
 mod expire;
-mod object;
+pub(crate) mod object;
 pub(crate) mod scan;
 
 use larder_engine::feed::class;

@@ -1,11 +1,12 @@
-//! Server commands: INFO, COMMAND, CONFIG, TIME, SLOWLOG, MEMORY, SHUTDOWN.
+//! Server commands: INFO, COMMAND, CONFIG, TIME, SLOWLOG, MEMORY, SHUTDOWN, DEBUG.
 //!
 //! This file holds the family's table, what the handlers share (`cmd`, `reply_help`), and
 //! INFO, TIME, SHUTDOWN, SLOWLOG and MEMORY. COMMAND is in `command`, CONFIG in `config_cmd`
-//! (the parameter table itself is the crate's `config` module).
+//! (the parameter table itself is the crate's `config` module), DEBUG in `debug`.
 
 mod command;
 mod config_cmd;
+pub mod debug;
 
 use crate::args::parse_i64;
 use crate::error::{self, Error, Result};
@@ -74,6 +75,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("time", 1, LOADING | STALE | FAST, KeySpec::NONE, "Return the current server time", "2.6.0", time),
     container("slowlog", "A container for slow log commands", "2.2.12", SLOWLOG_SUBCOMMANDS),
     container("memory", "A container for memory diagnostics commands", "4.0.0", MEMORY_SUBCOMMANDS),
+    // DEBUG dispatches itself too (Redis lists no subcommands for it); it holds every shard.
+    cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, KeySpec::NONE.with_scope(Scope::All), "A container for debugging commands", "1.0.0", debug::debug),
     cmd("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, KeySpec::NONE, "Synchronously save the dataset to disk and then shut down the server", "1.0.0", shutdown),
 ];
 

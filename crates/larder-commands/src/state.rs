@@ -287,6 +287,9 @@ pub struct Server {
     pub persistence: std::sync::OnceLock<Arc<dyn crate::persistence::Persistence>>,
     /// Loading and disk-error switches, and the log's durable offset.
     pub gates: crate::persistence::Gates,
+    /// Whether the expiry thread removes due keys (DEBUG SET-ACTIVE-EXPIRE turns it off;
+    /// lazy expiry on access goes on regardless).
+    pub active_expire: AtomicBool,
 }
 
 /// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
@@ -402,6 +405,7 @@ impl Server {
             blocking,
             persistence: std::sync::OnceLock::new(),
             gates: crate::persistence::Gates::default(),
+            active_expire: AtomicBool::new(true),
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();

@@ -271,16 +271,26 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
         std::thread::Builder::new()
             .name("larder-expire".into())
             .spawn(move || {
-                server.keyspace.run_expiry(
-                    100,
-                    || stopping.load(Ordering::Relaxed),
-                    |_, e| {
-                        if let Some(at) = e.expire_at_ms() {
-                            let late = larder_engine::now_ms().saturating_sub(at);
-                            server.expiry_lateness.record(late);
-                        }
-                    },
-                );
+                // DEBUG SET-ACTIVE-EXPIRE 0 ends the cycle (it returns at its next wake-up,
+                // which a new earlier deadline brings at once); this loop then waits for it
+                // to be turned on again.
+                let active = || server.active_expire.load(Ordering::Acquire);
+                while !stopping.load(Ordering::Relaxed) {
+                    if !active() {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                        continue;
+                    }
+                    server.keyspace.run_expiry(
+                        100,
+                        || stopping.load(Ordering::Relaxed) || !active(),
+                        |_, e| {
+                            if let Some(at) = e.expire_at_ms() {
+                                let late = larder_engine::now_ms().saturating_sub(at);
+                                server.expiry_lateness.record(late);
+                            }
+                        },
+                    );
+                }
             })?
     };
 

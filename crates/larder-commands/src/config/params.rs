@@ -477,6 +477,14 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Mutable,
         "tests: microseconds to sleep per key or log group while loading (Redis's)",
     ),
+    def(
+        Param::EnableDebugCommand,
+        "enable-debug-command",
+        Kind::Enum(&["no", "yes", "local"]),
+        "no",
+        Mutability::Immutable,
+        "allow DEBUG: no, yes, or local (clients on 127.0.0.1 or ::1 only)",
+    ),
 ];
 
 /// Redis's older names for parameters, accepted wherever the name is (CONFIG GET and SET,

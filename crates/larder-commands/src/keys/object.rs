@@ -114,7 +114,7 @@ fn inspect<R>(c: &mut Cmd<'_>, f: impl FnOnce(&Entry) -> R) -> Result<Option<R>>
 
 /// How Redis 7.0 would encode the value: strings as "int", "embstr" or "raw"; collections by
 /// their own encoding (`Object::encoding`).
-fn encoding_name(e: &Entry) -> &'static str {
+pub(crate) fn encoding_name(e: &Entry) -> &'static str {
     if let Some(name) = e.object().and_then(|o| o.encoding()) {
         return name;
     }
@@ -141,7 +141,7 @@ fn shared_integer(v: &[u8]) -> Option<i64> {
     parse_i64(v)
 }
 
-fn refcount_of(e: &Entry) -> i64 {
+pub(crate) fn refcount_of(e: &Entry) -> i64 {
     if e.is_grown_string() {
         return 1;
     }

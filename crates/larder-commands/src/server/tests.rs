@@ -710,6 +710,8 @@ fn every_command_is_exercised() {
         "memory|malloc-stats",
         "memory|purge",
         "memory|help",
+        // DEBUG's tests are in `debug/tests.rs`.
+        "debug",
         "shutdown",
     ];
     let mut listed = Vec::new();
