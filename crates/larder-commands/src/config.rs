@@ -241,6 +241,16 @@ impl Config {
         c
     }
 
+    /// A copy of `other`'s values (a scratch server that loads the same data directory the
+    /// same way: DEBUG LOADAOF).
+    pub fn copy_of(other: &Config) -> Config {
+        let c = Config::new();
+        for d in PARAMS {
+            let _ = c.apply(d, &other.text(d.param));
+        }
+        c
+    }
+
     /// A numeric (int, memory, bool as 0/1, enum as index) parameter. Lock-free.
     #[inline]
     pub fn num(&self, p: Param) -> i64 {

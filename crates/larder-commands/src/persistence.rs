@@ -66,8 +66,17 @@ pub trait Persistence: Send + Sync {
     fn bgsave(&self, schedule: bool) -> std::result::Result<&'static str, String>;
     /// BGREWRITEAOF: start a log rewrite (a snapshot, after which the log restarts).
     fn rewrite(&self) -> std::result::Result<&'static str, String>;
-    /// DEBUG RELOAD: save, then load the dataset again from disk.
-    fn reload(&self, server: &Server) -> std::result::Result<(), String>;
+    /// DEBUG RELOAD: with every shard held by the caller, write a snapshot (the log
+    /// restarts at it), empty the dataset and load the snapshot back.
+    fn reload(&self, shards: &mut dyn HeldShards) -> std::result::Result<(), String>;
+    /// DEBUG LOADAOF: with every shard held by the caller, bring the log to disk, empty the
+    /// dataset and load it again from the data directory (snapshot, then log).
+    fn loadaof(&self, shards: &mut dyn HeldShards) -> std::result::Result<(), String>;
+}
+
+/// The shards a command holds (all of them, for DEBUG RELOAD), lent one at a time.
+pub trait HeldShards {
+    fn with(&mut self, db: usize, shard: usize, f: &mut dyn FnMut(&mut larder_engine::Shard));
 }
 
 /// Shared switches: read on every write, so plain atomics, not the runtime's locks.

@@ -27,10 +27,8 @@ use crate::state::Server;
 pub const NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 const RELOAD_OPTIONS: &str =
     "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.";
-const RELOAD_UNSUPPORTED: &str =
-    "ERR DEBUG RELOAD is not supported yet: larder has no snapshot runtime to save and load";
-const LOADAOF_UNSUPPORTED: &str =
-    "ERR DEBUG LOADAOF is not supported yet: larder has no append-only log to load";
+const RELOAD_UNSUPPORTED: &str = "ERR DEBUG RELOAD and LOADAOF need the persistence runtime";
+const RELOAD_OPTIONS_UNSUPPORTED: &str = "ERR DEBUG RELOAD MERGE, NOFLUSH and NOSAVE are not supported: they would load a dataset that differs from what the append-only log describes";
 
 /// `enable-debug-command` values, in its enum's order.
 const ALLOWED_NO: i64 = 0;
@@ -165,18 +163,44 @@ fn reload_command(c: &mut Cmd<'_>) -> Result<()> {
     reload(c, opts)
 }
 
-/// DEBUG RELOAD's work: save a snapshot, empty the dataset, load the snapshot back (every
-/// shard is held while it runs). larder has no snapshot runtime yet, so it answers an error;
-/// this is the one function to replace when it has one.
-pub fn reload(_c: &mut Cmd<'_>, _opts: ReloadOptions) -> Result<()> {
-    Err(Error::Static(RELOAD_UNSUPPORTED))
+/// The shards DEBUG holds (all of them), lent to the persistence runtime.
+struct Held<'c, 'a>(&'c Cmd<'a>);
+
+impl crate::persistence::HeldShards for Held<'_, '_> {
+    fn with(&mut self, db: usize, shard: usize, f: &mut dyn FnMut(&mut larder_engine::Shard)) {
+        let mut guard = self.0.shard_at(db, shard);
+        f(&mut guard);
+    }
 }
 
-/// DEBUG LOADAOF: flush the append-only log, empty the dataset and replay the log (every shard
-/// is held while it runs). larder has no append-only log yet, so it answers an error; this is
-/// the one function to replace when it has one.
-pub fn loadaof(_c: &mut Cmd<'_>) -> Result<()> {
-    Err(Error::Static(LOADAOF_UNSUPPORTED))
+fn runtime<'a>(c: &Cmd<'a>) -> Result<&'a dyn crate::persistence::Persistence> {
+    c.server
+        .persistence
+        .get()
+        .map(|p| &**p)
+        .ok_or(Error::Static(RELOAD_UNSUPPORTED))
+}
+
+/// DEBUG RELOAD's work: save a snapshot, empty the dataset, load the snapshot back (every
+/// shard is held while it runs). Only the plain form: NOSAVE, NOFLUSH and MERGE would load a
+/// dataset that differs from what the log describes.
+pub fn reload(c: &mut Cmd<'_>, opts: ReloadOptions) -> Result<()> {
+    if !opts.save || !opts.flush || opts.merge {
+        return Err(Error::Static(RELOAD_OPTIONS_UNSUPPORTED));
+    }
+    let rt = runtime(c)?;
+    rt.reload(&mut Held(c)).map_err(Error::Owned)?;
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// DEBUG LOADAOF: bring the log to disk, empty the dataset and load it again from the data
+/// directory (every shard is held while it runs).
+pub fn loadaof(c: &mut Cmd<'_>) -> Result<()> {
+    let rt = runtime(c)?;
+    rt.loadaof(&mut Held(c)).map_err(Error::Owned)?;
+    c.out.simple("OK");
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -86,6 +86,8 @@ pub struct Log {
     server: Arc<Server>,
     /// The start sequence of the file the writer writes now.
     rotated_to: AtomicU64,
+    /// The log offset the writer has handed to the file (page cache) so far.
+    written: AtomicU64,
     /// Test switch (`aof-test-drop-unsynced`): bytes reach the file only at an fsync, so a
     /// kill -9 loses exactly what a power loss would.
     drop_unsynced: bool,
@@ -106,6 +108,7 @@ impl Log {
             stats: LogStats::default(),
             server,
             rotated_to: AtomicU64::new(start_seq),
+            written: AtomicU64::new(start_offset),
             drop_unsynced,
         })
     }
@@ -125,6 +128,22 @@ impl Log {
     /// The start sequence of the log file being written now.
     pub fn rotated_to(&self) -> u64 {
         self.rotated_to.load(Ordering::Acquire)
+    }
+
+    /// Wait until every group committed so far is in the file (the page cache: readable by a
+    /// replay, not necessarily durable). False if that took longer than `timeout`, or the
+    /// log is broken.
+    pub fn wait_written(&self, timeout: Duration) -> bool {
+        let end = self.pending.lock().end_offset;
+        self.wake.notify_one();
+        let deadline = Instant::now() + timeout;
+        while self.written.load(Ordering::Acquire) < end {
+            if Instant::now() >= deadline || self.stats.failed.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
     }
 
     /// Ask the writer to write and fsync what is pending and stop.
@@ -333,6 +352,7 @@ impl Writer {
         }
         self.file.write_all(bytes)?;
         self.written += bytes.len() as u64;
+        self.log.written.store(self.written, Ordering::Release);
         self.log
             .stats
             .current_size
@@ -346,6 +366,7 @@ impl Writer {
             let held = std::mem::take(&mut self.held);
             self.file.write_all(&held)?;
             self.written += held.len() as u64;
+            self.log.written.store(self.written, Ordering::Release);
             self.log
                 .stats
                 .current_size
@@ -376,6 +397,7 @@ impl Writer {
         self.held.clear();
         self.written = start_offset;
         self.synced = start_offset;
+        self.log.written.store(start_offset, Ordering::Release);
         self.broken = false;
         self.log
             .stats

@@ -15,6 +15,7 @@ pub mod check;
 mod dir;
 mod log;
 mod recover;
+mod reload;
 mod snapshot;
 
 use std::sync::atomic::Ordering;
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use larder_commands::config::{save_rules, Param};
-use larder_commands::persistence::{Persistence, Status};
+use larder_commands::persistence::{HeldShards, Persistence, Status};
 use larder_commands::Server;
 use larder_engine::Interest;
 use parking_lot::{Condvar, Mutex};
@@ -532,7 +533,30 @@ impl Persistence for Runtime {
         self.start_background(Kind::Rewrite, false)
     }
 
-    fn reload(&self, _server: &Server) -> Result<(), String> {
-        Err("ERR DEBUG RELOAD is not supported yet".into())
+    fn reload(&self, shards: &mut dyn HeldShards) -> Result<(), String> {
+        let Some(dir) = &self.dir else {
+            return Err("ERR persistence is off (--appendonly no --save \"\"): there is no data directory to reload from".into());
+        };
+        if self.state.lock().running.is_some() {
+            return Err("ERR Background save already in progress".into());
+        }
+        let log = self.log.lock().clone();
+        let keys = reload::reload(&self.server, dir, log.as_ref(), shards)
+            .map_err(|e| format!("ERR Error trying to load the RDB dump: {e:#}"))?;
+        tracing::info!(keys, "DEBUG RELOAD: dataset saved and loaded back");
+        Ok(())
+    }
+
+    fn loadaof(&self, shards: &mut dyn HeldShards) -> Result<(), String> {
+        let (Some(dir), Some(log)) = (&self.dir, self.log.lock().clone()) else {
+            return Err("ERR the append-only log is off (--appendonly no)".into());
+        };
+        let keys = reload::loadaof(&self.server, dir, &log, shards)
+            .map_err(|e| format!("ERR Error loading the append-only log: {e:#}"))?;
+        tracing::info!(
+            keys,
+            "DEBUG LOADAOF: dataset loaded back from the data directory"
+        );
+        Ok(())
     }
 }
