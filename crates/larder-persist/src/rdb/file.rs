@@ -58,7 +58,8 @@ pub struct RdbItem {
     pub db: usize,
     pub key: Vec<u8>,
     pub value: Value,
-    /// The key's deadline, Unix ms (an EXPIRETIME in seconds is converted).
+    /// The key's deadline, Unix ms (an EXPIRETIME in seconds is converted; a negative
+    /// time is 0).
     pub expire_at_ms: Option<u64>,
     /// Byte offset of the item's type byte in the file.
     pub offset: u64,
@@ -277,12 +278,14 @@ impl<R: Read> RdbReader<R> {
                     self.src.length()?;
                     self.src.length()?;
                 }
+                // Signed, as Redis reads them: a time before 1970 is a deadline long past.
                 OPCODE_EXPIRETIME_MS => {
-                    expire_at_ms = Some(u64::from_le_bytes(self.src.array()?));
+                    let ms = i64::from_le_bytes(self.src.array()?);
+                    expire_at_ms = Some(u64::try_from(ms).unwrap_or(0));
                 }
                 OPCODE_EXPIRETIME => {
-                    let secs = u32::from_le_bytes(self.src.array()?);
-                    expire_at_ms = Some(u64::from(secs) * 1000);
+                    let secs = i32::from_le_bytes(self.src.array()?);
+                    expire_at_ms = Some(u64::try_from(secs).map_or(0, |s| s * 1000));
                 }
                 OPCODE_IDLE => {
                     self.src.length()?;

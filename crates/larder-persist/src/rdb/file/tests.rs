@@ -444,10 +444,21 @@ fn opcodes_redis_no_longer_writes() {
     // An LZF key: one literal 'z', then a back reference of 19 bytes at distance 1.
     body.extend_from_slice(&[0x00, 0xc3, 0x05, 0x14, 0x00, b'z', 0xe0, 0x0a, 0x00]);
     body.extend_from_slice(&[0x01, b'x']);
+    // Deadlines before 1970 (negative) are long past.
+    body.push(OPCODE_EXPIRETIME);
+    body.extend_from_slice(&(-5i32).to_le_bytes());
+    body.extend_from_slice(&[0x00, 0x01, b'p', 0x00]);
+    body.push(OPCODE_EXPIRETIME_MS);
+    body.extend_from_slice(&(-5i64).to_le_bytes());
+    body.extend_from_slice(&[0x00, 0x01, b'q', 0x00]);
     let f = file("0009", &body);
     let (r, items) = read_all(&f, Limits::default()).expect("reads");
     assert_eq!(r.aux(), [(b"a".to_vec(), b"7".to_vec())]);
-    assert_eq!(items.len(), 2);
+    assert_eq!(items.len(), 4);
+    assert_eq!(
+        (items[2].expire_at_ms, items[3].expire_at_ms),
+        (Some(0), Some(0))
+    );
     assert_eq!(items[0].db, 2);
     assert_eq!(items[0].key, b"12345");
     assert_eq!(items[0].expire_at_ms, Some(1_000_000_000));
