@@ -5,8 +5,8 @@
 //! then, repeated:   AUX (0xfa) name value      strings
 //!                   SELECTDB (0xfe) db         a length
 //!                   RESIZEDB (0xfb) keys ttls  two lengths (size hints, ignored)
-//!                   EXPIRETIME_MS (0xfc)       u64 LE, Unix ms, for the next key
-//!                   EXPIRETIME (0xfd)          u32 LE, Unix seconds, for the next key
+//!                   EXPIRETIME_MS (0xfc)       i64 LE, Unix ms, for the next key
+//!                   EXPIRETIME (0xfd)          i32 LE, Unix seconds, for the next key
 //!                   IDLE (0xf8) / FREQ (0xf9)  a length / a byte, for the next key (skipped)
 //!                   <value type> key value     see `value.rs`
 //! EOF (0xff), then (version 5 and later) the CRC-64 of every byte before it, u64 LE;
@@ -14,9 +14,9 @@
 //! ```
 //!
 //! [`RdbReader`] reads any `Read` (it buffers it) without holding more than one value at a
-//! time: it walks a value's layout from the stream into a buffer, counting the bytes it
-//! copies against nothing but what actually arrives (a length field never sizes an
-//! allocation), then decodes the buffer with [`read_value`]. Every error names the byte
+//! time: it walks a value's layout from the stream into a buffer that grows only with the
+//! bytes that arrive (a length field never sizes an allocation), then decodes the buffer
+//! with [`read_value`]. Every error names the byte
 //! offset where it was found. Module data, functions and streams are refused by name:
 //! larder has none of them. [`load_rdb`] inserts a file's keys into a keyspace.
 

@@ -3,6 +3,7 @@
 //! them, hand-built files for what the server does not write, and random mutations.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 
 use larder_engine::{Keyspace, Limits, Object};
 
@@ -550,7 +551,7 @@ impl Rng {
 
 /// 20,000 random mutations of the golden files (bit flips, byte changes, insertions,
 /// deletions, truncations, absurd lengths): reading never panics, an error's offset is
-/// within what was read, and anything that does read loads into a keyspace.
+/// within the file, and a file that reads loads into a keyspace.
 #[test]
 fn mutated_files_never_panic() {
     let files = [golden("dump.rdb"), golden("nochecksum.rdb")];
@@ -583,10 +584,20 @@ fn mutated_files_never_panic() {
         }
         let lim = limits[round % 2];
         match read_all(&f, lim) {
-            Ok(_) => {
+            Ok((_, items)) => {
                 ok += 1;
+                // What reads loads, unless a key repeats or is in a database past 15.
                 let ks = Keyspace::new(16);
-                let _ = load_rdb(&f[..], &ks, &lim, 0, |_, _| {});
+                match load_rdb(&f[..], &ks, &lim, 0, |_, _| {}) {
+                    Ok(stats) => assert_eq!(stats.keys as usize, items.len()),
+                    Err(e) => assert!(
+                        matches!(
+                            e.kind,
+                            ErrorKind::DuplicateKey { .. } | ErrorKind::DbOutOfRange { .. }
+                        ),
+                        "{e}"
+                    ),
+                }
             }
             Err(e) => {
                 assert!(e.offset <= f.len() as u64, "{e}");
@@ -596,4 +607,99 @@ fn mutated_files_never_panic() {
     }
     // Both the checksum and the value decoder were reached.
     assert!(ok > 10 && bad_value > 100, "{ok} {bad_value}");
+}
+
+/// A reader that hands out a few bytes per call and is interrupted now and then, so that
+/// every read crosses buffer refills.
+struct Trickle<'a> {
+    data: &'a [u8],
+    calls: u64,
+}
+
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.calls += 1;
+        if self.calls % 5 == 0 {
+            return Err(std::io::ErrorKind::Interrupted.into());
+        }
+        let n = buf
+            .len()
+            .min(self.data.len())
+            .min(1 + (self.calls % 7) as usize);
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn reads_in_small_pieces_give_the_same_items() {
+    for name in ["dump.rdb", "nochecksum.rdb"] {
+        let bytes = golden(name);
+        let (_, whole) = read_all(&bytes, dump_limits()).expect("reads");
+        let trickle = Trickle {
+            data: &bytes,
+            calls: 0,
+        };
+        let pieces: Vec<RdbItem> = RdbReader::new(trickle, dump_limits())
+            .expect("header")
+            .collect::<Result<_, _>>()
+            .expect("reads");
+        assert_eq!(pieces, whole, "{name}");
+    }
+}
+
+#[test]
+fn values_larger_than_the_read_ahead_stream_through() {
+    // A 300 KB string (incompressible), and a list of its three thirds.
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let big: Vec<u8> = (0..300_000).map(|_| rng.next() as u8).collect();
+    let mut body = vec![0x00, 0x01, b's'];
+    super::super::length::put_string(&mut body, &big);
+    let mut list = larder_engine::List::new();
+    let thirds = [&big[..100_000], &big[100_000..200_000], &big[200_000..]];
+    list.push(larder_engine::list::End::Tail, &thirds, &Limits::default());
+    let list = Object::List(list);
+    let mut v = Vec::new();
+    super::super::write_value(
+        &mut v,
+        super::super::ValueRef::Object(&list),
+        &Limits::default(),
+    )
+    .expect("writes");
+    body.extend_from_slice(&[v[0], 0x01, b'l']);
+    body.extend_from_slice(&v[1..]);
+    let f = file("0010", &body);
+    let (_, items) = read_all(&f, Limits::default()).expect("reads");
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0].value, Value::String(big));
+    assert_eq!(items[1].value, Value::Object(list));
+    assert!(f.len() > 600_000);
+    let e = read_all(&f[..f.len() - 100_000], Limits::default())
+        .err()
+        .expect("truncated");
+    assert!(matches!(e.kind, ErrorKind::Truncated), "{e}");
+}
+
+/// An error while reading the underlying file is reported with its offset.
+#[test]
+fn io_errors_carry_the_offset() {
+    struct Failing(usize);
+    impl Read for Failing {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let header = b"REDIS0010\xfa\x01a\x01b";
+            if self.0 >= header.len() {
+                return Err(std::io::Error::other("disk on fire"));
+            }
+            let n = buf.len().min(header.len() - self.0);
+            buf[..n].copy_from_slice(&header[self.0..self.0 + n]);
+            self.0 += n;
+            Ok(n)
+        }
+    }
+    let mut r = RdbReader::new(Failing(0), Limits::default()).expect("header");
+    let e = r.next_item().expect_err("io error");
+    assert!(matches!(e.kind, ErrorKind::Io(_)), "{e}");
+    assert_eq!(e.offset, 14);
+    assert!(e.to_string().contains("disk on fire"), "{e}");
 }
