@@ -22,6 +22,13 @@ Files:
 - empty.rdb: no keys.
 - stream.rdb: a string key and a stream key (larder has no streams: the reader refuses it).
 - function.rdb: a function library (FUNCTION2 opcode) before the keys.
+
+Corrupt variants, made from those files (`make.py corrupt` remakes only these):
+- dump-truncated.rdb: dump.rdb cut in the middle of a value (at byte 6000).
+- dump-badcrc.rdb: dump.rdb with the last byte of its checksum flipped.
+- dump-badvalue.rdb: dump.rdb with set_int's intset width set to 3, checksum recomputed, so
+  the value decoder (not the checksum) must catch it.
+- nochecksum-badvalue.rdb: nochecksum.rdb with the size field of key h's listpack changed.
 """
 import os
 import shutil
@@ -226,13 +233,56 @@ def fill_function(port):
     r.set("k", "v")
 
 
+def crc64(data):
+    """Redis's CRC-64 (Jones polynomial, reflected, initial value 0, no final xor)."""
+    crc = 0
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x95AC9329AC4BC9B5 if crc & 1 else 0)
+    return crc
+
+
+def corrupt():
+    def read(name):
+        with open(os.path.join(HERE, name), "rb") as f:
+            return bytearray(f.read())
+
+    def write(name, data):
+        with open(os.path.join(HERE, name), "wb") as f:
+            f.write(data)
+
+    dump = read("dump.rdb")
+    write("dump-truncated.rdb", dump[:6000])
+    bad = bytearray(dump)
+    bad[-1] ^= 0x01
+    write("dump-badcrc.rdb", bad)
+    # SET_INTSET (11), key "set_int", blob length 18, then the intset's width (u32 LE).
+    at = dump.index(b"\x0b\x07set_int\x12") + 10
+    assert dump[at:at + 4] == b"\x02\x00\x00\x00", dump[at:at + 4]
+    bad = bytearray(dump)
+    bad[at] = 3
+    bad[-8:] = crc64(bad[:-8]).to_bytes(8, "little")
+    write("dump-badvalue.rdb", bad)
+    small = read("nochecksum.rdb")
+    # HASH_LISTPACK (16), key "h", blob length, then the listpack's total size (u32 LE).
+    at = small.index(b"\x10\x01h") + 4
+    bad = bytearray(small)
+    bad[at] ^= 0x01
+    write("nochecksum-badvalue.rdb", bad)
+
+
 def main():
+    if sys.argv[1:] == ["corrupt"]:
+        corrupt()
+        return
     save("dump", {**LIMITS, "maxmemory-policy": "allkeys-lru"}, fill_full)
     save("nochecksum", {"rdbchecksum": "no", "rdbcompression": "no",
                         "maxmemory-policy": "allkeys-lfu"}, fill_small)
     save("empty", {}, lambda port: None)
     save("stream", {}, fill_stream, expected=False)
     save("function", {}, fill_function, expected=False)
+    corrupt()
 
 
 if __name__ == "__main__":

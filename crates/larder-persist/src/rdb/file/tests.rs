@@ -703,3 +703,44 @@ fn io_errors_carry_the_offset() {
     assert_eq!(e.offset, 14);
     assert!(e.to_string().contains("disk on fire"), "{e}");
 }
+
+/// The corrupt variants make.py commits: each fails with the error it was made for, at the
+/// offset where the damage is, and loading one fails the same way.
+#[test]
+fn committed_corrupt_variants_fail_where_they_are_damaged() {
+    let dump = golden("dump.rdb");
+    let (_, items) = read_all(&dump, dump_limits()).expect("reads");
+    let set_int = items.iter().find(|i| i.key == b"set_int").expect("set_int");
+    let small = golden("nochecksum.rdb");
+    let (_, small_items) = read_all(&small, Limits::default()).expect("reads");
+    let h = small_items.iter().find(|i| i.key == b"h").expect("h");
+    type Case = (&'static str, u64, fn(&ErrorKind) -> bool);
+    let cases: [Case; 4] = [
+        ("dump-truncated.rdb", 6000, |k| {
+            matches!(k, ErrorKind::Truncated)
+        }),
+        ("dump-badcrc.rdb", dump.len() as u64 - 8, |k| {
+            matches!(k, ErrorKind::Checksum { .. })
+        }),
+        (
+            "dump-badvalue.rdb",
+            set_int.offset,
+            |k| matches!(k, ErrorKind::BadValue { key, rdb_type: 11 } if key == b"set_int"),
+        ),
+        (
+            "nochecksum-badvalue.rdb",
+            h.offset,
+            |k| matches!(k, ErrorKind::BadValue { key, rdb_type: 16 } if key == b"h"),
+        ),
+    ];
+    for (name, offset, kind) in cases {
+        let bytes = golden(name);
+        let e = read_all(&bytes, dump_limits()).err().expect(name);
+        assert!(kind(&e.kind), "{name}: {e}");
+        assert_eq!(e.offset, offset, "{name}: {e}");
+        let ks = Keyspace::new(16);
+        let e = load_rdb(&bytes[..], &ks, &dump_limits(), 0, |_, _| {}).expect_err(name);
+        assert!(kind(&e.kind), "{name}: {e}");
+        assert_eq!(e.offset, offset, "{name}");
+    }
+}
