@@ -8,6 +8,7 @@
 //! coded at the level of (member, score) pairs in [`zset`].
 
 pub mod crc64;
+pub mod file;
 pub mod intset;
 pub mod length;
 pub mod listpack;
