@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use larder_engine::{Keyspace, Limits};
+use larder_engine::{Keyspace, Limits, RestoreValue, Restored};
 
 use super::super::Value;
 use super::{ErrorKind, FileError, RdbItem, RdbReader};
@@ -68,8 +68,8 @@ pub fn load_rdb<R: Read>(
     Ok(stats)
 }
 
-/// Insert one item into its database in `keyspace`, with its deadline (0 is "none" to the
-/// engine, so a deadline of 0 becomes 1 ms, still in the past).
+/// Insert one item into its database in `keyspace`, with its deadline and a fresh version
+/// (0 is "none" to the engine, so a deadline of 0 becomes 1 ms, still in the past).
 pub fn load_item(keyspace: &Keyspace, item: RdbItem, now_ms: u64) -> Result<(), ErrorKind> {
     if item.db >= keyspace.db_count() {
         return Err(ErrorKind::DbOutOfRange {
@@ -77,17 +77,14 @@ pub fn load_item(keyspace: &Keyspace, item: RdbItem, now_ms: u64) -> Result<(), 
             databases: keyspace.db_count(),
         });
     }
-    let (mut shard, hash) = keyspace.db(item.db).lock_key(&item.key);
-    if shard.find_raw(&item.key, hash).is_some() {
-        return Err(ErrorKind::DuplicateKey {
-            db: item.db,
-            key: item.key,
-        });
-    }
     let at = item.expire_at_ms.map_or(0, |at| at.max(1));
-    match item.value {
-        Value::String(s) => shard.insert_string(&item.key, hash, &s, at, now_ms),
-        Value::Object(o) => shard.insert_object(&item.key, hash, o, at, now_ms),
+    let RdbItem { db, key, value, .. } = item;
+    let restored = match value {
+        Value::String(s) => keyspace.restore(db, &key, RestoreValue::String(&s), at, 0, 0, now_ms),
+        Value::Object(o) => keyspace.restore(db, &key, RestoreValue::Object(o), at, 0, 0, now_ms),
     };
-    Ok(())
+    match restored {
+        Restored::Exists => Err(ErrorKind::DuplicateKey { db, key }),
+        Restored::Inserted(_) | Restored::Expired => Ok(()),
+    }
 }
