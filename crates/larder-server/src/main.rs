@@ -34,6 +34,24 @@ fn cli() -> Command {
                 .subcommand_required(true),
         ))
         .subcommand(
+            Command::new("import")
+                .about("Turn a Redis RDB file (dump.rdb) into a new larder data directory")
+                .arg(Arg::new("FILE").required(true).help("the RDB file"))
+                .arg(
+                    Arg::new("dir")
+                        .long("dir")
+                        .default_value("./larder-data")
+                        .help("the data directory to create (must hold no larder data)"),
+                )
+                .arg(
+                    Arg::new("params")
+                        .num_args(0..)
+                        .allow_hyphen_values(true)
+                        .trailing_var_arg(true)
+                        .help("--<parameter> <value> pairs, e.g. the encoding limits"),
+                ),
+        )
+        .subcommand(
             Command::new("check-data")
                 .about("Check a data directory's snapshots and logs; --fix cuts a damaged log")
                 .arg(
@@ -94,6 +112,35 @@ fn run() -> anyhow::Result<()> {
     match matches.subcommand() {
         Some(("cache", sub)) => {
             return cache_cli::run(cache_cli::CacheCommand::from_arg_matches(sub)?);
+        }
+        Some(("import", sub)) => {
+            let file = sub.get_one::<String>("FILE").context("FILE is required")?;
+            let dir = sub.get_one::<String>("dir").context("--dir")?;
+            let config = Config::new();
+            let params: Vec<&String> = sub
+                .get_many::<String>("params")
+                .into_iter()
+                .flatten()
+                .collect();
+            for pair in params.chunks(2) {
+                let name = pair[0].trim_start_matches("--");
+                let d =
+                    config::lookup(name).with_context(|| format!("unknown parameter --{name}"))?;
+                let value = pair
+                    .get(1)
+                    .with_context(|| format!("--{name} needs a value"))?;
+                config
+                    .apply(d, value)
+                    .map_err(|e| anyhow::anyhow!("--{name} {value}: {e}"))?;
+            }
+            init_logging(&config);
+            let keys = persist::import::run(
+                std::path::Path::new(file),
+                std::path::Path::new(dir),
+                config,
+            )?;
+            println!("imported {keys} keys from {file} into {dir}");
+            return Ok(());
         }
         Some(("check-data", sub)) => {
             let dir = sub.get_one::<String>("DIR").context("DIR is required")?;

@@ -13,6 +13,7 @@
 
 pub mod check;
 mod dir;
+pub mod import;
 mod log;
 mod recover;
 mod reload;
@@ -190,6 +191,16 @@ impl Runtime {
                 st.loading_done_bytes = done;
                 st.loading_total_bytes = total;
             })?;
+        if after == 0 && rec.groups == 0 {
+            // Nothing of larder's yet: a Redis dump to migrate from, if there is one. It
+            // becomes the directory's first snapshot, so the data is larder's own from now on.
+            let rdb = dir.path().join(self.server.config.text(Param::Dbfilename));
+            if rdb.is_file() {
+                let stats = import::load(&self.server, &rdb)?;
+                keys_expired = stats.expired_skipped;
+                snapshot::take(&self.server, dir, None, |_| {})?;
+            }
+        }
         let keys = self.keys();
         tracing::info!(
             keys,
