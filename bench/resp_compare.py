@@ -238,7 +238,9 @@ class Server:
     @classmethod
     def larder(cls, binary, label, log_path, extra=(), taskset=None, port=None):
         port = port or free_port()
-        argv = [binary, "--port", str(port), "--bind", HOST, "--memcached-port", "0"] + list(extra)
+        # In memory, as the redis-server above: `extra` may turn persistence back on.
+        argv = [binary, "--port", str(port), "--bind", HOST, "--memcached-port", "0",
+                "--appendonly", "no", "--save", ""] + list(extra)
         return cls(label, "larder", argv, port, log_path, taskset)
 
     def start(self, timeout=30.0):
