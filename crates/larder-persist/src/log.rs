@@ -221,6 +221,17 @@ impl<'o> GroupWriter<'o> {
     }
 }
 
+/// Whether `record` (prefix and payload, as in a file) is one whole record whose checksum
+/// holds: what a reader streaming the log (replication) checks before passing it on.
+pub fn verify_record(record: &[u8]) -> bool {
+    if record.len() < RECORD_PREFIX {
+        return false;
+    }
+    let len = u32::from_le_bytes([record[0], record[1], record[2], record[3]]) as usize;
+    let crc = u32::from_le_bytes([record[4], record[5], record[6], record[7]]);
+    record.len() == RECORD_PREFIX + len && crc32fast::hash(&record[RECORD_PREFIX..]) == crc
+}
+
 fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);

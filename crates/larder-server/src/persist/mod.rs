@@ -18,6 +18,9 @@ mod log;
 mod recover;
 mod reload;
 mod snapshot;
+// The replication issue's seam: nothing in the server streams the log yet.
+#[cfg_attr(not(test), allow(dead_code))]
+mod tail;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
