@@ -112,7 +112,9 @@ pub struct Change {
     pub class: u32,
     /// `Command`: the request to replay, name first; empty otherwise.
     pub argv: Vec<Vec<u8>>,
-    /// `Written`: the entry's memcached client flags when the change was recorded.
+    /// `Written`: the entry's memcached client flags when the change was recorded. A
+    /// `Command` a door recorded for a key's resulting state ([`Feed::command_now`]) carries
+    /// that key in `key`, with its `version` and `flags`.
     pub flags: u32,
 }
 
@@ -299,19 +301,25 @@ impl Feed {
 
     /// Record `argv` as the command to replay for the changes just recorded on this thread,
     /// for a door that runs no command of the table (memcached): call it under the shard
-    /// lock, after the change, so it joins the change's group.
-    pub fn command_now(&self, db: usize, argv: Vec<Vec<u8>>) {
+    /// lock, after the change, so it joins the change's group. `state` is the key the command
+    /// leaves behind with its version and memcached flags (they follow the command in the
+    /// log), when there is one.
+    pub fn command_now(&self, db: usize, argv: Vec<Vec<u8>>, state: Option<(&Entry, u32)>) {
         if self.records_commands() {
+            let (key, version, flags) = match state {
+                Some((e, flags)) => (e.key().to_vec(), e.version(), flags),
+                None => (Vec::new(), 0, 0),
+            };
             push(Change {
                 kind: ChangeKind::Command,
                 db: db as u32,
-                key: Vec::new(),
-                version: 0,
+                key,
+                version,
                 value: None,
                 event: "",
                 class: 0,
                 argv,
-                flags: 0,
+                flags,
             });
         }
     }

@@ -654,10 +654,10 @@ impl Shard {
             argv.push(b"PXAT".to_vec());
             argv.push(e.expire_at_ms.to_string().into_bytes());
         }
-        // The entry again, with the flags it ended with (the insert recorded it before the
-        // door set them), then the command.
-        self.record(ChangeKind::Written, slot);
-        self.feed.command_now(self.db_index(), argv);
+        // The command carries the version and flags the entry ended with (an insert recorded
+        // its change before the door set the flags).
+        self.feed
+            .command_now(self.db_index(), argv, Some((e, e.flags)));
     }
 
     /// Give a replayed or loaded entry back the version and flags it had, and keep this

@@ -215,7 +215,7 @@ impl Drop for Locked<'_> {
             Some(_) => {}
             None => shard
                 .feed()
-                .command_now(shard.db_index(), vec![b"DEL".to_vec(), self.key.to_vec()]),
+                .command_now(shard.db_index(), vec![b"DEL".to_vec(), self.key.to_vec()], None),
         }
     }
 }

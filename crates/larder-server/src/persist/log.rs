@@ -205,6 +205,11 @@ fn encode(g: &mut GroupWriter<'_>, changes: &[Change]) {
                 for w in written.drain(..) {
                     g.version(w.db, &w.key, w.version, w.flags);
                 }
+                if !ch.key.is_empty() {
+                    // A door's command for a key's resulting state: its final version and
+                    // flags, after (so over) what its changes recorded.
+                    g.version(ch.db, &ch.key, ch.version, ch.flags);
+                }
                 uncovered.clear();
             }
         }
