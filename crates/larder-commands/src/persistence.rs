@@ -66,6 +66,9 @@ pub trait Persistence: Send + Sync {
     fn bgsave(&self, schedule: bool) -> std::result::Result<&'static str, String>;
     /// BGREWRITEAOF: start a log rewrite (a snapshot, after which the log restarts).
     fn rewrite(&self) -> std::result::Result<&'static str, String>;
+    /// Write the log's pending groups to its file: a worker calls it once per turn, before
+    /// it sends the turn's replies, when `Gates::log_dirty` is set.
+    fn write_log(&self);
     /// DEBUG RELOAD: with every shard held by the caller, write a snapshot (the log
     /// restarts at it), empty the dataset and load the snapshot back.
     fn reload(&self, shards: &mut dyn HeldShards) -> std::result::Result<(), String>;
@@ -88,10 +91,13 @@ pub struct Gates {
     /// new log succeed.
     pub write_failed: AtomicBool,
     pub write_error: Mutex<String>,
+    /// Log offset up to which the log is in its file (written: a crash of the process
+    /// loses nothing before it).
+    pub written: AtomicU64,
     /// Log offset up to which the log is on disk (fsynced).
     pub durable: AtomicU64,
-    /// Whether a write's reply waits for `durable` (`appendfsync always`).
-    pub wait_durable: AtomicBool,
+    /// Groups are committed but not yet written: a worker writes them before its replies.
+    pub log_dirty: AtomicBool,
 }
 
 impl Gates {
@@ -133,6 +139,14 @@ pub fn wake_durable(server: &Server) {
     for w in server.workers.lock().iter() {
         w.durable();
     }
+}
+
+/// Whether a write's reply waits for the fsync that covers it (`appendfsync always`), not
+/// only for its record to be in the log file. One relaxed load: CONFIG SET takes effect at
+/// once.
+#[inline]
+pub fn replies_wait_for_fsync(server: &Server) -> bool {
+    server.config.num(crate::config::Param::Appendfsync) == 0
 }
 
 /// Redis's reply to a command refused while loading.

@@ -31,6 +31,7 @@ use crate::rdb::{self, Value};
 
 pub use reader::SnapshotReader;
 pub use writer::SnapshotWriter;
+use writer::BLOCK_TARGET;
 
 /// The first bytes of every snapshot file.
 pub const MAGIC: &[u8; 8] = b"LARDSNAP";
@@ -138,44 +139,50 @@ pub struct SnapshotStats {
     pub feed_seq: u64,
 }
 
-/// Entries a capture step visits at most (one shard lock is held for each step).
-const STEP_ENTRIES: usize = 256;
+/// Entries a capture step visits at most (one shard lock is held for each step, while they
+/// are encoded into memory; nothing is written to the output under a shard lock).
+const STEP_ENTRIES: usize = 64;
 
-/// The writer the capture's two sources share: the walk and the write path's pre-images.
-struct Sink<W: Write> {
-    state: Mutex<SinkState<W>>,
+/// Where the write path's pre-images go: records encoded into a buffer that the walk writes
+/// out between its steps. A writer holds the lock only while it encodes one entry.
+struct PreImages {
+    limits: Limits,
+    buf: Mutex<PreBuf>,
 }
 
-struct SinkState<W: Write> {
-    /// The output, until the header is written at the point.
-    out: Option<W>,
-    writer: Option<SnapshotWriter<W>>,
-    /// The first error; nothing more is written after it.
+#[derive(Default)]
+struct PreBuf {
+    records: Vec<u8>,
+    count: u32,
+    /// The first error; nothing more is encoded after it.
     error: Option<SnapshotError>,
 }
 
-impl<W: Write> Sink<W> {
-    fn with<R>(&self, f: impl FnOnce(&mut SinkState<W>) -> R) -> R {
-        f(&mut self.state.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    fn write(&self, db: u32, entry: &Entry) {
-        self.with(|s| {
-            if s.error.is_some() {
-                return;
-            }
-            if let Some(w) = s.writer.as_mut() {
-                if let Err(e) = w.entry_of(db, entry) {
-                    s.error = Some(e);
-                }
-            }
-        });
+impl PreImage for PreImages {
+    fn save(&self, db: u32, entry: &Entry) {
+        let mut b = self.buf.lock().unwrap_or_else(PoisonError::into_inner);
+        if b.error.is_some() {
+            return;
+        }
+        match writer::encode_entry(&mut b.records, db, entry, &self.limits) {
+            Ok(()) => b.count += 1,
+            Err(e) => b.error = Some(e),
+        }
     }
 }
 
-impl<W: Write + Send> PreImage for Sink<W> {
-    fn save(&self, db: u32, entry: &Entry) {
-        self.write(db, entry);
+impl PreImages {
+    /// Everything encoded so far, taken out, once it is at least `min` bytes.
+    fn take(&self, min: usize) -> Result<(Vec<u8>, u32)> {
+        let mut b = self.buf.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = b.error.take() {
+            return Err(e);
+        }
+        if b.records.len() < min {
+            return Ok((Vec::new(), 0));
+        }
+        let count = std::mem::take(&mut b.count);
+        Ok((std::mem::take(&mut b.records), count))
     }
 }
 
@@ -183,70 +190,71 @@ impl<W: Write + Send> PreImage for Sink<W> {
 /// path hands entries over before changing them), walk every shard, then write the trailer.
 /// `at_point` runs at the snapshot's point with every shard held (the caller reads the feed
 /// position there, and may rotate its log) and returns the feed sequence to store.
-/// `progress` gets the number of entries written so far after each step. Extra memory is
-/// what `out` buffers plus one block. Returns the output (flushed as far as the writer goes:
-/// the caller syncs it) and what was written.
-pub fn write_snapshot<W: Write + Send + 'static>(
+/// `progress` gets the number of entries written so far after each step. The walk encodes
+/// each step's entries under the shard's lock into a buffer of its own and writes to `out`
+/// only after the lock is released, so no client waits on the disk; extra memory is that
+/// buffer, the pre-images not yet written out (both written every [`BLOCK_TARGET`] bytes)
+/// and what `out` buffers. Returns the output (flushed as far as the writer goes: the caller
+/// syncs it) and what was written.
+pub fn write_snapshot<W: Write>(
     keyspace: &Keyspace,
     out: W,
     limits: &Limits,
     at_point: impl FnOnce(&mut DbGuards<'_>) -> u64,
     mut progress: impl FnMut(u64),
 ) -> Result<(W, SnapshotStats)> {
-    let sink = Arc::new(Sink {
-        state: Mutex::new(SinkState {
-            out: Some(out),
-            writer: None,
-            error: None,
-        }),
+    let pre = Arc::new(PreImages {
+        limits: *limits,
+        buf: Mutex::new(PreBuf::default()),
     });
     let databases = keyspace.db_count() as u32;
     let mut feed_seq = 0;
-    let begin = {
-        let sink = Arc::clone(&sink);
-        let limits = *limits;
-        let feed_seq = &mut feed_seq;
-        move |guards: &mut DbGuards<'_>| {
-            *feed_seq = at_point(guards);
-            let meta = SnapshotMeta {
-                created_ms: larder_engine::now_ms(),
-                feed_seq: *feed_seq,
-                databases,
-            };
-            sink.with(|s| {
-                if let Some(out) = s.out.take() {
-                    match SnapshotWriter::new(out, &meta, &limits) {
-                        Ok(w) => s.writer = Some(w),
-                        Err(e) => s.error = Some(e),
-                    }
-                }
-            });
-        }
-    };
-    let sink_dyn: Arc<dyn PreImage> = sink.clone();
+    let mut created_ms = 0;
+    let sink: Arc<dyn PreImage> = pre.clone();
     let mut capture = keyspace
-        .begin_capture(sink_dyn, begin)
+        .begin_capture(sink, |guards: &mut DbGuards<'_>| {
+            feed_seq = at_point(guards);
+            created_ms = larder_engine::now_ms();
+        })
         .ok_or(SnapshotError::Busy)?;
-    let mut visited = 0u64;
-    while capture.step(STEP_ENTRIES, |db, e| {
-        visited += 1;
-        sink.write(db, e);
-    }) {
-        if sink.with(|s| s.error.is_some()) {
+    let meta = SnapshotMeta {
+        created_ms,
+        feed_seq,
+        databases,
+    };
+    let mut writer = SnapshotWriter::new(out, &meta, limits)?;
+    let mut walked: Vec<u8> = Vec::with_capacity(2 * BLOCK_TARGET);
+    let mut walked_count = 0u32;
+    let mut error = None;
+    loop {
+        let more = capture.step(STEP_ENTRIES, |db, e| {
+            if error.is_none() {
+                match writer::encode_entry(&mut walked, db, e, limits) {
+                    Ok(()) => walked_count += 1,
+                    Err(err) => error = Some(err),
+                }
+            }
+        });
+        if let Some(e) = error.take() {
+            return Err(e);
+        }
+        if walked.len() >= BLOCK_TARGET || !more {
+            writer.write_block(&walked, walked_count)?;
+            walked.clear();
+            walked_count = 0;
+        }
+        let (pre_images, n) = pre.take(if more { BLOCK_TARGET } else { 0 })?;
+        writer.write_block(&pre_images, n)?;
+        progress(writer.entries());
+        if !more {
             break;
         }
-        progress(visited + capture.saved());
     }
     let pre_images = capture.saved();
     drop(capture);
-    let (writer, error) = sink.with(|s| (s.writer.take(), s.error.take()));
-    if let Some(e) = error {
-        return Err(e);
-    }
-    let Some(writer) = writer else {
-        // `begin` always leaves a writer or an error.
-        return Err(SnapshotError::Busy);
-    };
+    // Pre-images saved after the walk's last look (the capture ends with it).
+    let (rest, n) = pre.take(0)?;
+    writer.write_block(&rest, n)?;
     let keys = writer.entries();
     progress(keys);
     let (out, bytes) = writer.finish()?;

@@ -222,8 +222,8 @@ pub struct Conn<H> {
     /// pressure), or requests wait in `rbuf`: with edge-triggered polling no new event will
     /// come for them, so the worker must call `on_ready` again.
     pub more: bool,
-    /// Under `appendfsync always`: the log offset the pending replies wait for (they
-    /// acknowledge writes that are not durable yet).
+    /// The log offset the pending replies wait for: they acknowledge writes whose records
+    /// are not in the log file yet (or, under `appendfsync always`, not on disk yet).
     pub durable_wait: Option<u64>,
 }
 
@@ -541,20 +541,25 @@ impl<H: Handler> Conn<H> {
             .store(self.pending_output(), Ordering::Relaxed);
     }
 
-    /// Whether the pending replies must wait for the log (`appendfsync always`): they
-    /// include a write this thread committed that is not durable yet. If the log failed
-    /// instead, the replies are replaced by an error and the connection closes after it.
+    /// Whether the pending replies must wait for the log: they acknowledge a write this
+    /// thread committed whose record is not in the log file yet (its worker writes the log
+    /// once per turn, before it sends the turn's replies), or, under `appendfsync always`,
+    /// not on disk yet. If the log failed instead, the replies are replaced by an error and
+    /// the connection closes after it.
     fn held_for_log(&mut self, server: &Server) -> bool {
         let gates = &server.gates;
         if let Some(end) = larder_commands::persistence::take_committed() {
-            if gates.wait_durable.load(Ordering::Relaxed) {
-                self.durable_wait = Some(self.durable_wait.unwrap_or(0).max(end));
-            }
+            self.durable_wait = Some(self.durable_wait.unwrap_or(0).max(end));
         }
         let Some(wait) = self.durable_wait else {
             return false;
         };
-        if gates.durable.load(Ordering::SeqCst) >= wait {
+        let reached = if larder_commands::persistence::replies_wait_for_fsync(server) {
+            &gates.durable
+        } else {
+            &gates.written
+        };
+        if reached.load(Ordering::SeqCst) >= wait {
             self.durable_wait = None;
             return false;
         }

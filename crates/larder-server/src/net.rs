@@ -526,6 +526,13 @@ impl Worker {
                     self.retry.append(&mut self.paused);
                 }
             }
+            // The turn's log records go to the file before the turn's replies go out
+            // (Redis's `beforeSleep`): one write for every group this worker committed.
+            if self.server.gates.log_dirty.load(Ordering::Relaxed) {
+                if let Some(p) = self.server.persistence.get() {
+                    p.write_log();
+                }
+            }
             touched.sort_unstable();
             touched.dedup();
             for &t in &touched {

@@ -37,6 +37,63 @@ pub struct SnapshotWriter<W: Write> {
     bytes: u64,
 }
 
+/// One record's fields, borrowed.
+struct Record<'a> {
+    db: u32,
+    key: &'a [u8],
+    value: ValueRef<'a>,
+    expire_at_ms: u64,
+    version: u64,
+    flags: u32,
+}
+
+fn value_of(entry: &Entry) -> ValueRef<'_> {
+    match entry.object() {
+        Some(o) => ValueRef::Object(o),
+        None => ValueRef::String(entry.string().unwrap_or_default()),
+    }
+}
+
+/// Append the record of `entry` (database `db`, as it is now) to `out`, for
+/// [`SnapshotWriter::write_block`]. On an error nothing is appended.
+pub fn encode_entry(out: &mut Vec<u8>, db: u32, entry: &Entry, limits: &Limits) -> Result<()> {
+    let record = Record {
+        db,
+        key: entry.key(),
+        value: value_of(entry),
+        expire_at_ms: entry.expire_at_ms().unwrap_or(0),
+        version: entry.version(),
+        flags: entry.flags(),
+    };
+    encode_record(out, &record, limits)
+}
+
+fn encode_record(b: &mut Vec<u8>, r: &Record<'_>, limits: &Limits) -> Result<()> {
+    let start = b.len();
+    put_len(b, u64::from(r.db));
+    let mut meta = 0;
+    if r.expire_at_ms != 0 {
+        meta |= META_DEADLINE;
+    }
+    if r.flags != 0 {
+        meta |= META_FLAGS;
+    }
+    b.push(meta);
+    put_string(b, r.key);
+    if let Err(e) = write_value(b, r.value, limits) {
+        b.truncate(start);
+        return Err(SnapshotError::Encode(e));
+    }
+    b.extend_from_slice(&r.version.to_le_bytes());
+    if r.expire_at_ms != 0 {
+        b.extend_from_slice(&r.expire_at_ms.to_le_bytes());
+    }
+    if r.flags != 0 {
+        b.extend_from_slice(&r.flags.to_le_bytes());
+    }
+    Ok(())
+}
+
 impl<W: Write> SnapshotWriter<W> {
     /// Write the header for `meta`; `limits` gives the list node size values are cut at (as
     /// DUMP's).
@@ -73,30 +130,15 @@ impl<W: Write> SnapshotWriter<W> {
         version: u64,
         flags: u32,
     ) -> Result<()> {
-        let start = self.block.len();
-        let b = &mut self.block;
-        put_len(b, u64::from(db));
-        let mut meta = 0;
-        if expire_at_ms != 0 {
-            meta |= META_DEADLINE;
-        }
-        if flags != 0 {
-            meta |= META_FLAGS;
-        }
-        b.push(meta);
-        put_string(b, key);
-        if let Err(e) = write_value(b, value, &self.limits) {
-            self.block.truncate(start);
-            return Err(SnapshotError::Encode(e));
-        }
-        let b = &mut self.block;
-        b.extend_from_slice(&version.to_le_bytes());
-        if expire_at_ms != 0 {
-            b.extend_from_slice(&expire_at_ms.to_le_bytes());
-        }
-        if flags != 0 {
-            b.extend_from_slice(&flags.to_le_bytes());
-        }
+        let record = Record {
+            db,
+            key,
+            value,
+            expire_at_ms,
+            version,
+            flags,
+        };
+        encode_record(&mut self.block, &record, &self.limits)?;
         self.block_records += 1;
         self.entries += 1;
         if self.block.len() >= BLOCK_TARGET || self.block_records == u32::MAX {
@@ -107,18 +149,29 @@ impl<W: Write> SnapshotWriter<W> {
 
     /// Add `entry` of database `db` as it is now.
     pub fn entry_of(&mut self, db: u32, entry: &Entry) -> Result<()> {
-        let value = match entry.object() {
-            Some(o) => ValueRef::Object(o),
-            None => ValueRef::String(entry.string().unwrap_or_default()),
-        };
-        self.entry(
-            db,
-            entry.key(),
-            value,
+        let (key, value) = (entry.key(), value_of(entry));
+        let (at, version, flags) = (
             entry.expire_at_ms().unwrap_or(0),
             entry.version(),
             entry.flags(),
-        )
+        );
+        self.entry(db, key, value, at, version, flags)
+    }
+
+    /// Write `records`, `count` records encoded by [`encode_entry`] elsewhere (a capture
+    /// encodes under shard locks, into buffers of its own, and writes outside them), as one
+    /// block of their own after whatever this writer gathered.
+    pub fn write_block(&mut self, records: &[u8], count: u32) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        self.flush_block()?;
+        self.block_records = count;
+        self.entries += u64::from(count);
+        let block = std::mem::replace(&mut self.block, records.to_vec());
+        let r = self.flush_block();
+        self.block = block;
+        r
     }
 
     /// Entries added so far.

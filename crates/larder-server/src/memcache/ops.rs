@@ -213,9 +213,11 @@ impl Drop for Locked<'_> {
             // Only a string's changes are the door's; a collection left in place was not
             // touched by it (the changes were a lazy expiry's, logged on their own).
             Some(_) => {}
-            None => shard
-                .feed()
-                .command_now(shard.db_index(), vec![b"DEL".to_vec(), self.key.to_vec()], None),
+            None => shard.feed().command_now(
+                shard.db_index(),
+                vec![b"DEL".to_vec(), self.key.to_vec()],
+                None,
+            ),
         }
     }
 }

@@ -1,15 +1,19 @@
 //! The append-only log at run time: a feed consumer that encodes every committed group into
-//! a buffer ([`Appender`]), and a writer thread that writes the buffer to the current log
-//! file and fsyncs it under the `appendfsync` policy.
+//! a buffer ([`Appender`]); the workers, once per event-loop turn and before they send the
+//! turn's replies, write that buffer to the current log file ([`Log::write_pending`]); and an
+//! fsync thread ([`Syncer`]) that makes it durable under the `appendfsync` policy.
 //!
-//! - `always`: the writer writes and fsyncs whatever has accumulated, then publishes the
-//!   offset now on disk (`Gates::durable`) and wakes the workers; a worker holds a
-//!   connection's replies until the log is durable past the connection's last write. Groups
-//!   that commit during an fsync go in the next one, so many clients share each fsync and no
-//!   client waits for more than the fsync in progress plus its own.
-//! - `everysec`: the writer writes as groups arrive (so a crash of the process loses nothing
-//!   acknowledged: the bytes are in the page cache) and fsyncs once a second.
-//! - `no`: written as they arrive, fsynced when the kernel decides.
+//! - Every policy: a reply that acknowledges a write leaves only after the write's record is
+//!   in the file (the page cache), so a crash of the process loses nothing acknowledged. One
+//!   `write` per worker turn carries every group of the turn, as Redis writes its AOF buffer
+//!   once per event-loop iteration (`beforeSleep`).
+//! - `always`: the reply also waits for the fsync that covers the record. The fsync thread
+//!   syncs whatever has been written, then publishes the offset now on disk
+//!   (`Gates::durable`) and wakes the workers holding replies. Groups written during an fsync
+//!   go in the next one, so many clients share each fsync and no client waits for more than
+//!   the fsync in progress plus its own.
+//! - `everysec`: fsynced once a second by the fsync thread, off the workers' path.
+//! - `no`: fsynced when the kernel decides.
 //!
 //! A failed write or fsync stops the log (`Gates::fail_writes`: writes get `-MISCONF`);
 //! only a new snapshot and a new log, written from memory, bring it back (a retried fsync
@@ -17,7 +21,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,14 +59,29 @@ enum Chunk {
     Rotate { start_seq: u64, start_offset: u64 },
 }
 
+/// Groups encoded but not yet written. Locked by committing threads (briefly) and by the
+/// writer while it takes the chunks.
 struct Pending {
     chunks: Vec<Chunk>,
     /// The log offset after the last group encoded.
     end_offset: u64,
     /// Groups encoded since the writer last took the chunks.
     groups: u64,
-    /// Set when the writer should stop (after writing what is pending).
-    stop: bool,
+}
+
+/// The open file and what is on it. Locked by whoever writes (a worker, the fsync thread).
+struct FileState {
+    file: Arc<File>,
+    /// Bytes taken but not yet written (only with `aof-test-drop-unsynced`: they reach the
+    /// file at an fsync).
+    held: Vec<u8>,
+    /// The log offset written to the file (or held).
+    written: u64,
+    /// Groups written since the last fsync.
+    groups_unsynced: u64,
+    /// A write or fsync failed: what arrives is dropped until a rotation (a snapshot's new
+    /// log) succeeds.
+    broken: bool,
 }
 
 /// Counters for INFO persistence.
@@ -74,41 +93,64 @@ pub struct LogStats {
     pub current_size: AtomicU64,
     /// Bytes encoded but not yet written.
     pub buffered: AtomicU64,
-    /// Bytes lost to a failed write (INFO `aof_last_write_status`).
-    pub failed: std::sync::atomic::AtomicBool,
+    /// The last write or fsync failed (INFO `aof_last_write_status`).
+    pub failed: AtomicBool,
 }
 
-/// The state shared by the appender (committing threads) and the writer thread.
+/// The log: shared by the appender (committing threads), the workers (writing) and the fsync
+/// thread.
 pub struct Log {
     pending: Mutex<Pending>,
+    file: Mutex<FileState>,
+    dir: Arc<DataDir>,
+    /// Wakes the fsync thread (written data under `always`, or stop).
     wake: Condvar,
+    wake_lock: Mutex<()>,
+    stop: AtomicBool,
     pub stats: LogStats,
     server: Arc<Server>,
-    /// The start sequence of the file the writer writes now.
+    /// The start sequence of the file being written now.
     rotated_to: AtomicU64,
-    /// The log offset the writer has handed to the file (page cache) so far.
-    written: AtomicU64,
     /// Test switch (`aof-test-drop-unsynced`): bytes reach the file only at an fsync, so a
     /// kill -9 loses exactly what a power loss would.
     drop_unsynced: bool,
 }
 
 impl Log {
-    /// A log that continues at `start_offset` in the file `file` (already holding its header).
-    pub fn new(server: Arc<Server>, start_seq: u64, start_offset: u64) -> Arc<Log> {
+    /// A log that continues in `file` (holding its header), at log offset `start_offset`.
+    pub fn new(
+        server: Arc<Server>,
+        dir: Arc<DataDir>,
+        file: File,
+        start_seq: u64,
+        start_offset: u64,
+    ) -> Arc<Log> {
         let drop_unsynced = server.config.num(Param::AofTestDropUnsynced) != 0;
+        server.gates.written.store(start_offset, Ordering::SeqCst);
+        server.gates.durable.store(start_offset, Ordering::SeqCst);
         Arc::new(Log {
             pending: Mutex::new(Pending {
                 chunks: Vec::new(),
                 end_offset: start_offset,
                 groups: 0,
-                stop: false,
             }),
+            file: Mutex::new(FileState {
+                file: Arc::new(file),
+                held: Vec::new(),
+                written: start_offset,
+                groups_unsynced: 0,
+                broken: false,
+            }),
+            dir,
             wake: Condvar::new(),
-            stats: LogStats::default(),
+            wake_lock: Mutex::new(()),
+            stop: AtomicBool::new(false),
+            stats: LogStats {
+                current_size: AtomicU64::new(HEADER_LEN as u64),
+                ..LogStats::default()
+            },
             server,
             rotated_to: AtomicU64::new(start_seq),
-            written: AtomicU64::new(start_offset),
             drop_unsynced,
         })
     }
@@ -122,7 +164,7 @@ impl Log {
             start_seq: seq,
             start_offset,
         });
-        self.wake.notify_one();
+        self.server.gates.log_dirty.store(true, Ordering::Release);
     }
 
     /// The start sequence of the log file being written now.
@@ -131,25 +173,187 @@ impl Log {
     }
 
     /// Wait until every group committed so far is in the file (the page cache: readable by a
-    /// replay, not necessarily durable). False if that took longer than `timeout`, or the
-    /// log is broken.
-    pub fn wait_written(&self, timeout: Duration) -> bool {
-        let end = self.pending.lock().end_offset;
-        self.wake.notify_one();
-        let deadline = Instant::now() + timeout;
-        while self.written.load(Ordering::Acquire) < end {
-            if Instant::now() >= deadline || self.stats.failed.load(Ordering::Relaxed) {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        true
+    /// replay, not necessarily durable). False if the log is broken.
+    pub fn wait_written(&self, _timeout: Duration) -> bool {
+        self.write_pending();
+        !self.stats.failed.load(Ordering::Relaxed)
     }
 
-    /// Ask the writer to write and fsync what is pending and stop.
+    /// Ask the fsync thread to write and fsync what is pending and stop.
     pub fn stop(&self) {
-        self.pending.lock().stop = true;
-        self.wake.notify_one();
+        self.stop.store(true, Ordering::SeqCst);
+        let _guard = self.wake_lock.lock();
+        self.wake.notify_all();
+    }
+
+    /// Write every pending group to the file, with one `write` (rotations included), and
+    /// publish the written offset. Called by each worker once per turn before it sends
+    /// replies, and by the fsync thread.
+    pub fn write_pending(&self) {
+        let mut f = self.file.lock();
+        // Taken under the file lock, so two writers cannot write chunks out of order.
+        let (chunks, groups) = {
+            let mut p = self.pending.lock();
+            self.server.gates.log_dirty.store(false, Ordering::Relaxed);
+            (std::mem::take(&mut p.chunks), std::mem::take(&mut p.groups))
+        };
+        if chunks.is_empty() {
+            return;
+        }
+        f.groups_unsynced += groups;
+        let mut result = Ok(());
+        for chunk in chunks {
+            result = match chunk {
+                Chunk::Bytes(bytes) => {
+                    self.stats
+                        .buffered
+                        .fetch_sub(bytes.len() as u64, Ordering::Relaxed);
+                    if f.broken {
+                        // Stopped until a snapshot restarts the log: dropped (its writers got
+                        // -MISCONF, or were acknowledged before the failure).
+                        Ok(())
+                    } else {
+                        self.write(&mut f, &bytes)
+                    }
+                }
+                Chunk::Rotate {
+                    start_seq,
+                    start_offset,
+                } => self.rotate_file(&mut f, start_seq, start_offset),
+            };
+            if result.is_err() {
+                break;
+            }
+        }
+        match result {
+            Ok(()) => {
+                self.server.gates.written.store(f.written, Ordering::SeqCst);
+            }
+            Err(e) => self.failed(&mut f, &e),
+        }
+    }
+
+    fn write(&self, f: &mut FileState, bytes: &[u8]) -> std::io::Result<()> {
+        if self.server.config.num(Param::AofTestFailWrites) != 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        if self.drop_unsynced {
+            f.held.extend_from_slice(bytes);
+        } else {
+            (&*f.file).write_all(bytes)?;
+            self.stats
+                .current_size
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
+        f.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Finish the current file (fsynced) and continue in a new one.
+    fn rotate_file(
+        &self,
+        f: &mut FileState,
+        start_seq: u64,
+        start_offset: u64,
+    ) -> std::io::Result<()> {
+        if !f.broken {
+            self.flush_held(f)?;
+            f.file.sync_data()?;
+            self.synced(f, f.written);
+        }
+        let path = self.dir.log_path(start_seq);
+        let file = create_log(&self.dir, &path, start_seq, start_offset)?;
+        f.file = Arc::new(file);
+        f.held.clear();
+        f.written = start_offset;
+        f.broken = false;
+        self.stats
+            .current_size
+            .store(HEADER_LEN as u64, Ordering::Relaxed);
+        self.stats.failed.store(false, Ordering::Relaxed);
+        self.rotated_to.store(start_seq, Ordering::Release);
+        // Nothing after `start_offset` was acknowledged yet; what came before is durable.
+        self.server
+            .gates
+            .written
+            .store(start_offset, Ordering::SeqCst);
+        self.server
+            .gates
+            .durable
+            .store(start_offset, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// With `aof-test-drop-unsynced`: what was held reaches the file now (before an fsync).
+    fn flush_held(&self, f: &mut FileState) -> std::io::Result<()> {
+        if !f.held.is_empty() {
+            let held = std::mem::take(&mut f.held);
+            (&*f.file).write_all(&held)?;
+            self.stats
+                .current_size
+                .fetch_add(held.len() as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// fdatasync what has been written, off the file lock (writers go on meanwhile), then
+    /// publish the durable offset and wake the replies waiting for it. Under `always` the
+    /// worker that wrote calls it at once (as Redis's event loop fsyncs before it replies):
+    /// whatever other workers wrote meanwhile rides along, and what they write during it
+    /// waits for the next.
+    pub fn sync(&self) {
+        let (file, upto, groups) = {
+            let mut f = self.file.lock();
+            if f.broken || self.server.gates.durable.load(Ordering::SeqCst) >= f.written {
+                return;
+            }
+            if let Err(e) = self.flush_held(&mut f) {
+                self.failed(&mut f, &e);
+                return;
+            }
+            (
+                Arc::clone(&f.file),
+                f.written,
+                std::mem::take(&mut f.groups_unsynced),
+            )
+        };
+        let result = if self.server.config.num(Param::AofTestFailWrites) != 0 {
+            Err(std::io::Error::from_raw_os_error(libc::EIO))
+        } else {
+            file.sync_data()
+        };
+        let mut f = self.file.lock();
+        match result {
+            // A rotation in between has already synced this file and moved on.
+            Ok(()) if Arc::ptr_eq(&file, &f.file) => {
+                self.stats
+                    .fsynced_groups
+                    .fetch_add(groups, Ordering::Relaxed);
+                self.synced(&mut f, upto);
+            }
+            Ok(()) => {}
+            Err(e) => self.failed(&mut f, &e),
+        }
+    }
+
+    fn synced(&self, _f: &mut FileState, upto: u64) {
+        self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.server.gates.durable.store(upto, Ordering::SeqCst);
+        larder_commands::persistence::wake_durable(&self.server);
+    }
+
+    fn failed(&self, f: &mut FileState, e: &std::io::Error) {
+        tracing::error!(
+            error = %e,
+            "writing the append-only log failed: refusing writes (-MISCONF) until a snapshot \
+             and a new log succeed"
+        );
+        self.stats.failed.store(true, Ordering::Relaxed);
+        f.broken = true;
+        f.held.clear();
+        self.server.gates.fail_writes(e.to_string());
+        // Replies waiting for the log get the error, not a success.
+        larder_commands::persistence::wake_durable(&self.server);
     }
 }
 
@@ -160,9 +364,8 @@ impl Consumer for Appender {
     fn committed(&self, seq: u64, changes: &[Change]) {
         let log = &self.0;
         let mut p = log.pending.lock();
-        let was_idle = p.chunks.is_empty();
         if !matches!(p.chunks.last(), Some(Chunk::Bytes(_))) {
-            p.chunks.push(Chunk::Bytes(Vec::with_capacity(4096)));
+            p.chunks.push(Chunk::Bytes(Vec::with_capacity(16 * 1024)));
         }
         let offset = p.end_offset;
         let Some(Chunk::Bytes(buf)) = p.chunks.last_mut() else {
@@ -177,11 +380,9 @@ impl Consumer for Appender {
         p.groups += 1;
         let end = p.end_offset;
         drop(p);
+        log.server.gates.log_dirty.store(true, Ordering::Release);
         log.stats.buffered.fetch_add(len, Ordering::Relaxed);
         larder_commands::persistence::note_committed(end);
-        if was_idle {
-            log.wake.notify_one();
-        }
     }
 }
 
@@ -235,196 +436,42 @@ fn encode(g: &mut GroupWriter<'_>, changes: &[Change]) {
     }
 }
 
-/// The writer thread's state: the open file and what is on disk.
-pub struct Writer {
-    log: Arc<Log>,
-    dir: Arc<DataDir>,
-    file: File,
-    /// Bytes taken from the appender but not yet written (only with `drop_unsynced`).
-    held: Vec<u8>,
-    /// The log offset written to the file, and the one fsynced.
-    written: u64,
-    synced: u64,
-    groups_unsynced: u64,
-    last_sync: Instant,
-    /// A write or fsync failed: what arrives is dropped until a rotation (a snapshot's new
-    /// log) succeeds.
-    broken: bool,
-}
+/// The fsync thread: under `everysec`, an fsync once a second, off the workers' path; under
+/// every policy, it writes (and under `always` fsyncs) what threads other than the workers
+/// committed (the expiry thread's removals) at least every 100 ms.
+pub struct Syncer(pub Arc<Log>);
 
-impl Writer {
-    /// A writer appending to `file` (positioned at its end, which is log offset `offset`).
-    pub fn new(log: Arc<Log>, dir: Arc<DataDir>, file: File, offset: u64) -> Writer {
-        Writer {
-            log,
-            dir,
-            file,
-            held: Vec::new(),
-            written: offset,
-            synced: offset,
-            groups_unsynced: 0,
-            last_sync: Instant::now(),
-            broken: false,
-        }
-    }
-
-    /// The thread's loop: until stopped, take what the appender has, write it, fsync per
-    /// policy.
-    pub fn run(mut self) {
+impl Syncer {
+    pub fn run(self) {
+        let log = self.0;
+        let mut last_sync = Instant::now();
         loop {
-            let policy = Fsync::of(&self.log.server);
-            // CONFIG SET appendfsync takes effect here, within a second.
-            self.log
-                .server
-                .gates
-                .wait_durable
-                .store(policy == Fsync::Always, Ordering::SeqCst);
-            let (chunks, groups, end, stop) = {
-                let mut p = self.log.pending.lock();
-                if p.chunks.is_empty() && !p.stop {
-                    let wait = match policy {
-                        Fsync::Everysec if self.synced < self.written => Duration::from_millis(
-                            1000u64.saturating_sub(self.last_sync.elapsed().as_millis() as u64),
-                        ),
-                        _ => Duration::from_secs(1),
-                    };
-                    self.log
-                        .wake
-                        .wait_for(&mut p, wait.max(Duration::from_millis(1)));
-                }
-                let groups = std::mem::take(&mut p.groups);
-                (std::mem::take(&mut p.chunks), groups, p.end_offset, p.stop)
-            };
-            self.groups_unsynced += groups;
-            let mut result = Ok(());
-            for chunk in chunks {
-                result = match chunk {
-                    // While broken, the log is stopped until a snapshot restarts it: what
-                    // arrives is dropped (its writers got -MISCONF, or were acknowledged
-                    // before the failure under everysec).
-                    Chunk::Bytes(bytes) if self.broken => {
-                        self.log
-                            .stats
-                            .buffered
-                            .fetch_sub(bytes.len() as u64, Ordering::Relaxed);
-                        Ok(())
-                    }
-                    Chunk::Bytes(bytes) => self.write(&bytes),
-                    Chunk::Rotate {
-                        start_seq,
-                        start_offset,
-                    } => self.rotate(start_seq, start_offset),
+            let policy = Fsync::of(&log.server);
+            let stopping = log.stop.load(Ordering::SeqCst);
+            if !stopping {
+                let wait = match policy {
+                    Fsync::Everysec => Duration::from_millis(100)
+                        .min(Duration::from_secs(1).saturating_sub(last_sync.elapsed())),
+                    _ => Duration::from_millis(100),
                 };
-                if result.is_err() {
-                    break;
-                }
+                let mut guard = log.wake_lock.lock();
+                log.wake
+                    .wait_for(&mut guard, wait.max(Duration::from_millis(1)));
             }
-            if self.broken {
-                if stop {
-                    return;
-                }
-                continue;
-            }
-            debug_assert!(result.is_err() || self.written + self.held.len() as u64 == end);
+            log.write_pending();
             let due = match policy {
                 Fsync::Always => true,
-                Fsync::Everysec => self.last_sync.elapsed() >= Duration::from_secs(1),
+                Fsync::Everysec => last_sync.elapsed() >= Duration::from_secs(1),
                 Fsync::No => false,
             };
-            if result.is_ok() && (due || stop) && (self.synced < end || !self.held.is_empty()) {
-                result = self.sync();
+            if due || stopping {
+                log.sync();
+                last_sync = Instant::now();
             }
-            if let Err(e) = result {
-                self.failed(&e);
-            }
-            if stop {
+            if stopping {
                 return;
             }
         }
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.log
-            .stats
-            .buffered
-            .fetch_sub(bytes.len() as u64, Ordering::Relaxed);
-        if self.log.server.config.num(Param::AofTestFailWrites) != 0 {
-            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
-        }
-        if self.log.drop_unsynced {
-            self.held.extend_from_slice(bytes);
-            return Ok(());
-        }
-        self.file.write_all(bytes)?;
-        self.written += bytes.len() as u64;
-        self.log.written.store(self.written, Ordering::Release);
-        self.log
-            .stats
-            .current_size
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// fdatasync, then publish the durable offset and wake the replies waiting for it.
-    fn sync(&mut self) -> std::io::Result<()> {
-        if !self.held.is_empty() {
-            let held = std::mem::take(&mut self.held);
-            self.file.write_all(&held)?;
-            self.written += held.len() as u64;
-            self.log.written.store(self.written, Ordering::Release);
-            self.log
-                .stats
-                .current_size
-                .fetch_add(held.len() as u64, Ordering::Relaxed);
-        }
-        self.file.sync_data()?;
-        self.synced = self.written;
-        self.last_sync = Instant::now();
-        let stats = &self.log.stats;
-        stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-        stats
-            .fsynced_groups
-            .fetch_add(std::mem::take(&mut self.groups_unsynced), Ordering::Relaxed);
-        let gates = &self.log.server.gates;
-        gates.durable.store(self.synced, Ordering::SeqCst);
-        larder_commands::persistence::wake_durable(&self.log.server);
-        Ok(())
-    }
-
-    /// Finish the current file (fsynced) and continue in a new one.
-    fn rotate(&mut self, start_seq: u64, start_offset: u64) -> std::io::Result<()> {
-        if !self.broken {
-            self.sync()?;
-        }
-        let path = self.dir.log_path(start_seq);
-        let file = create_log(&self.dir, &path, start_seq, start_offset)?;
-        self.file = file;
-        self.held.clear();
-        self.written = start_offset;
-        self.synced = start_offset;
-        self.log.written.store(start_offset, Ordering::Release);
-        self.broken = false;
-        self.log
-            .stats
-            .current_size
-            .store(HEADER_LEN as u64, Ordering::Relaxed);
-        self.log.stats.failed.store(false, Ordering::Relaxed);
-        self.log.rotated_to.store(start_seq, Ordering::Release);
-        Ok(())
-    }
-
-    fn failed(&mut self, e: &std::io::Error) {
-        tracing::error!(
-            error = %e,
-            "writing the append-only log failed: refusing writes (-MISCONF) until a snapshot \
-             and a new log succeed"
-        );
-        self.log.stats.failed.store(true, Ordering::Relaxed);
-        self.broken = true;
-        self.held.clear();
-        self.log.server.gates.fail_writes(e.to_string());
-        // Replies waiting for durability get the error, not a success.
-        larder_commands::persistence::wake_durable(&self.log.server);
     }
 }
 

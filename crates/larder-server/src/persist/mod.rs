@@ -35,7 +35,7 @@ use larder_engine::Interest;
 use parking_lot::{Condvar, Mutex};
 
 pub use dir::DataDir;
-use log::{Appender, Fsync, Log, Writer};
+use log::{Appender, Log, Syncer};
 
 /// How long after a failed snapshot the saver tries again (Redis's
 /// `CONFIG_BGSAVE_RETRY_DELAY`).
@@ -45,7 +45,7 @@ const RETRY_AFTER: Duration = Duration::from_secs(5);
 pub struct Runtime {
     server: Arc<Server>,
     dir: Option<Arc<DataDir>>,
-    log: Mutex<Option<Arc<Log>>>,
+    log: std::sync::OnceLock<Arc<Log>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     state: Mutex<State>,
     /// Wakes the saver thread (a request, or shutdown).
@@ -105,7 +105,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Runtime>> {
     let runtime = Arc::new(Runtime {
         server: Arc::clone(server),
         dir,
-        log: Mutex::new(None),
+        log: std::sync::OnceLock::new(),
         writer: Mutex::new(None),
         state: Mutex::new(State {
             last_save_s: server.started_ms / 1000,
@@ -218,19 +218,20 @@ impl Runtime {
             let path = dir.log_path(rec.last_seq);
             let file = log::create_log(dir, &path, rec.last_seq, rec.end_offset)
                 .with_context(|| format!("creating {}", path.display()))?;
-            let log = Log::new(Arc::clone(&self.server), rec.last_seq, rec.end_offset);
-            let gates = &self.server.gates;
-            gates.durable.store(rec.end_offset, Ordering::SeqCst);
-            gates
-                .wait_durable
-                .store(Fsync::of(&self.server) == Fsync::Always, Ordering::SeqCst);
+            let log = Log::new(
+                Arc::clone(&self.server),
+                Arc::clone(dir),
+                file,
+                rec.last_seq,
+                rec.end_offset,
+            );
             feed.subscribe(Interest::COMMANDS, Arc::new(Appender(Arc::clone(&log))));
-            let writer = Writer::new(Arc::clone(&log), Arc::clone(dir), file, rec.end_offset);
+            let syncer = Syncer(Arc::clone(&log));
             let handle = std::thread::Builder::new()
                 .name("larder-log".into())
-                .spawn(move || writer.run())
-                .context("starting the log writer")?;
-            *self.log.lock() = Some(log);
+                .spawn(move || syncer.run())
+                .context("starting the log's fsync thread")?;
+            let _ = self.log.set(log);
             *self.writer.lock() = Some(handle);
         }
         {
@@ -296,7 +297,7 @@ impl Runtime {
         let pct = self.server.config.num(Param::AutoAofRewritePercentage);
         let min = self.server.config.num(Param::AutoAofRewriteMinSize).max(0) as u64;
         if pct > 0 {
-            if let Some(log) = self.log.lock().as_ref() {
+            if let Some(log) = self.log.get() {
                 let size = log.stats.current_size.load(Ordering::Relaxed);
                 let base = st.log_size_at_snapshot.max(1);
                 if size >= min && (size - base.min(size)) * 100 / base >= pct as u64 {
@@ -323,7 +324,7 @@ impl Runtime {
         }
         let writes_before = self.writes();
         let started = Instant::now();
-        let log = self.log.lock().clone();
+        let log = self.log.get().cloned();
         let result = snapshot::take(&self.server, dir, log.as_ref(), |n| {
             self.state.lock().keys_written = n;
         });
@@ -414,7 +415,7 @@ impl Runtime {
             st.stopping = true;
             self.wake.notify_all();
         }
-        if let Some(log) = self.log.lock().as_ref() {
+        if let Some(log) = self.log.get() {
             log.stop();
         }
         if let Some(handle) = self.writer.lock().take() {
@@ -462,7 +463,7 @@ impl Runtime {
 impl Persistence for Runtime {
     fn status(&self) -> Status {
         let st = self.state.lock();
-        let log = self.log.lock();
+        let log = self.log.get();
         let (fsyncs, groups, current, buffered, failed) = match log.as_ref() {
             Some(l) => (
                 l.stats.fsyncs.load(Ordering::Relaxed),
@@ -521,6 +522,15 @@ impl Persistence for Runtime {
         }
     }
 
+    fn write_log(&self) {
+        if let Some(log) = self.log.get() {
+            log.write_pending();
+            if larder_commands::persistence::replies_wait_for_fsync(&self.server) {
+                log.sync();
+            }
+        }
+    }
+
     fn save(&self) -> Result<(), String> {
         let Some(dir) = &self.dir else {
             return Err("ERR persistence is off (--appendonly no --save \"\"): there is no data directory to save to".into());
@@ -537,7 +547,7 @@ impl Persistence for Runtime {
     }
 
     fn rewrite(&self) -> Result<&'static str, String> {
-        if self.log.lock().is_none() {
+        if self.log.get().is_none() {
             // Redis rewrites an AOF even when appendonly is off (it writes a fresh one);
             // larder's log rewrite is a snapshot, which is what BGSAVE does.
             return self
@@ -554,7 +564,7 @@ impl Persistence for Runtime {
         if self.state.lock().running.is_some() {
             return Err("ERR Background save already in progress".into());
         }
-        let log = self.log.lock().clone();
+        let log = self.log.get().cloned();
         let keys = reload::reload(&self.server, dir, log.as_ref(), shards)
             .map_err(|e| format!("ERR Error trying to load the RDB dump: {e:#}"))?;
         tracing::info!(keys, "DEBUG RELOAD: dataset saved and loaded back");
@@ -562,7 +572,7 @@ impl Persistence for Runtime {
     }
 
     fn loadaof(&self, shards: &mut dyn HeldShards) -> Result<(), String> {
-        let (Some(dir), Some(log)) = (&self.dir, self.log.lock().clone()) else {
+        let (Some(dir), Some(log)) = (&self.dir, self.log.get().cloned()) else {
             return Err("ERR the append-only log is off (--appendonly no)".into());
         };
         let keys = reload::loadaof(&self.server, dir, &log, shards)
