@@ -127,6 +127,13 @@ def rewrite_done(s, rewrites0):
             and num(p, "aof_rewrites") > rewrites0)
 
 
+def start_ready(s, timeout=600):
+    """Start s and wait until INFO says loading:0 (a server may answer PING with -LOADING)."""
+    s.start(timeout=timeout)
+    wait_until(lambda: num(persistence(s), "loading", 1) == 0, timeout, 0.005)
+    return s
+
+
 def kill9(s):
     s.proc.kill()
     s.proc.wait()
@@ -197,7 +204,7 @@ def section_throughput(a, mk, dtgen, raw, name, servers, cells):
     runs = []
     try:
         for s in servers:
-            s.start()
+            start_ready(s)
             t = load_keys(s, a.keyspace, a.value_bytes)
             verify_keys(s, a.keyspace, a.value_bytes, a.keyspace, samples=50)
             print("%s: %s prefilled %d keys in %.1fs" % (name, s.label, a.keyspace, t),
@@ -264,7 +271,8 @@ class MemWatch:
     """Samples parent RSS and every child's USS while a background save runs."""
 
     def __init__(self, s):
-        self.s, self.peak, self.peak_parent, self.peak_child_uss, self.peak_child_pss = s, 0, 0, 0, 0
+        self.s, self.peak, self.peak_parent = s, 0, 0
+        self.peak_child_uss = self.peak_child_pss = 0
         self.child_seen, self.samples = False, 0
         try:  # reset VmHWM (Linux >= 4.0) so that it reads the peak from here on
             with open("/proc/%d/clear_refs" % s.pid, "w") as f:
@@ -295,7 +303,7 @@ class MemWatch:
 
 
 def snapshot_one(a, s, mixgen, rnd, raw_base):
-    s.start()
+    start_ready(s)
     try:
         sm = server_meta(s)
         t_load = load_keys(s, a.keys, a.snap_value_bytes)
@@ -328,12 +336,14 @@ def snapshot_one(a, s, mixgen, rnd, raw_base):
                 p0 = persistence(s)
                 before = num(p0, "rdb_saves" if phase == "snapshot" else "aof_rewrites")
                 mw = MemWatch(s)
+                rss_before = s.rss_bytes()
                 marks[phase] = time.monotonic_ns()
                 s.call(cmd)
                 wait_until(lambda: done(s, before), a.save_timeout, 0.01, mw.sample)
                 marks[phase + "_end"] = time.monotonic_ns()
                 p1 = persistence(s)
-                r[phase] = dict(mw.result(), seconds=(marks[phase + "_end"] - marks[phase]) / 1e9,
+                r[phase] = dict(mw.result(), rss_before_bytes=rss_before,
+                                seconds=(marks[phase + "_end"] - marks[phase]) / 1e9,
                                 cow_peak=int(num(p1, "current_cow_peak")),
                                 last_cow_size=int(num(p1, "rdb_last_cow_size" if phase ==
                                                       "snapshot" else "aof_last_cow_size")))
@@ -390,7 +400,7 @@ def restart_one(a, mk, variant, rnd):
     else:
         s = mk.redis("redis-aof", EVERYSEC + ["--aof-use-rdb-preamble", "yes"])
     r = {"section": "restart", "server": s.label, "round": rnd, "keys": n}
-    s.start()
+    start_ready(s)
     try:
         r["server_meta"] = server_meta(s)
         load_keys(s, n, a.snap_value_bytes)
@@ -518,13 +528,15 @@ def render(meta, data):
         w("\n### snapshot and log rewrite under a 1:1 SET:GET load (%d keys, %d-byte values, "
           "mixgen %d clients), GET probe every %g ms\n" % (
               meta["keys"], meta["snap_value_bytes"], meta["snap_clients"], meta["interval_ms"]))
+        w("Data set RSS: after the keys are loaded, before the load starts; peak / data set "
+          "uses it. ")
         w("Peak = max over samples (every ~10 ms) of parent RSS + fork child's private memory "
           "(USS, smaps_rollup), and parent VmHWM (reset by clear_refs before the command) + the "
           "child's peak USS. Probes: max ms / p99.9 ms / count over 10 ms, per phase.\n")
-        w("| server | round | data set RSS MiB | snapshot s | peak MiB | peak / data set | "
-          "child USS MiB | last_cow_size MiB | rewrite s | rewrite peak / data set | idle | load only "
-          "| during BGSAVE | during BGREWRITEAOF | load ops/s |")
-        w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|")
+        w("| server | round | data set RSS MiB | RSS at BGSAVE MiB | snapshot s | peak MiB | "
+          "peak / data set | child USS MiB | last_cow_size MiB | rewrite s | rewrite peak / data "
+          "set | idle | load only | during BGSAVE | during BGREWRITEAOF | load ops/s |")
+        w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|")
         for r in sn:
             if "error" in r:
                 w("| %s | %d | ERROR: %s |" % (r["server"], r["round"], r["error"]))
@@ -534,9 +546,10 @@ def render(meta, data):
                                                      p[ph]["over_10ms"])
                              if p.get(ph, {}).get("probes") else "–")
             snap, rw = r.get("snapshot", {}), r.get("rewrite", {})
-            w("| %s | %d | %s | %.2f | %s | **%.2f×** | %s | %s | %s | %s | %s | %s | %s | %s "
-              "| %s |" % (
-                  r["server"], r["round"], mib(r["dataset_rss_bytes"]), snap.get("seconds", 0),
+            w("| %s | %d | %s | %s | %.2f | %s | **%.2f×** | %s | %s | %s | %s | %s | %s | %s "
+              "| %s | %s |" % (
+                  r["server"], r["round"], mib(r["dataset_rss_bytes"]),
+                  mib(snap.get("rss_before_bytes")), snap.get("seconds", 0),
                   mib(snap.get("peak_bytes")), snap.get("peak_over_dataset", 0),
                   mib(snap.get("peak_child_uss_bytes")), mib(snap.get("last_cow_size")),
                   "%.2f" % rw["seconds"] if rw else "–",
@@ -617,6 +630,49 @@ def parse_args(argv=None):
     return a
 
 
+def run_section(a, mk, name, data, raw, base):
+    meta = data["meta"]
+    if name in ("everysec", "always"):
+        dtgen = build_dtgen()
+        if name == "everysec":
+            servers = [mk.larder("larder-mem", []), mk.larder("larder-everysec", EVERYSEC),
+                       mk.redis("redis-everysec", EVERYSEC)]
+            cells = [(a.clients, 16, a.requests)]
+        else:
+            servers = [mk.larder("larder-always", ALWAYS), mk.redis("redis-always", ALWAYS)]
+            cells = [(c, 1, n) for c, n in zip(a.always_clients, a.always_requests)]
+        sm, runs = section_throughput(a, mk, dtgen, raw, name, servers, cells)
+        data[name] = {"servers": sm, "runs": runs}
+        meta["servers"] += sm
+    elif name == "snapshot":
+        mixgen, why = build_mixgen()
+        if why:
+            raise RuntimeError("mixgen: %s" % why)
+        data["snapshot"] = []
+        for rnd in range(a.rounds):
+            for which in (("larder", "redis") if rnd % 2 == 0 else ("redis", "larder")):
+                s = (mk.larder("larder-snap", EVERYSEC) if which == "larder"
+                     else mk.redis("redis-snap", EVERYSEC))
+                try:
+                    r = snapshot_one(a, s, mixgen, rnd, base)
+                except (RuntimeError, OSError) as e:
+                    r = {"section": "snapshot", "server": s.label, "round": rnd,
+                         "error": str(e)}
+                data["snapshot"].append(r)
+                print("snapshot round %d %s: %s" % (rnd, s.label, json.dumps(
+                    {k: r.get(k) for k in ("snapshot", "rewrite", "error")})), file=sys.stderr)
+    else:
+        data["restart"] = []
+        variants = ["larder", "redis-rdb", "redis-aof"]
+        for rnd in range(a.rounds):
+            for v in (variants if rnd % 2 == 0 else variants[::-1]):
+                r = restart_one(a, mk, v, rnd)
+                data["restart"].append(r)
+                print("restart round %d %s: %s" % (rnd, r["server"], r.get("error") or
+                      "ready in %.2fs (%d keys/s)" % (r["ready_s"], r["keys_per_s"])),
+                      file=sys.stderr)
+
+
 def main(argv=None):
     a = parse_args(argv)
     if a.render:
@@ -656,51 +712,12 @@ def main(argv=None):
                             "larder INFO aof_fsyncs only; Redis's are not observable here"}
     data = {"meta": meta}
     try:
-        dtgen = build_dtgen() if {"everysec", "always"} & set(a.only) else None
-        if "everysec" in a.only:
-            servers = [mk.larder("larder-mem", []), mk.larder("larder-everysec", EVERYSEC),
-                       mk.redis("redis-everysec", EVERYSEC)]
-            sm, runs = section_throughput(a, mk, dtgen, raw, "everysec", servers,
-                                          [(a.clients, 16, a.requests)])
-            data["everysec"] = {"servers": sm, "runs": runs}
-            meta["servers"] += sm
-        if "always" in a.only:
-            servers = [mk.larder("larder-always", ALWAYS), mk.redis("redis-always", ALWAYS)]
-            cells = [(c, 1, n) for c, n in zip(a.always_clients, a.always_requests)]
-            sm, runs = section_throughput(a, mk, dtgen, raw, "always", servers, cells)
-            data["always"] = {"servers": sm, "runs": runs}
-            meta["servers"] += sm
-        if "snapshot" in a.only:
-            mixgen, why = build_mixgen()
-            if why:
-                raise RuntimeError("mixgen: %s" % why)
-            data["snapshot"] = []
-            for rnd in range(a.rounds):
-                for which in (("larder", "redis") if rnd % 2 == 0 else ("redis", "larder")):
-                    s = (mk.larder("larder-snap", EVERYSEC) if which == "larder"
-                         else mk.redis("redis-snap", EVERYSEC))
-                    try:
-                        r = snapshot_one(a, s, mixgen, rnd, base)
-                    except (RuntimeError, OSError) as e:
-                        r = {"section": "snapshot", "server": s.label, "round": rnd,
-                             "error": str(e)}
-                    data["snapshot"].append(r)
-                    print("snapshot round %d %s: %s" % (rnd, s.label, json.dumps(
-                        {k: r.get(k) for k in ("snapshot", "rewrite", "error")})),
-                        file=sys.stderr)
-        if "restart" in a.only:
-            data["restart"] = []
-            variants = ["larder", "redis-rdb", "redis-aof"]
-            for rnd in range(a.rounds):
-                for v in (variants if rnd % 2 == 0 else variants[::-1]):
-                    r = restart_one(a, mk, v, rnd)
-                    data["restart"].append(r)
-                    print("restart round %d %s: %s" % (rnd, r["server"], r.get("error") or
-                          "ready in %.2fs (%d keys/s)" % (r["ready_s"], r["keys_per_s"])),
-                          file=sys.stderr)
-    except (RuntimeError, OSError) as e:
-        meta.setdefault("errors", []).append(repr(e))
-        print("FAILED: %r" % e, file=sys.stderr)
+        for name in a.only:
+            try:
+                run_section(a, mk, name, data, raw, base)
+            except (RuntimeError, OSError) as e:  # a failed section: the others still run
+                meta.setdefault("errors", []).append("%s: %r" % (name, e))
+                print("FAILED %s: %r" % (name, e), file=sys.stderr)
     finally:
         raw.close()
         if own_root:
