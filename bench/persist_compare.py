@@ -303,6 +303,8 @@ class MemWatch:
 
 
 def snapshot_one(a, s, mixgen, rnd, raw_base):
+    ctx = mp.get_context("fork")
+    stop, ready = ctx.Event(), ctx.Event()
     start_ready(s)
     try:
         sm = server_meta(s)
@@ -311,11 +313,10 @@ def snapshot_one(a, s, mixgen, rnd, raw_base):
         r = {"section": "snapshot", "server": s.label, "round": rnd, "server_meta": sm,
              "load_s": round(t_load, 2), "dataset_rss_bytes": s.rss_bytes(),
              "used_memory": int(num(s.info("memory"), "used_memory"))}
-        ctx = mp.get_context("fork")
-        stop, ready = ctx.Event(), ctx.Event()
         rx, tx = ctx.Pipe(duplex=False)
         pr = ctx.Process(target=prober, args=(s.port, "get", a.keys, 16, a.interval_ms / 1000,
                                               not a.no_rt, stop, ready, tx))
+        pr.daemon = True  # never outlives a failed run
         pr.start()
         ready.wait(10)
         marks = {"idle": time.monotonic_ns()}
@@ -361,10 +362,13 @@ def snapshot_one(a, s, mixgen, rnd, raw_base):
         r["server_cpu_frac"] = round((s.cpu_seconds() - c0) / wall, 3)
         r["machine_busy_frac"] = round((machine_busy_seconds() - b0) / wall, 3)
         stop.set()
+        if not rx.poll(30):
+            raise RuntimeError("the prober sent no samples (server stalled?)")
         r["prober"], samples = rx.recv()
         pr.join()
         r["dataset_check"] = s.try_call("DBSIZE")
     finally:
+        stop.set()
         s.stop()
     edges = sorted((t, k) for k, t in marks.items())
 
