@@ -29,15 +29,68 @@ fn idx(h: u32) -> usize {
     ((h >> (3 * 8 - HLOG)).wrapping_sub(h.wrapping_mul(5)) as usize) & (HSIZE - 1)
 }
 
+/// liblzf's hash table of recent positions. Zeroing 64K slots for every string (as a fresh
+/// table would need) cost far more than compressing a short value, so one table per thread
+/// is reused: each slot holds the call's generation with the position, and a slot from an
+/// earlier call reads as empty, exactly as a zeroed one would.
+struct Table {
+    slots: Vec<u64>,
+    generation: u32,
+}
+
+thread_local! {
+    static TABLE: std::cell::RefCell<Table> = const {
+        std::cell::RefCell::new(Table { slots: Vec::new(), generation: 0 })
+    };
+}
+
+impl Table {
+    /// Start a call: a fresh generation (clearing the slots only when it wraps).
+    fn begin(&mut self) {
+        if self.slots.is_empty() {
+            self.slots = vec![0; HSIZE];
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.slots.fill(0);
+            self.generation = 1;
+        }
+    }
+
+    /// The position stored at `slot` plus one, 0 for none (liblzf's NULL).
+    #[inline]
+    fn get(&self, slot: usize) -> usize {
+        let v = self.slots[slot];
+        if (v >> 32) as u32 == self.generation {
+            (v & 0xffff_ffff) as usize
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, slot: usize, pos_plus_one: usize) {
+        self.slots[slot] = (u64::from(self.generation) << 32) | pos_plus_one as u64;
+    }
+}
+
 /// `input` compressed into at most `out_len` bytes, or `None` when it does not fit (Redis
 /// asks for `len - 4` bytes, so that compression saves at least four).
 pub fn compress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
     let in_len = input.len();
-    if in_len < 3 || out_len == 0 {
+    // Positions are kept in 32 bits (an RDB string is at most 512 MiB by default).
+    if in_len < 3 || out_len == 0 || in_len >= u32::MAX as usize {
         return None;
     }
-    // Positions plus one; 0 is an empty slot (liblzf's NULL).
-    let mut htab = vec![0usize; HSIZE];
+    TABLE.with(|t| {
+        let mut t = t.borrow_mut();
+        t.begin();
+        compress_with(&mut t, input, out_len)
+    })
+}
+
+fn compress_with(htab: &mut Table, input: &[u8], out_len: usize) -> Option<Vec<u8>> {
+    let in_len = input.len();
     // Slack past `out_len`: liblzf checks its bounds before every write but may reserve the
     // next literal run's length byte just past the end.
     let mut out = vec![0u8; out_len + 8];
@@ -48,8 +101,8 @@ pub fn compress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
     while ip < in_len - 2 {
         hval = next(hval, input, ip);
         let slot = idx(hval);
-        let found = htab[slot];
-        htab[slot] = ip + 1;
+        let found = htab.get(slot);
+        htab.set(slot, ip + 1);
         let matched = found > 1 // liblzf's `ref > in_data`: position 0 never matches
             && ip - found < MAX_OFF // off = ip - ref - 1
             && input[found - 1 + 2] == input[ip + 2]
@@ -102,10 +155,10 @@ pub fn compress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
             ip -= 2;
             hval = first(input, ip);
             hval = next(hval, input, ip);
-            htab[idx(hval)] = ip + 1;
+            htab.set(idx(hval), ip + 1);
             ip += 1;
             hval = next(hval, input, ip);
-            htab[idx(hval)] = ip + 1;
+            htab.set(idx(hval), ip + 1);
             ip += 1;
         } else {
             if op >= out_len {
