@@ -63,8 +63,24 @@ impl DataDir {
         self.path.join(format!("log-{seq:020}.{LOG_EXT}"))
     }
 
-    /// The snapshots and the logs in the directory, each sorted by sequence. Leftover
-    /// temporary files (a crash during a snapshot) are removed.
+    /// Remove the temporary files a crash left (an unfinished snapshot, a log file prepared
+    /// for a rotation that never happened). Only at start: while the server runs, they are
+    /// in use.
+    pub fn remove_leftovers(&self) -> anyhow::Result<()> {
+        for entry in std::fs::read_dir(&self.path)
+            .with_context(|| format!("reading {}", self.path.display()))?
+        {
+            let entry = entry?;
+            let name = entry.file_name();
+            if name.to_str().is_some_and(|n| n.ends_with(".tmp")) {
+                tracing::info!(file = ?name, "removing a temporary file left by a crash");
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        Ok(())
+    }
+
+    /// The snapshots and the logs in the directory, each sorted by sequence.
     pub fn list(&self) -> anyhow::Result<(Vec<u64>, Vec<u64>)> {
         let mut snapshots = Vec::new();
         let mut logs = Vec::new();
@@ -74,11 +90,6 @@ impl DataDir {
             let entry = entry?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            if name.ends_with(".tmp") {
-                tracing::info!(file = %name, "removing an unfinished snapshot left by a crash");
-                let _ = std::fs::remove_file(entry.path());
-                continue;
-            }
             if let Some(seq) = parse_name(name, "snapshot-", SNAPSHOT_EXT) {
                 snapshots.push(seq);
             } else if let Some(seq) = parse_name(name, "log-", LOG_EXT) {
@@ -139,6 +150,11 @@ mod tests {
         let (snaps, logs) = dir.list().expect("list");
         assert_eq!(snaps, [7]);
         assert_eq!(logs, [4, 30, 100]);
+        assert!(
+            Path::new(&tmp_file).exists(),
+            "list leaves temporary files alone"
+        );
+        dir.remove_leftovers().expect("leftovers");
         assert!(!Path::new(&tmp_file).exists(), "leftover tmp removed");
         // A second server is refused while the first holds the lock.
         let second = DataDir::open(&tmp);

@@ -82,6 +82,14 @@ struct FileState {
     /// A write or fsync failed: what arrives is dropped until a rotation (a snapshot's new
     /// log) succeeds.
     broken: bool,
+    /// The next log file, created (and made durable, empty) ahead of a rotation by the
+    /// thread that takes the snapshot, so the worker that reaches the rotation only writes
+    /// its header and renames it: no fsync on a worker's path.
+    next: Option<File>,
+    /// Files rotated away whose tail the next fsync must cover, and whether the directory
+    /// (a rename) must be synced with it.
+    retired: Vec<Arc<File>>,
+    dir_dirty: bool,
 }
 
 /// Counters for INFO persistence.
@@ -140,6 +148,9 @@ impl Log {
                 written: start_offset,
                 groups_unsynced: 0,
                 broken: false,
+                next: None,
+                retired: Vec::new(),
+                dir_dirty: false,
             }),
             dir,
             wake: Condvar::new(),
@@ -153,6 +164,21 @@ impl Log {
             rotated_to: AtomicU64::new(start_seq),
             drop_unsynced,
         })
+    }
+
+    /// Create the file the next rotation switches to (before a snapshot's point, off the
+    /// workers' path: the creation's fsyncs happen here).
+    pub fn prepare_rotation(&self) -> std::io::Result<()> {
+        let path = self.dir.path().join(NEXT_LOG);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&path)?;
+        file.sync_all()?;
+        self.dir.sync()?;
+        self.file.lock().next = Some(file);
+        Ok(())
     }
 
     /// Switch to a new file after the groups committed so far. Call it where no group can
@@ -249,7 +275,8 @@ impl Log {
         Ok(())
     }
 
-    /// Finish the current file (fsynced) and continue in a new one.
+    /// Continue in a new file: the prepared one gets its header and its name (no fsync here:
+    /// the next [`Log::sync`] covers the old file's tail, the new file and the rename).
     fn rotate_file(
         &self,
         f: &mut FileState,
@@ -258,12 +285,30 @@ impl Log {
     ) -> std::io::Result<()> {
         if !f.broken {
             self.flush_held(f)?;
-            f.file.sync_data()?;
-            self.synced(f, f.written);
         }
         let path = self.dir.log_path(start_seq);
-        let file = create_log(&self.dir, &path, start_seq, start_offset)?;
-        f.file = Arc::new(file);
+        let file = match f.next.take() {
+            Some(file) => {
+                use std::os::unix::fs::FileExt;
+                let header = Header {
+                    start_seq,
+                    start_offset,
+                    created_ms: larder_engine::now_ms(),
+                };
+                file.write_all_at(&header.encode(), 0)?;
+                std::fs::rename(self.dir.path().join(NEXT_LOG), &path)?;
+                f.dir_dirty = true;
+                let mut file = file;
+                std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(HEADER_LEN as u64))?;
+                file
+            }
+            // Not prepared (DEBUG RELOAD): created here, durable at once.
+            None => create_log(&self.dir, &path, start_seq, start_offset)?,
+        };
+        let old = std::mem::replace(&mut f.file, Arc::new(file));
+        if !f.broken {
+            f.retired.push(old);
+        }
         f.held.clear();
         f.written = start_offset;
         f.broken = false;
@@ -272,15 +317,6 @@ impl Log {
             .store(HEADER_LEN as u64, Ordering::Relaxed);
         self.stats.failed.store(false, Ordering::Relaxed);
         self.rotated_to.store(start_seq, Ordering::Release);
-        // Nothing after `start_offset` was acknowledged yet; what came before is durable.
-        self.server
-            .gates
-            .written
-            .store(start_offset, Ordering::SeqCst);
-        self.server
-            .gates
-            .durable
-            .store(start_offset, Ordering::SeqCst);
         Ok(())
     }
 
@@ -302,9 +338,12 @@ impl Log {
     /// whatever other workers wrote meanwhile rides along, and what they write during it
     /// waits for the next.
     pub fn sync(&self) {
-        let (file, upto, groups) = {
+        let (file, retired, dir_dirty, upto, groups) = {
             let mut f = self.file.lock();
-            if f.broken || self.server.gates.durable.load(Ordering::SeqCst) >= f.written {
+            if f.broken
+                || (self.server.gates.durable.load(Ordering::SeqCst) >= f.written
+                    && f.retired.is_empty())
+            {
                 return;
             }
             if let Err(e) = self.flush_held(&mut f) {
@@ -313,6 +352,8 @@ impl Log {
             }
             (
                 Arc::clone(&f.file),
+                std::mem::take(&mut f.retired),
+                std::mem::take(&mut f.dir_dirty),
                 f.written,
                 std::mem::take(&mut f.groups_unsynced),
             )
@@ -320,11 +361,19 @@ impl Log {
         let result = if self.server.config.num(Param::AofTestFailWrites) != 0 {
             Err(std::io::Error::from_raw_os_error(libc::EIO))
         } else {
-            file.sync_data()
+            let mut r = Ok(());
+            for old in &retired {
+                r = r.and_then(|()| old.sync_data());
+            }
+            r = r.and_then(|()| file.sync_data());
+            if dir_dirty {
+                r = r.and_then(|()| self.dir.sync());
+            }
+            r
         };
         let mut f = self.file.lock();
         match result {
-            // A rotation in between has already synced this file and moved on.
+            // A rotation in between: this file is retired now, and the next sync covers it.
             Ok(()) if Arc::ptr_eq(&file, &f.file) => {
                 self.stats
                     .fsynced_groups
@@ -474,6 +523,9 @@ impl Syncer {
         }
     }
 }
+
+/// The name of a log file prepared for the next rotation.
+const NEXT_LOG: &str = "log-next.llog.tmp";
 
 /// Create a new log file with its header, durable (the file and its directory entry).
 pub fn create_log(

@@ -153,6 +153,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Runtime>> {
 impl Runtime {
     fn recover_and_open(&self, dir: &Arc<DataDir>, appendonly: bool) -> anyhow::Result<()> {
         let started = Instant::now();
+        dir.remove_leftovers()?;
         let (snapshots, logs) = dir.list()?;
         let delay_us = self.server.config.num(Param::KeyLoadDelay);
         let mut after = 0;

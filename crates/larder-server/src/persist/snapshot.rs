@@ -27,6 +27,10 @@ pub fn take(
     progress: impl FnMut(u64),
 ) -> anyhow::Result<SnapshotStats> {
     let tmp = dir.path().join("snapshot-in-progress.lsnap.tmp");
+    if let Some(log) = log {
+        log.prepare_rotation()
+            .context("creating the log file the snapshot starts")?;
+    }
     let result = write(server, log, &tmp, progress);
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
