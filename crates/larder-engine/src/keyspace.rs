@@ -212,14 +212,34 @@ impl Db {
     /// entry, key and value), in one pass per step over the whole batch, so that the cache
     /// misses of different keys overlap instead of queueing one after another as they do when
     /// each lookup runs to its end before the next begins. Only a hint: the lookups that follow
-    /// give the same results with or without it. A shard that another thread holds is
-    /// skipped rather than waited for. Looks at the first [`Db::PREFETCH_BATCH`] keys.
+    /// give the same results with or without it. Each shard of the batch is locked once, with
+    /// `try_lock`, and held for the four passes; a shard that another thread holds is skipped
+    /// rather than waited for (and nothing here ever waits, so holding several cannot
+    /// deadlock). Looks at the first [`Db::PREFETCH_BATCH`] keys.
     pub fn prefetch(&self, keys: &[&[u8]]) {
-        let mut routed = [(0usize, 0u64); Db::PREFETCH_BATCH];
+        const NONE: u8 = u8::MAX;
+        let mut routed = [(0u8, 0u64); Db::PREFETCH_BATCH];
         let n = keys.len().min(Db::PREFETCH_BATCH);
+        // The batch's distinct shards, locked once each: `held[guard_of[shard]]`.
+        let mut guard_of = [NONE; SHARDS_PER_DB];
+        let mut held: [Option<MutexGuard<'_, Shard>>; Db::PREFETCH_BATCH] =
+            std::array::from_fn(|_| None);
+        let mut shards = [0usize; Db::PREFETCH_BATCH];
+        let mut distinct = 0u8;
         for (r, key) in routed.iter_mut().zip(keys) {
-            *r = Db::route(key);
-            crate::entry::prefetch(std::ptr::from_ref(&self.cells[r.0]).cast());
+            let (shard, hash) = Db::route(key);
+            let g = &mut guard_of[shard];
+            if *g == NONE {
+                crate::entry::prefetch(std::ptr::from_ref(&self.cells[shard]).cast());
+                shards[usize::from(distinct)] = shard;
+                *g = distinct;
+                distinct += 1;
+            }
+            *r = (*g, hash);
+        }
+        // A second pass, so that the cells' cache misses overlap too.
+        for (h, &shard) in held.iter_mut().zip(&shards[..usize::from(distinct)]) {
+            *h = self.cells[shard].shard.try_lock();
         }
         let steps: [fn(&Shard, u64); 4] = [
             Shard::prefetch_index,
@@ -228,9 +248,9 @@ impl Db {
             Shard::prefetch_value,
         ];
         for step in steps {
-            for &(shard, hash) in &routed[..n] {
-                if let Some(s) = self.cells[shard].shard.try_lock() {
-                    step(&s, hash);
+            for &(g, hash) in &routed[..n] {
+                if let Some(s) = &held[usize::from(g)] {
+                    step(s, hash);
                 }
             }
         }
