@@ -218,25 +218,37 @@ impl Db {
     /// deadlock). Looks at the first [`Db::PREFETCH_BATCH`] keys.
     pub fn prefetch(&self, keys: &[&[u8]]) {
         const NONE: u8 = u8::MAX;
-        let mut routed = [(0u8, 0u64); Db::PREFETCH_BATCH];
-        let n = keys.len().min(Db::PREFETCH_BATCH);
-        // The batch's distinct shards, locked once each: `held[guard_of[shard]]`.
+        let mut routed = [(0usize, 0u64); Db::PREFETCH_BATCH];
+        let mut n = 0;
+        for key in keys.iter().take(Db::PREFETCH_BATCH) {
+            let (shard, hash) = Db::route(key);
+            // A run of one key (a pipeline of pops from one list) is looked at once.
+            if n == 0 || routed[n - 1].1 != hash {
+                routed[n] = (shard, hash);
+                n += 1;
+            }
+        }
+        // One key: its lookup follows at once, there are no misses to overlap.
+        if n < 2 {
+            return;
+        }
+        // The batch's distinct shards, locked once each: key i's is `held[guard[i]]`.
         let mut guard_of = [NONE; SHARDS_PER_DB];
-        let mut held: [Option<MutexGuard<'_, Shard>>; Db::PREFETCH_BATCH] =
-            std::array::from_fn(|_| None);
+        let mut guard = [0u8; Db::PREFETCH_BATCH];
         let mut shards = [0usize; Db::PREFETCH_BATCH];
         let mut distinct = 0u8;
-        for (r, key) in routed.iter_mut().zip(keys) {
-            let (shard, hash) = Db::route(key);
-            let g = &mut guard_of[shard];
-            if *g == NONE {
+        for (g, &(shard, _)) in guard.iter_mut().zip(&routed[..n]) {
+            let of = &mut guard_of[shard];
+            if *of == NONE {
                 crate::entry::prefetch(std::ptr::from_ref(&self.cells[shard]).cast());
                 shards[usize::from(distinct)] = shard;
-                *g = distinct;
+                *of = distinct;
                 distinct += 1;
             }
-            *r = (*g, hash);
+            *g = *of;
         }
+        let mut held: [Option<MutexGuard<'_, Shard>>; Db::PREFETCH_BATCH] =
+            std::array::from_fn(|_| None);
         // A second pass, so that the cells' cache misses overlap too.
         for (h, &shard) in held.iter_mut().zip(&shards[..usize::from(distinct)]) {
             *h = self.cells[shard].shard.try_lock();
@@ -248,7 +260,7 @@ impl Db {
             Shard::prefetch_value,
         ];
         for step in steps {
-            for &(g, hash) in &routed[..n] {
+            for (&g, &(_, hash)) in guard.iter().zip(&routed[..n]) {
                 if let Some(s) = &held[usize::from(g)] {
                     step(s, hash);
                 }
