@@ -10,7 +10,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::entry::{Entry, ObjectKind};
 use crate::evict::{lfu_decayed, random_u64, AccessPolicy, EvictionPolicy};
 use crate::feed::{ChangeKind, Feed};
-use crate::shard::{hash_key, Shard, SlotId};
+use crate::shard::{hash_key, Candidates, Shard, SlotId};
 
 /// Shards per database. A power of two; with 5M keys a shard holds ~20k, so the largest
 /// single index resize moves a few hundred KiB and never pauses clients for long.
@@ -253,19 +253,37 @@ impl Db {
         for (h, &shard) in held.iter_mut().zip(&shards[..usize::from(distinct)]) {
             *h = self.cells[shard].shard.try_lock();
         }
-        let steps: [fn(&Shard, u64); 4] = [
-            Shard::prefetch_index,
-            Shard::prefetch_entries,
-            Shard::prefetch_block,
-            Shard::prefetch_value,
-        ];
-        for step in steps {
-            for (&g, &(_, hash)) in guard.iter().zip(&routed[..n]) {
-                if let Some(s) = &held[usize::from(g)] {
-                    step(s, hash);
-                }
+        // The four steps, each over the whole batch; a key whose shard is held elsewhere is
+        // left out (its `found` stays `None`).
+        let shard_of = |g: u8| held[usize::from(g)].as_deref();
+        let keys = guard.iter().zip(&routed[..n]);
+        for (&g, &(_, hash)) in keys.clone() {
+            if let Some(s) = shard_of(g) {
+                s.prefetch_index(hash);
             }
         }
+        let mut found = [Candidates::None; Db::PREFETCH_BATCH];
+        for (f, (&g, &(_, hash))) in found.iter_mut().zip(keys.clone()) {
+            if let Some(s) = shard_of(g) {
+                *f = s.prefetch_entries(hash);
+            }
+        }
+        for (f, (&g, &(_, hash))) in found.iter_mut().zip(keys.clone()) {
+            if let Some(s) = shard_of(g) {
+                *f = s.prefetch_block(hash, *f);
+            }
+        }
+        for (&f, (&g, &(_, hash))) in found.iter().zip(keys) {
+            if let Some(s) = shard_of(g) {
+                s.prefetch_value(hash, f);
+            }
+        }
+        // Unlock; the array's other slots were never filled, so there is nothing left for
+        // its drop to do but look at each of them.
+        for h in &mut held[..usize::from(distinct)] {
+            drop(h.take());
+        }
+        std::mem::forget(held);
     }
 
     /// Lock one shard.
