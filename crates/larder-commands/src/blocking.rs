@@ -25,10 +25,11 @@ mod commands;
 
 pub use commands::COMMANDS;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
+use hashbrown::{Equivalent, HashMap};
 use larder_engine::{Change, ChangeKind, Consumer, Feed, Interest};
 use parking_lot::Mutex;
 
@@ -69,10 +70,21 @@ struct Registry {
     waiters: HashMap<u64, Waiter>,
 }
 
+/// A `(db, key)` of the registry, borrowed: it hashes as the owned pair does, so a commit
+/// looks its written keys up without copying them.
+#[derive(Hash)]
+struct KeyRef<'a>(u32, &'a [u8]);
+
+impl Equivalent<(u32, Vec<u8>)> for KeyRef<'_> {
+    fn equivalent(&self, key: &(u32, Vec<u8>)) -> bool {
+        self.0 == key.0 && self.1 == key.1.as_slice()
+    }
+}
+
 impl Registry {
     /// Wake the first client waiting on `key`, unless it is already woken.
-    fn wake_first(&mut self, key: &(u32, Vec<u8>)) {
-        let Some(&first) = self.keys.get(key).and_then(|q| q.front()) else {
+    fn wake_first(&mut self, key: KeyRef<'_>) {
+        let Some(&first) = self.keys.get(&key).and_then(|q| q.front()) else {
             return;
         };
         if let Some(w) = self.waiters.get_mut(&first) {
@@ -184,7 +196,7 @@ impl Blocking {
             }
             if w.woken {
                 for k in &w.keys {
-                    r.wake_first(k);
+                    r.wake_first(KeyRef(k.0, &k.1));
                 }
             }
             self.count.fetch_sub(1, Ordering::Relaxed) == 1
@@ -224,10 +236,7 @@ impl Consumer for Blocking {
             match c.kind {
                 // A key that holds a value now (created, pushed to, renamed or moved here,
                 // restored): the first client waiting on it looks again.
-                ChangeKind::Written => {
-                    let key = (c.db, c.key.clone());
-                    r.wake_first(&key);
-                }
+                ChangeKind::Written => r.wake_first(KeyRef(c.db, &c.key)),
                 // SWAPDB brings other values under every key of both databases.
                 ChangeKind::Swapped => {
                     let keys: Vec<(u32, Vec<u8>)> = r
@@ -237,7 +246,7 @@ impl Consumer for Blocking {
                         .cloned()
                         .collect();
                     for k in &keys {
-                        r.wake_first(k);
+                        r.wake_first(KeyRef(k.0, &k.1));
                     }
                 }
                 _ => {}
@@ -251,9 +260,15 @@ impl Consumer for Blocking {
 /// up (0.0001 waits 1 ms), and a value too large for a 64-bit count of milliseconds reads
 /// as negative, as the C conversion does on the platforms Redis runs on.
 pub fn deadline_ms(arg: &[u8], now_ms: u64) -> Result<u64> {
-    let secs = crate::args::parse_f64(arg)
-        .filter(|v| !v.is_nan())
-        .ok_or(Error::Static(TIMEOUT_NOT_FLOAT))?;
+    // A whole number of seconds (`0`, the common case) needs no float parser.
+    let whole = (!arg.is_empty() && arg.len() <= 9 && arg.iter().all(u8::is_ascii_digit))
+        .then(|| arg.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')));
+    let secs = match whole {
+        Some(n) => f64::from(n),
+        None => crate::args::parse_f64(arg)
+            .filter(|v| !v.is_nan())
+            .ok_or(Error::Static(TIMEOUT_NOT_FLOAT))?,
+    };
     let ms = (secs * 1000.0).ceil();
     if !(ms >= 0.0 && ms < i64::MAX as f64) {
         return Err(Error::Static(TIMEOUT_NEGATIVE));

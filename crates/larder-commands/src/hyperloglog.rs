@@ -99,16 +99,26 @@ fn pfadd(c: &mut Cmd<'_>) -> Result<()> {
         }
         Some(slot) => {
             let s = hll_at(&shard, slot)?;
+            // Each element hashed once (one element, the common case, without allocating).
+            let one: [(usize, u8); 1];
+            let many: Vec<(usize, u8)>;
+            let patterns: &[(usize, u8)] = if let [e] = elements {
+                one = [hll::pattern(e)];
+                &one
+            } else {
+                many = elements.iter().map(|e| hll::pattern(e)).collect();
+                &many
+            };
             // A PFADD that changes no register is no write.
-            let changes = elements
+            let changes = patterns
                 .iter()
-                .any(|e| hll::would_change(s, e).unwrap_or(true));
+                .any(|&p| hll::would_change_pattern(s, p).unwrap_or(true));
             changes
                 && shard
                     .update_string(slot, |s| {
                         let mut updated = false;
-                        for e in elements {
-                            updated |= hll::add(s, e, max)?;
+                        for &p in patterns {
+                            updated |= hll::add_pattern(s, p, max)?;
                         }
                         if updated {
                             hll::invalidate(s);

@@ -191,9 +191,52 @@ fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
 }
 
+/// Powers of ten that a double holds exactly.
+const EXACT_POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The common score text, `[-+]digits[.digits]` with at most 15 digits, parsed exactly: the
+/// digits make an integer a double holds exactly, and one division by an exact power of ten
+/// rounds correctly (Clinger's fast path, as Rust's and glibc's parsers take it too). `None`
+/// for any other form.
+fn simple_decimal(b: &[u8]) -> Option<f64> {
+    let (neg, body) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    let (mut m, mut digits, mut frac, mut dot) = (0u64, 0usize, 0usize, false);
+    for &c in body {
+        if c == b'.' && !dot {
+            dot = true;
+        } else if c.is_ascii_digit() {
+            m = m * 10 + u64::from(c - b'0');
+            digits += 1;
+            frac += usize::from(dot);
+        } else {
+            return None;
+        }
+        if digits > 15 {
+            return None;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    // `m` < 10^15 < 2^53: exact as a double.
+    #[allow(clippy::cast_precision_loss)]
+    let v = m as f64 / EXACT_POW10[frac];
+    Some(if neg { -v } else { v })
+}
+
 /// C's `strtod` over the whole text (no leading space): decimal forms, `inf`/`infinity`, and
 /// hexadecimal ones (`0x10`, `-0x1.8p3`). NaN is rejected.
 fn strtod(b: &[u8]) -> Option<f64> {
+    if let Some(v) = simple_decimal(b) {
+        return Some(v);
+    }
     let (neg, body) = match b.first() {
         Some(b'-') => (true, &b[1..]),
         Some(b'+') => (false, &b[1..]),
@@ -203,6 +246,16 @@ fn strtod(b: &[u8]) -> Option<f64> {
         .strip_prefix(b"0x")
         .or_else(|| body.strip_prefix(b"0X"))
     else {
+        // Plain decimal text (digits, point, exponent, signs) needs none of `parse_f64`'s
+        // special cases (and its lowercased copy): Rust's parser takes exactly what strtod
+        // takes whole there.
+        if !b.is_empty()
+            && b.len() <= 5120
+            && b.iter()
+                .all(|&c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+        {
+            return std::str::from_utf8(b).ok()?.parse().ok();
+        }
         return crate::args::parse_f64(b);
     };
     let (mantissa, exp) = match hex.iter().position(|&c| c == b'p' || c == b'P') {
@@ -248,14 +301,20 @@ pub(crate) fn parse_score(b: &[u8]) -> Option<f64> {
     if v.is_nan() {
         return None;
     }
-    let lower = b.to_ascii_lowercase();
-    let text = lower.strip_prefix(b"+").or(lower.strip_prefix(b"-"));
-    let text = text.unwrap_or(&lower);
-    if v.is_infinite() && !(text == b"inf" || text == b"infinity") {
+    if v.is_finite() && v != 0.0 {
+        return Some(v);
+    }
+    let text = b.strip_prefix(b"+").or(b.strip_prefix(b"-")).unwrap_or(b);
+    if v.is_infinite()
+        && !(text.eq_ignore_ascii_case(b"inf") || text.eq_ignore_ascii_case(b"infinity"))
+    {
         return None;
     }
     if v == 0.0 {
-        let mantissa = text.split(|&c| c == b'e').next().unwrap_or_default();
+        let mantissa = text
+            .split(|&c| c == b'e' || c == b'E')
+            .next()
+            .unwrap_or_default();
         if mantissa.iter().any(|c| (b'1'..=b'9').contains(c)) {
             return None;
         }
@@ -408,14 +467,23 @@ fn add_generic(c: &mut Cmd<'_>, mut flags: AddFlags) -> Result<()> {
     if flags.incr && rest.len() > 2 {
         return Err(Error::Static(INCR_PAIR));
     }
-    let scores = rest
-        .chunks(2)
-        .map(|p| score_arg(p[0]))
-        .collect::<Result<Vec<f64>>>()?;
+    // One pair (the common case) needs no allocation.
+    let one: [f64; 1];
+    let many: Vec<f64>;
+    let scores: &[f64] = if rest.len() == 2 {
+        one = [score_arg(rest[0])?];
+        &one
+    } else {
+        many = rest
+            .chunks(2)
+            .map(|p| score_arg(p[0]))
+            .collect::<Result<Vec<f64>>>()?;
+        &many
+    };
     let limits = c.limits();
     let adds = Adds {
         pairs: rest,
-        scores: &scores,
+        scores,
         flags,
         limits: &limits,
     };

@@ -421,14 +421,26 @@ fn set_register(
 /// one turns dense past `sparse_max` bytes (`hll-sparse-max-bytes`). The caller invalidates
 /// the cached cardinality when anything changed.
 pub fn add(s: &mut Vec<u8>, ele: &[u8], sparse_max: usize) -> Result<bool, Corrupt> {
-    let (index, count) = pattern(ele);
+    add_pattern(s, pattern(ele), sparse_max)
+}
+
+/// [`add`] of an element whose [`pattern`] the caller has computed.
+pub fn add_pattern(
+    s: &mut Vec<u8>,
+    (index, count): (usize, u8),
+    sparse_max: usize,
+) -> Result<bool, Corrupt> {
     set_register(s, index, count, sparse_max)
 }
 
 /// Whether adding `ele` would change a register, without changing anything (so that a PFADD
 /// that changes nothing is no write). `Err` where [`add`] would fail.
 pub fn would_change(s: &[u8], ele: &[u8]) -> Result<bool, Corrupt> {
-    let (index, count) = pattern(ele);
+    would_change_pattern(s, pattern(ele))
+}
+
+/// [`would_change`] for an element whose [`pattern`] the caller has computed.
+pub fn would_change_pattern(s: &[u8], (index, count): (usize, u8)) -> Result<bool, Corrupt> {
     if s[4] == DENSE {
         return Ok(count > dense_get(&s[HDR..], index));
     }

@@ -400,6 +400,21 @@ impl ZSet {
 
     /// Set `member`'s score, adding it if absent; returns its previous score.
     pub fn insert(&mut self, member: &[u8], score: f64, limits: &Limits) -> Option<f64> {
+        if let Repr::Full(f) = &mut self.repr {
+            return match f.id_of(member) {
+                Some(id) => {
+                    let old = f.score_of(id);
+                    if old.to_bits() != score.to_bits() {
+                        f.set_score_of(id, score);
+                    }
+                    Some(old)
+                }
+                None => {
+                    f.insert(member, score);
+                    None
+                }
+            };
+        }
         let old = self.score(member);
         match old {
             Some(old) if old.to_bits() == score.to_bits() => {}
@@ -453,8 +468,13 @@ impl ZSet {
         if score.is_nan() {
             return Err(NanScore);
         }
-        match self.score(member) {
-            Some(cur) => {
+        // The full encoding looks the member up once, and updates by its id.
+        let found = match &self.repr {
+            Repr::Compact(c) => c.find(member).map(|e| (e.score, None)),
+            Repr::Full(f) => f.id_of(member).map(|id| (f.score_of(id), Some(id))),
+        };
+        match found {
+            Some((cur, id)) => {
                 if flags.nx {
                     return Ok(Added::Skipped);
                 }
@@ -468,7 +488,12 @@ impl ZSet {
                 if score == cur {
                     return Ok(Added::Same(score));
                 }
-                self.set_score(member, score);
+                match (&mut self.repr, id) {
+                    (Repr::Full(f), Some(id)) => f.set_score_of(id, score),
+                    _ => {
+                        self.set_score(member, score);
+                    }
+                }
                 Ok(Added::Updated(score))
             }
             None if flags.xx => Ok(Added::Skipped),

@@ -225,6 +225,10 @@ pub struct Conn<H> {
     /// The log offset the pending replies wait for: they acknowledge writes whose records
     /// are not in the log file yet (or, under `appendfsync always`, not on disk yet).
     pub durable_wait: Option<u64>,
+    /// The last read found the socket drained (a short read or `WouldBlock`) and no
+    /// readiness event has come since (every `on_ready` clears it): a woken blocked client
+    /// then has nothing unread on its socket (`on_unblock`).
+    drained: bool,
 }
 
 impl<H: Handler> Conn<H> {
@@ -247,6 +251,7 @@ impl<H: Handler> Conn<H> {
             read_closed: false,
             more: false,
             durable_wait: None,
+            drained: false,
         }
     }
 
@@ -259,6 +264,9 @@ impl<H: Handler> Conn<H> {
     /// `scratch` is the worker's shared read buffer, used when no partial request is pending.
     pub fn on_ready(&mut self, server: &Server, scratch: &mut Vec<u8>, now_ms: u64) {
         self.more = false;
+        // This call may announce new input (edge-triggered): drained again only once a read
+        // below says so.
+        self.drained = false;
         if self.closing.is_some() {
             self.flush(server);
             return;
@@ -333,7 +341,10 @@ impl<H: Handler> Conn<H> {
                     break;
                 }
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.drained = true;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => {
                     self.closing = Some(Close::Peer);
@@ -356,6 +367,7 @@ impl<H: Handler> Conn<H> {
                 ReadInto::Buffer => self.process_buffered(server),
             }
             let drained = n < want;
+            self.drained = drained && !self.read_closed;
             if self.query_buf_len() > limit {
                 // Redis closes such a client without a reply.
                 tracing::warn!(
@@ -395,6 +407,37 @@ impl<H: Handler> Conn<H> {
                 Close::Peer
             });
         }
+        if self.rbuf.is_empty() && self.rbuf.capacity() > BUFFER_KEEP {
+            self.rbuf = Vec::new();
+        }
+    }
+
+    /// A blocked client was woken (`Letter::Unblock`): run its held requests again. When its
+    /// socket is known to be drained (the client waits for these very replies), this skips
+    /// the read that would only return `EAGAIN`; otherwise it is `on_ready`.
+    pub fn on_unblock(&mut self, server: &Server, scratch: &mut Vec<u8>, now_ms: u64) {
+        if !self.drained
+            || self.closing.is_some()
+            || self.big.is_some()
+            || self.pending_output() > 0
+            || self.rbuf.is_empty()
+        {
+            self.on_ready(server, scratch, now_ms);
+            return;
+        }
+        self.more = false;
+        self.handler
+            .handle()
+            .last_interaction_ms
+            .store(now_ms, Ordering::Relaxed);
+        self.process_buffered(server);
+        if self.paused_until_ms.is_some() && self.blocked && self.read_closed {
+            self.closing = Some(Close::Peer);
+        }
+        if self.pending_output() >= OUTPUT_HIGH_WATER && !self.rbuf.is_empty() {
+            self.more = true;
+        }
+        self.flush(server);
         if self.rbuf.is_empty() && self.rbuf.capacity() > BUFFER_KEEP {
             self.rbuf = Vec::new();
         }

@@ -598,7 +598,7 @@ impl Worker {
                 Letter::Unblock { token, id } => {
                     if let Some(c) = self.conns.get_mut(token) {
                         if c.handler.handle().id == id && c.blocked {
-                            c.on_ready(&self.server, &mut self.scratch, now_ms);
+                            c.on_unblock(&self.server, &mut self.scratch, now_ms);
                             touched.push(token);
                         }
                     }

@@ -755,3 +755,58 @@ fn table_is_complete() {
     }
     assert_eq!(super::COMMANDS.len(), 32);
 }
+
+/// The short-decimal fast path gives the bits Rust's (correctly rounding) parser gives, and
+/// declines every other form.
+#[test]
+fn simple_decimal_matches_the_full_parser() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..200_000 {
+        let int_digits = (next() % 9) as usize;
+        let frac_digits = (next() % 10) as usize;
+        let mut t = String::new();
+        match next() % 4 {
+            0 => t.push('-'),
+            1 => t.push('+'),
+            _ => {}
+        }
+        for _ in 0..int_digits {
+            t.push(char::from(b'0' + (next() % 10) as u8));
+        }
+        if frac_digits > 0 || next() % 2 == 0 {
+            t.push('.');
+        }
+        for _ in 0..frac_digits {
+            t.push(char::from(b'0' + (next() % 10) as u8));
+        }
+        let want: Option<f64> = t.parse().ok();
+        let got = super::simple_decimal(t.as_bytes());
+        match got {
+            Some(v) => assert_eq!(Some(v.to_bits()), want.map(f64::to_bits), "{t}"),
+            // Declined: only for no digits at all or more than 15 of them.
+            None => assert!(
+                want.is_none() || int_digits + frac_digits > 15,
+                "{t} declined"
+            ),
+        }
+    }
+    for other in [
+        "1e5",
+        "inf",
+        "0x10",
+        "1.5.",
+        "",
+        "-",
+        ".",
+        "1 ",
+        "1234567890123456",
+    ] {
+        assert_eq!(super::simple_decimal(other.as_bytes()), None, "{other}");
+    }
+}

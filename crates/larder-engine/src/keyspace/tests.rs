@@ -28,6 +28,15 @@ fn prefetch_is_only_a_hint_and_never_waits_for_a_lock() {
     db.prefetch(&refs);
     db.prefetch(&[b"", b"nope"]);
     Keyspace::new(1).db(0).prefetch(&refs);
+    // Runs of one key, keys sharing shards, one key alone; and every shard of the batch is
+    // unlocked afterwards (locking each again below would deadlock otherwise).
+    let runs: Vec<&[u8]> = refs.iter().flat_map(|k| [*k, *k, *k]).take(32).collect();
+    db.prefetch(&runs);
+    db.prefetch(&[refs[0]; 16]);
+    db.prefetch(&refs[..1]);
+    for k in &refs {
+        drop(db.lock_key(k));
+    }
     for (i, k) in keys.iter().enumerate() {
         let (mut s, h) = db.lock_key(k);
         assert_eq!(s.find(k, h, 0).is_some(), i % 2 == 0, "{i}");

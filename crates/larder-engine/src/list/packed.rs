@@ -20,25 +20,22 @@ pub(super) fn encoded_len(len: usize) -> usize {
     2 * varint_len(len) + len
 }
 
-/// Append the encoding of `e` to `buf`.
-fn encode(buf: &mut Vec<u8>, e: &[u8]) {
+/// Write the encoding of `e` into `out`, which is exactly [`encoded_len`] bytes long.
+fn encode_into(out: &mut [u8], e: &[u8]) {
+    let k = varint_len(e.len());
     let mut n = e.len();
-    loop {
+    for b in &mut out[..k] {
         let low = (n & 0x7f) as u8;
         n >>= 7;
-        if n == 0 {
-            buf.push(low);
-            break;
-        }
-        buf.push(low | 0x80);
+        *b = if n == 0 { low } else { low | 0x80 };
     }
-    buf.extend_from_slice(e);
+    out[k..k + e.len()].copy_from_slice(e);
     // Reverse varint: most significant group first, every byte after the first flagged, so
     // that a backwards read stops at the unflagged one.
-    let k = varint_len(e.len());
-    for i in (0..k).rev() {
+    for (j, b) in out[k + e.len()..].iter_mut().enumerate() {
+        let i = k - 1 - j;
         let group = ((e.len() >> (7 * i)) & 0x7f) as u8;
-        buf.push(if i + 1 == k { group } else { group | 0x80 });
+        *b = if j == 0 { group } else { group | 0x80 };
     }
 }
 
@@ -200,6 +197,18 @@ impl Packed {
     /// Replace the body bytes `range` with `with` and make `count` the element count,
     /// leaving the buffer at exactly its new size (one reallocation, as a listpack's).
     fn splice(&mut self, range: std::ops::Range<usize>, with: &[u8], count: usize) {
+        self.splice_with(range, with.len(), count, |d| d.copy_from_slice(with));
+    }
+
+    /// [`Packed::splice`] with `with_len` new bytes that `fill` writes in place: the bytes
+    /// around move once (`copy_within`), the buffer is resized once.
+    fn splice_with(
+        &mut self,
+        range: std::ops::Range<usize>,
+        with_len: usize,
+        count: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) {
         if count == 0 {
             self.buf = Box::default();
             return;
@@ -207,11 +216,29 @@ impl Packed {
         let (_, h) = self.header();
         let (head, nh) = varint(count);
         let mut v = std::mem::take(&mut self.buf).into_vec();
-        let new_len = nh + v.len() - h - range.len() + with.len();
-        v.reserve_exact(new_len.saturating_sub(v.len()));
-        v.splice(h + range.start..h + range.end, with.iter().copied());
-        v.splice(0..h, head[..nh].iter().copied());
-        debug_assert_eq!(v.len(), new_len);
+        let old_len = v.len();
+        let new_len = nh + old_len - h - range.len() + with_len;
+        // Old layout: [header h][prefix][range][tail]; new: [header nh][prefix][with][tail].
+        let prefix = h..h + range.start;
+        let tail = h + range.end..old_len;
+        let tail_to = nh + range.start + with_len;
+        if new_len > old_len {
+            v.reserve_exact(new_len - old_len);
+            v.resize(new_len, 0);
+        }
+        // Neither move overwrites bytes the other has still to read: a header that grows
+        // moves the prefix right after the tail has gone (further right); one that shrinks
+        // moves it left before the tail comes.
+        if nh <= h {
+            v.copy_within(prefix, nh);
+            v.copy_within(tail, tail_to);
+        } else {
+            v.copy_within(tail, tail_to);
+            v.copy_within(prefix, nh);
+        }
+        fill(&mut v[nh + range.start..tail_to]);
+        v[..nh].copy_from_slice(&head[..nh]);
+        v.truncate(new_len);
         self.buf = v.into_boxed_slice();
     }
 
@@ -222,9 +249,8 @@ impl Packed {
     /// Insert `e` as the element at `index` (`count` appends).
     pub(super) fn insert(&mut self, index: usize, e: &[u8]) {
         let (at, _) = self.offset(index);
-        let mut enc = Vec::with_capacity(encoded_len(e.len()));
-        encode(&mut enc, e);
-        self.splice(at..at, &enc, self.len() + 1);
+        let count = self.len() + 1;
+        self.splice_with(at..at, encoded_len(e.len()), count, |d| encode_into(d, e));
     }
 
     /// Replace the element at `index` (which must exist) and return the old one.
@@ -233,9 +259,8 @@ impl Packed {
         let body = self.body();
         let (s, end, _) = forward(body, at);
         let old = Box::from(&body[s..end]);
-        let mut enc = Vec::with_capacity(encoded_len(e.len()));
-        encode(&mut enc, e);
-        self.splice(at..next, &enc, self.len());
+        let count = self.len();
+        self.splice_with(at..next, encoded_len(e.len()), count, |d| encode_into(d, e));
         old
     }
 

@@ -21,6 +21,16 @@ fn hash_of(m: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(m)
 }
 
+/// Whether `it` sorts before `(score, member)`; `members` is the slab its id indexes.
+#[inline]
+fn before(members: &[Box<[u8]>], it: Item, score: f64, member: &[u8]) -> bool {
+    match it.score.partial_cmp(&score) {
+        Some(Ordering::Less) => true,
+        Some(Ordering::Greater) => false,
+        _ => *members[it.id as usize] < *member,
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Full {
     members: Vec<Box<[u8]>>,
@@ -92,24 +102,15 @@ impl Full {
         self.id_of(member).map(|id| self.scores[id as usize])
     }
 
-    /// Whether `it` sorts before `(score, member)`.
-    fn before(&self, it: Item, score: f64, member: &[u8]) -> bool {
-        match it.score.partial_cmp(&score) {
-            Some(Ordering::Less) => true,
-            Some(Ordering::Greater) => false,
-            _ => *self.members[it.id as usize] < *member,
-        }
-    }
-
     /// The rank `(score, member)` has, or would have.
     pub fn rank_of_key(&self, score: f64, member: &[u8]) -> usize {
+        let members = &self.members;
         self.tree
-            .partition_point(|it| self.before(it, score, member))
+            .partition_point(|it| before(members, it, score, member))
     }
 
     /// Add a member that is not present.
     pub fn insert(&mut self, member: &[u8], score: f64) {
-        let rank = self.rank_of_key(score, member);
         let id = match self.free.pop() {
             Some(id) => {
                 self.members[id as usize] = member.into();
@@ -126,28 +127,45 @@ impl Full {
         let members = &self.members;
         self.index
             .insert_unique(hash_of(member), id, |&i| hash_of(&members[i as usize]));
-        self.tree.insert(rank, Item { score, id });
+        let (tree, members) = (&mut self.tree, &self.members);
+        tree.insert_where(|it| before(members, it, score, member), Item { score, id });
+    }
+
+    /// The score of member `id`.
+    pub fn score_of(&self, id: u32) -> f64 {
+        self.scores[id as usize]
     }
 
     /// Change the score of a present member.
     pub fn set_score(&mut self, member: &[u8], score: f64) {
-        let Some(id) = self.id_of(member) else {
-            return;
-        };
-        let old = self.scores[id as usize];
-        let rank = self.rank_of_key(old, member);
-        self.tree.remove(rank);
-        self.scores[id as usize] = score;
-        let rank = self.rank_of_key(score, member);
-        self.tree.insert(rank, Item { score, id });
+        if let Some(id) = self.id_of(member) {
+            self.set_score_of(id, score);
+        }
+    }
+
+    /// Change the score of member `id`: in place when it keeps its leaf of the tree, else
+    /// one descent to remove it and one to insert it.
+    pub fn set_score_of(&mut self, id: u32, score: f64) {
+        let old = std::mem::replace(&mut self.scores[id as usize], score);
+        let (tree, members) = (&mut self.tree, &self.members);
+        let member = &*members[id as usize];
+        let new = Item { score, id };
+        if !tree.update_where(
+            |it| before(members, it, old, member),
+            |it| before(members, it, score, member),
+            new,
+        ) {
+            tree.insert_where(|it| before(members, it, score, member), new);
+        }
     }
 
     /// Remove a member, returning its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         let id = self.id_of(member)?;
         let score = self.scores[id as usize];
-        let rank = self.rank_of_key(score, member);
-        self.tree.remove(rank);
+        let members = &self.members;
+        self.tree
+            .remove_where(|it| before(members, it, score, member), id);
         self.forget(id);
         Some(score)
     }

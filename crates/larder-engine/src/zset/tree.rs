@@ -77,6 +77,30 @@ impl Leaf {
         self.ids.extend_from_slice(&other.ids);
     }
 
+    /// Give the item at `old` the new value `it`, whose place (`p`, counted with the old item
+    /// still there) lies strictly between two other items of this leaf, so that neither
+    /// neighbouring leaf can hold it: a rotation of the span between, no descent, no change
+    /// of count. Returns false (and changes nothing) when the new place is not such a place.
+    fn move_within(&mut self, old: usize, p: usize, it: Item) -> bool {
+        let before = p - usize::from(old < p);
+        let after = self.len() - p - usize::from(old >= p);
+        if before == 0 || after == 0 {
+            return false;
+        }
+        let at = if old < p {
+            self.scores[old..p].rotate_left(1);
+            self.ids[old..p].rotate_left(1);
+            p - 1
+        } else {
+            self.scores[p..=old].rotate_right(1);
+            self.ids[p..=old].rotate_right(1);
+            p
+        };
+        self.scores[at] = it.score;
+        self.ids[at] = it.id;
+        true
+    }
+
     fn partition_point(&self, mut pred: impl FnMut(Item) -> bool) -> usize {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
@@ -311,17 +335,80 @@ impl Tree {
             &mut self.leaves,
             &mut self.inners,
         ) {
-            let left = std::mem::replace(&mut self.root, Node::Leaf(Box::new(new_leaf())));
-            let mut root = new_inner();
-            for n in [left, right] {
-                root.counts.push(n.count());
-                root.lasts.push(n.last().unwrap_or(item));
-                root.kids.push(n);
-            }
-            self.root = Node::Inner(Box::new(root));
-            self.inners += 1;
+            self.grow(right, item);
         }
         self.len += 1;
+    }
+
+    /// Insert `item` where the order puts it: `before` holds for the items that sort before
+    /// it (as for [`Tree::partition_point`]). One descent, guided by the children's lasts.
+    pub fn insert_where(&mut self, mut before: impl FnMut(Item) -> bool, item: Item) {
+        if let Some(right) = insert_by(
+            &mut self.root,
+            &mut before,
+            item,
+            &mut self.leaves,
+            &mut self.inners,
+        ) {
+            self.grow(right, item);
+        }
+        self.len += 1;
+    }
+
+    /// The root split: a new root over the two halves.
+    fn grow(&mut self, right: Node, item: Item) {
+        let left = std::mem::replace(&mut self.root, Node::Leaf(Box::new(new_leaf())));
+        let mut root = new_inner();
+        for n in [left, right] {
+            root.counts.push(n.count());
+            root.lasts.push(n.last().unwrap_or(item));
+            root.kids.push(n);
+        }
+        self.root = Node::Inner(Box::new(root));
+        self.inners += 1;
+    }
+
+    /// Give the item with `id`, found where `old_before` turns false, the score of `new` (its
+    /// place is where `new_before` turns false). When that place is in the same leaf, between
+    /// two of its other items, the item moves there in one descent and this returns true;
+    /// otherwise it is removed (one descent) and this returns false: the caller inserts
+    /// `new` with [`Tree::insert_where`]. Redis's `zslUpdateScore` likewise updates in place
+    /// when the neighbours stay ordered.
+    pub fn update_where(
+        &mut self,
+        mut old_before: impl FnMut(Item) -> bool,
+        mut new_before: impl FnMut(Item) -> bool,
+        new: Item,
+    ) -> bool {
+        let mut moved = false;
+        let found = update_by(
+            &mut self.root,
+            &mut old_before,
+            &mut new_before,
+            new,
+            &mut moved,
+            &mut self.leaves,
+            &mut self.inners,
+        );
+        debug_assert!(found.is_some(), "updated item not in the tree");
+        if found.is_none() || moved {
+            return moved;
+        }
+        self.after_remove();
+        false
+    }
+
+    /// Remove the item with `id` found where `before` turns false (one descent).
+    pub fn remove_where(&mut self, mut before: impl FnMut(Item) -> bool, id: u32) -> Option<Item> {
+        let item = remove_by(
+            &mut self.root,
+            &mut before,
+            id,
+            &mut self.leaves,
+            &mut self.inners,
+        )?;
+        self.after_remove();
+        Some(item)
     }
 
     /// Remove and return the item at `rank`.
@@ -330,10 +417,17 @@ impl Tree {
             return None;
         }
         let item = remove_at(&mut self.root, rank, &mut self.leaves, &mut self.inners);
+        self.after_remove();
+        Some(item)
+    }
+
+    /// Bookkeeping after one item left: the length, an empty tree starts over, a root with
+    /// one child gives way to it.
+    fn after_remove(&mut self) {
         self.len -= 1;
         if self.len == 0 {
             *self = Tree::new();
-            return Some(item);
+            return;
         }
         // A root with one child gives way to it.
         loop {
@@ -349,7 +443,6 @@ impl Tree {
                 None => break,
             }
         }
-        Some(item)
     }
 }
 
@@ -362,26 +455,7 @@ fn insert_at(
     inners: &mut usize,
 ) -> Option<Node> {
     match node {
-        Node::Leaf(l) => {
-            if l.len() < LEAF_CAP {
-                l.insert(rank, item);
-                return None;
-            }
-            // An append (ascending scores, the common case) leaves the full leaf full.
-            let at = if rank == LEAF_CAP {
-                LEAF_CAP
-            } else {
-                LEAF_CAP / 2
-            };
-            let mut right = l.split_off(at);
-            if rank < at || (rank == at && at < LEAF_CAP) {
-                l.insert(rank, item);
-            } else {
-                right.insert(rank - at, item);
-            }
-            *leaves += 1;
-            Some(Node::Leaf(Box::new(right)))
-        }
+        Node::Leaf(l) => leaf_insert(l, rank, item, leaves),
         Node::Inner(i) => {
             let mut k = 0;
             let mut r = rank;
@@ -390,30 +464,180 @@ fn insert_at(
                 k += 1;
             }
             let split = insert_at(&mut i.kids[k], r, item, leaves, inners);
-            i.counts[k] = i.kids[k].count();
-            i.lasts[k] = i.kids[k].last().unwrap_or(item);
-            let right = split?;
-            i.counts.insert(k + 1, right.count());
-            i.lasts.insert(k + 1, right.last().unwrap_or(item));
-            i.kids.insert(k + 1, right);
-            if i.kids.len() <= INNER_CAP {
-                return None;
-            }
-            // Over by one: move the upper half to a new node.
-            let mut other = new_inner();
-            // As for leaves: a split caused by an append keeps this node full.
-            let half = if k + 2 == i.kids.len() {
-                k + 1
-            } else {
-                i.kids.len() / 2
-            };
-            other.kids.extend(i.kids.drain(half..));
-            other.counts.extend(i.counts.drain(half..));
-            other.lasts.extend(i.lasts.drain(half..));
-            *inners += 1;
-            Some(Node::Inner(Box::new(other)))
+            absorb(i, k, split, item, inners)
         }
     }
+}
+
+/// Insert into `node` where `before` turns false; as [`insert_at`].
+fn insert_by<F: FnMut(Item) -> bool>(
+    node: &mut Node,
+    before: &mut F,
+    item: Item,
+    leaves: &mut usize,
+    inners: &mut usize,
+) -> Option<Node> {
+    match node {
+        Node::Leaf(l) => {
+            let at = l.partition_point(&mut *before);
+            leaf_insert(l, at, item, leaves)
+        }
+        Node::Inner(i) => {
+            // The first child whose last item sorts after `item`; past them all, the last.
+            let k = i
+                .lasts
+                .partition_point(|&it| before(it))
+                .min(i.kids.len() - 1);
+            let split = insert_by(&mut i.kids[k], before, item, leaves, inners);
+            absorb(i, k, split, item, inners)
+        }
+    }
+}
+
+/// Insert `item` at `at` in leaf `l`; a full leaf splits and returns its right half.
+fn leaf_insert(l: &mut Leaf, at: usize, item: Item, leaves: &mut usize) -> Option<Node> {
+    if l.len() < LEAF_CAP {
+        l.insert(at, item);
+        return None;
+    }
+    // An append (ascending scores, the common case) leaves the full leaf full.
+    let cut = if at == LEAF_CAP {
+        LEAF_CAP
+    } else {
+        LEAF_CAP / 2
+    };
+    let mut right = l.split_off(cut);
+    if at < cut || (at == cut && cut < LEAF_CAP) {
+        l.insert(at, item);
+    } else {
+        right.insert(at - cut, item);
+    }
+    *leaves += 1;
+    Some(Node::Leaf(Box::new(right)))
+}
+
+/// After an insert under child `k` of `i`: its count and last, and the right half `split`
+/// it may have split off; an inner node over capacity splits in turn.
+fn absorb(
+    i: &mut Inner,
+    k: usize,
+    split: Option<Node>,
+    item: Item,
+    inners: &mut usize,
+) -> Option<Node> {
+    let Some(right) = split else {
+        i.counts[k] += 1;
+        if let Some(last) = i.kids[k].last() {
+            i.lasts[k] = last;
+        }
+        return None;
+    };
+    i.counts[k] = i.kids[k].count();
+    i.lasts[k] = i.kids[k].last().unwrap_or(item);
+    i.counts.insert(k + 1, right.count());
+    i.lasts.insert(k + 1, right.last().unwrap_or(item));
+    i.kids.insert(k + 1, right);
+    if i.kids.len() <= INNER_CAP {
+        return None;
+    }
+    // Over by one: move the upper half to a new node.
+    let mut other = new_inner();
+    // As for leaves: a split caused by an append keeps this node full.
+    let half = if k + 2 == i.kids.len() {
+        k + 1
+    } else {
+        i.kids.len() / 2
+    };
+    other.kids.extend(i.kids.drain(half..));
+    other.counts.extend(i.counts.drain(half..));
+    other.lasts.extend(i.lasts.drain(half..));
+    *inners += 1;
+    Some(Node::Inner(Box::new(other)))
+}
+
+/// Remove the item with `id` under `node`, found where `before` turns false; `None` when
+/// it is not there.
+fn remove_by<F: FnMut(Item) -> bool>(
+    node: &mut Node,
+    before: &mut F,
+    id: u32,
+    leaves: &mut usize,
+    inners: &mut usize,
+) -> Option<Item> {
+    match node {
+        Node::Leaf(l) => {
+            let at = l.partition_point(&mut *before);
+            (l.ids.get(at) == Some(&id)).then(|| l.remove(at))
+        }
+        Node::Inner(i) => {
+            let k = i.lasts.partition_point(|&it| before(it));
+            if k == i.kids.len() {
+                return None;
+            }
+            let item = remove_by(&mut i.kids[k], before, id, leaves, inners)?;
+            removed_under(i, k, leaves, inners);
+            Some(item)
+        }
+    }
+}
+
+/// [`Tree::update_where`] under `node`: `Some` when the item was found, and then `moved`
+/// says whether it moved within its leaf (else it was removed).
+fn update_by<F: FnMut(Item) -> bool, G: FnMut(Item) -> bool>(
+    node: &mut Node,
+    old_before: &mut F,
+    new_before: &mut G,
+    new: Item,
+    moved: &mut bool,
+    leaves: &mut usize,
+    inners: &mut usize,
+) -> Option<Item> {
+    match node {
+        Node::Leaf(l) => {
+            let at = l.partition_point(&mut *old_before);
+            if l.ids.get(at) != Some(&new.id) {
+                return None;
+            }
+            let p = l.partition_point(&mut *new_before);
+            if l.move_within(at, p, new) {
+                *moved = true;
+                return Some(new);
+            }
+            Some(l.remove(at))
+        }
+        Node::Inner(i) => {
+            let k = i.lasts.partition_point(|&it| old_before(it));
+            if k == i.kids.len() {
+                return None;
+            }
+            let item = update_by(
+                &mut i.kids[k],
+                old_before,
+                new_before,
+                new,
+                moved,
+                leaves,
+                inners,
+            )?;
+            if *moved {
+                if let Some(last) = i.kids[k].last() {
+                    i.lasts[k] = last;
+                }
+            } else {
+                removed_under(i, k, leaves, inners);
+            }
+            Some(item)
+        }
+    }
+}
+
+/// After one item left child `k` of `i`: its count and last, and rebalancing.
+fn removed_under(i: &mut Inner, k: usize, leaves: &mut usize, inners: &mut usize) {
+    i.counts[k] -= 1;
+    if let Some(last) = i.kids[k].last() {
+        i.lasts[k] = last;
+    }
+    rebalance(i, k, leaves, inners);
 }
 
 /// Remove the item at `rank` under `node`, rebalancing the child it came from.
@@ -428,11 +652,7 @@ fn remove_at(node: &mut Node, rank: usize, leaves: &mut usize, inners: &mut usiz
                 k += 1;
             }
             let item = remove_at(&mut i.kids[k], r, leaves, inners);
-            i.counts[k] -= 1;
-            if let Some(last) = i.kids[k].last() {
-                i.lasts[k] = last;
-            }
-            rebalance(i, k, leaves, inners);
+            removed_under(i, k, leaves, inners);
             item
         }
     }
@@ -580,5 +800,75 @@ mod tests {
         }
         t.check();
         assert_eq!(t.heap_bytes(), LEAF_BYTES);
+    }
+
+    /// `insert_where`, `update_where` (small moves that stay in their leaf, big ones that do
+    /// not) and `remove_where` against a sorted vec of `(score, id)`.
+    #[test]
+    fn keyed_operations_against_a_vec() {
+        let mut t = Tree::new();
+        let mut model: Vec<(u32, u32)> = Vec::new();
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let key = |it: Item| (it.score as u32, it.id);
+        let mut next_id = 0u32;
+        let (mut in_place, mut moved) = (0, 0);
+        for step in 0..60_000u32 {
+            let op = next() % 10;
+            if model.len() < 3000 && (op < 4 || model.is_empty()) {
+                let v = ((next() % 100_000) as u32, next_id);
+                next_id += 1;
+                let at = model.partition_point(|&m| m < v);
+                model.insert(at, v);
+                let it = Item {
+                    score: f64::from(v.0),
+                    id: v.1,
+                };
+                t.insert_where(|o| key(o) < v, it);
+            } else if op < 9 {
+                let at = (next() as usize) % model.len();
+                let old = model.remove(at);
+                let score = if op < 7 {
+                    // A small step: usually the same leaf.
+                    (old.0 + (next() % 40) as u32).saturating_sub(20)
+                } else {
+                    (next() % 100_000) as u32
+                };
+                let new = (score, old.1);
+                let to = model.partition_point(|&m| m < new);
+                model.insert(to, new);
+                let it = Item {
+                    score: f64::from(score),
+                    id: old.1,
+                };
+                if t.update_where(|o| key(o) < old, |o| key(o) < new, it) {
+                    in_place += 1;
+                } else {
+                    moved += 1;
+                    t.insert_where(|o| key(o) < new, it);
+                }
+            } else {
+                let at = (next() as usize) % model.len();
+                let v = model.remove(at);
+                let got = t.remove_where(|o| key(o) < v, v.1);
+                assert_eq!(got.map(key), Some(v));
+                // An absent item is not removed.
+                assert_eq!(t.remove_where(|o| key(o) < v, v.1), None);
+            }
+            assert_eq!(t.len(), model.len());
+            if step % 499 == 0 {
+                t.check();
+                assert_eq!(t.recount_bytes(), t.heap_bytes());
+                let mut seen = Vec::new();
+                t.visit(0, t.len(), false, &mut |it| seen.push(key(it)));
+                assert_eq!(seen, model);
+            }
+        }
+        assert!(in_place > 1000 && moved > 1000, "{in_place} {moved}");
     }
 }
