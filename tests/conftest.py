@@ -213,7 +213,19 @@ class Server:
                 s.sendall(b"*1\r\n$4\r\nPING\r\n")
                 data = s.recv(64)
                 # +PONG, or -NOAUTH when requirepass is set: either way it is serving.
-                # -LOADING: it is still reading its data directory.
+                # -LOADING: it is still reading its data directory (a client that has not
+                # authenticated meets -NOAUTH first, so authenticate to see it).
+                if data.startswith(b"-NOAUTH") and self.password is not None:
+                    pw = self.password.encode()
+                    s.sendall(b"*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n*1\r\n$4\r\nPING\r\n"
+                              % (len(pw), pw))
+                    data = b""
+                    while data.count(b"\r\n") < 2:
+                        chunk = s.recv(64)
+                        if not chunk:
+                            return False
+                        data += chunk
+                    data = data.split(b"\r\n", 1)[1]
                 return data[:1] in (b"+", b"-") and not data.startswith(b"-LOADING")
         except OSError:
             return False

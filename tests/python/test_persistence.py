@@ -447,6 +447,7 @@ def test_save_lastsave_and_info(start_server):
     time.sleep(1.1)
     assert c.save() is True
     assert c.lastsave() > before
+    assert srv.raw().call("LASTSAVE") == int(c.lastsave().timestamp())
     info = c.info("persistence")
     assert info["rdb_changes_since_last_save"] == 0
     assert info["rdb_last_bgsave_status"] == "ok"
