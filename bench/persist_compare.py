@@ -116,6 +116,12 @@ def wait_until(pred, timeout, step=0.01, sample=None):
     raise RuntimeError("timed out after %ss" % timeout)
 
 
+def persistence_idle(s):
+    """No snapshot or log rewrite runs (an automatic rewrite may have started on its own)."""
+    p = persistence(s)
+    return num(p, "rdb_bgsave_in_progress") == 0 and num(p, "aof_rewrite_in_progress") == 0
+
+
 def bgsave_done(s, saves0):
     p = persistence(s)
     return num(p, "rdb_bgsave_in_progress") == 0 and num(p, "rdb_saves") > saves0
@@ -413,6 +419,7 @@ def restart_one(a, mk, variant, rnd):
             s.call("SAVE")
             r["from"] = "RDB (SAVE after every write)"
         else:
+            wait_until(lambda: persistence_idle(s), a.save_timeout)
             p0 = persistence(s)
             if variant == "larder":
                 s.call("BGSAVE")

@@ -433,7 +433,15 @@ impl Runtime {
             return Err(larder_commands::persistence::LOADING_ERR.into());
         }
         if let Some((running, _)) = st.running {
+            // Redis's replies (bgsaveCommand, bgrewriteaofCommand), with a log rewrite in the
+            // place of Redis's AOF child.
             return match (kind, running) {
+                (Kind::Save, Kind::Save) => Err("ERR Background save already in progress".into()),
+                (Kind::Save, Kind::Rewrite) if schedule => {
+                    st.scheduled = Some(Kind::Save);
+                    Ok("Background saving scheduled")
+                }
+                (Kind::Save, Kind::Rewrite) => Err("ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.".into()),
                 (Kind::Rewrite, Kind::Rewrite) => Err(
                     "ERR Background append only file rewriting already in progress".into(),
                 ),
@@ -441,15 +449,6 @@ impl Runtime {
                     st.scheduled = Some(Kind::Rewrite);
                     Ok("Background append only file rewriting scheduled")
                 }
-                (Kind::Save, _) if schedule => {
-                    st.scheduled = Some(Kind::Save);
-                    Ok("Background saving scheduled")
-                }
-                (Kind::Save, Kind::Save) => Err("ERR Background save already in progress".into()),
-                (Kind::Save, Kind::Rewrite) => Err(
-                    "ERR Background save already in progress (a log rewrite is running; use BGSAVE SCHEDULE)"
-                        .into(),
-                ),
             };
         }
         st.requested = Some(kind);
