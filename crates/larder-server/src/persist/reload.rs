@@ -75,7 +75,7 @@ pub fn reload(
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let now_ms = larder_engine::now_ms();
     let mut keys = 0;
-    while let Some(record) = reader.next() {
+    for record in reader.by_ref() {
         let r = record.map_err(|e| anyhow::anyhow!("reading {} back: {e}", path.display()))?;
         let (idx, hash) = Db::route(&r.key);
         shards.with(r.db as usize, idx, &mut |shard| {

@@ -142,7 +142,7 @@ pub fn check(path: &Path) -> anyhow::Result<String> {
         SnapshotReader::open(BufReader::new(file), &limits).map_err(|e| anyhow::anyhow!("{e}"))?;
     let meta = *reader.meta();
     let mut keys = 0u64;
-    while let Some(record) = reader.next() {
+    for record in reader.by_ref() {
         record.map_err(|e| anyhow::anyhow!("{e}"))?;
         keys += 1;
     }
