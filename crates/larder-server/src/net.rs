@@ -784,6 +784,11 @@ impl Worker {
     /// Shutdown: write what is pending (bounded in time), then close everything.
     fn drain_and_close(&mut self) {
         let deadline = Instant::now() + SHUTDOWN_DRAIN;
+        // Replies held for the log go once their records are written (and, under `always`,
+        // fsynced).
+        if let Some(p) = self.server.persistence.get() {
+            p.write_log();
+        }
         loop {
             let mut pending = false;
             for (_, c) in self.conns.iter_mut() {
