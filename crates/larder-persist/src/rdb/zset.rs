@@ -42,8 +42,18 @@ fn whole(score: f64) -> Option<i64> {
     (v as f64 == score).then_some(v)
 }
 
-/// C's `printf("%.17g", v)` for a finite, non-zero `v`.
-fn g17(v: f64) -> String {
+/// C's `printf("%.17g", v)` (glibc's spelling of NaN, infinities and signed zero): how Redis
+/// prints a score into a listpack, and into DEBUG DIGEST's input.
+pub fn g17(v: f64) -> String {
+    if v.is_nan() {
+        return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if v.is_infinite() {
+        return if v < 0.0 { "-inf" } else { "inf" }.into();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0" } else { "0" }.into();
+    }
     let sci = format!("{v:.16e}");
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
@@ -69,12 +79,10 @@ pub fn score_text(score: f64) -> String {
         return v.to_string();
     }
     if score.is_nan() {
-        "nan".into()
-    } else if score.is_infinite() {
-        if score < 0.0 { "-inf" } else { "inf" }.into()
-    } else {
-        g17(score)
+        // Whatever its sign bit: a listpack never holds "-nan".
+        return "nan".into();
     }
+    g17(score)
 }
 
 /// Append a sorted set: `scored` lowest score first (ties by member), in `encoding`.

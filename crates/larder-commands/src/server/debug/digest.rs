@@ -56,35 +56,7 @@ pub fn hex(digest: &Digest) -> String {
 }
 
 /// C's `printf("%.17g", v)`, as Redis formats a score before mixing it.
-pub fn g17(v: f64) -> String {
-    if v.is_nan() {
-        return if v.is_sign_negative() { "-nan" } else { "nan" }.into();
-    }
-    if v.is_infinite() {
-        return if v < 0.0 { "-inf" } else { "inf" }.into();
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0" } else { "0" }.into();
-    }
-    // Rust's precision formatting rounds the exact binary value correctly, as glibc does.
-    let sci = format!("{v:.16e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if (-4..17).contains(&exp) {
-        let decimals = usize::try_from(16 - exp).unwrap_or(0);
-        trim(&format!("{v:.decimals$}"))
-    } else {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mantissa), exp.unsigned_abs())
-    }
-}
+pub use larder_persist::rdb::zset::g17;
 
 /// Redis's type number for a value kind.
 fn type_number(kind: ObjectKind) -> u32 {
