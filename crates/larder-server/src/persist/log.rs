@@ -254,6 +254,10 @@ impl Log {
         match result {
             Ok(()) => {
                 self.server.gates.written.store(f.written, Ordering::SeqCst);
+                drop(f);
+                // Another worker may hold replies for records this call wrote (it found
+                // nothing left to write at the end of its turn).
+                larder_commands::persistence::wake_durable(&self.server);
             }
             Err(e) => self.failed(&mut f, &e),
         }
