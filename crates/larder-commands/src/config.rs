@@ -62,6 +62,7 @@ pub enum Param {
     AofTestFailWrites,
     KeyLoadDelay,
     EnableDebugCommand,
+    SnapshotCompression,
 }
 
 /// How a parameter's value is parsed and shown.

@@ -147,6 +147,7 @@ const STEP_ENTRIES: usize = 64;
 /// out between its steps. A writer holds the lock only while it encodes one entry.
 struct PreImages {
     limits: Limits,
+    compress: bool,
     buf: Mutex<PreBuf>,
 }
 
@@ -164,7 +165,7 @@ impl PreImage for PreImages {
         if b.error.is_some() {
             return;
         }
-        match writer::encode_entry(&mut b.records, db, entry, &self.limits) {
+        match writer::encode_entry(&mut b.records, db, entry, &self.limits, self.compress) {
             Ok(()) => b.count += 1,
             Err(e) => b.error = Some(e),
         }
@@ -190,7 +191,8 @@ impl PreImages {
 /// path hands entries over before changing them), walk every shard, then write the trailer.
 /// `at_point` runs at the snapshot's point with every shard held (the caller reads the feed
 /// position there, and may rotate its log) and returns the feed sequence to store.
-/// `progress` gets the number of entries written so far after each step. The walk encodes
+/// `compress`: LZF on strings, as Redis's `rdbcompression`. `progress` gets the number of
+/// entries written so far after each step. The walk encodes
 /// each step's entries under the shard's lock into a buffer of its own and writes to `out`
 /// only after the lock is released, so no client waits on the disk; extra memory is that
 /// buffer, the pre-images not yet written out (both written every [`BLOCK_TARGET`] bytes)
@@ -200,11 +202,13 @@ pub fn write_snapshot<W: Write>(
     keyspace: &Keyspace,
     out: W,
     limits: &Limits,
+    compress: bool,
     at_point: impl FnOnce(&mut DbGuards<'_>) -> u64,
     mut progress: impl FnMut(u64),
 ) -> Result<(W, SnapshotStats)> {
     let pre = Arc::new(PreImages {
         limits: *limits,
+        compress,
         buf: Mutex::new(PreBuf::default()),
     });
     let databases = keyspace.db_count() as u32;
@@ -229,7 +233,7 @@ pub fn write_snapshot<W: Write>(
     loop {
         let more = capture.step(STEP_ENTRIES, |db, e| {
             if error.is_none() {
-                match writer::encode_entry(&mut walked, db, e, limits) {
+                match writer::encode_entry(&mut walked, db, e, limits, compress) {
                     Ok(()) => walked_count += 1,
                     Err(err) => error = Some(err),
                 }

@@ -485,6 +485,14 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Immutable,
         "allow DEBUG: no, yes, or local (clients on 127.0.0.1 or ::1 only)",
     ),
+    def(
+        Param::SnapshotCompression,
+        "snapshot-compression",
+        Kind::Bool,
+        "no",
+        Mutability::Mutable,
+        "LZF-compress strings in snapshot files (smaller files, more CPU; DUMP always does, as Redis)",
+    ),
 ];
 
 /// Redis's older names for parameters, accepted wherever the name is (CONFIG GET and SET,

@@ -160,6 +160,21 @@ pub fn put_len(out: &mut Vec<u8>, n: u64) {
     }
 }
 
+thread_local! {
+    /// Whether [`put_string`] tries LZF on this thread (see [`without_compression`]).
+    static COMPRESS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Run `f` with LZF off for the strings it writes on this thread (larder's own snapshots,
+/// where the CPU LZF costs is worth more than the bytes it saves; DUMP payloads keep it, as
+/// Redis's do).
+pub fn without_compression<R>(f: impl FnOnce() -> R) -> R {
+    let was = COMPRESS.with(|c| c.replace(false));
+    let r = f();
+    COMPRESS.with(|c| c.set(was));
+    r
+}
+
 /// Append a string as Redis's `rdbSaveRawString` does: a canonical integer of up to 11
 /// bytes that fits 32 bits as INT8/16/32, a string over 20 bytes LZF-compressed when that
 /// saves at least four bytes, and anything else as its length and bytes.
@@ -182,7 +197,7 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8]) {
             }
         }
     }
-    if s.len() > COMPRESS_ABOVE {
+    if s.len() > COMPRESS_ABOVE && COMPRESS.with(std::cell::Cell::get) {
         if let Some(packed) = lzf::compress(s, s.len() - 4) {
             out.push(0xc0 | ENC_LZF);
             put_len(out, packed.len() as u64);

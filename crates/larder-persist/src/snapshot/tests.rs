@@ -152,8 +152,8 @@ fn round_trip_every_type_and_encoding_in_16_databases() {
     let want = ["hashtable", "intset", "listpack", "quicklist", "skiplist"];
     assert!(encodings == want.into_iter().collect(), "{encodings:?}");
     let mut seen = 0;
-    let (file, stats) =
-        write_snapshot(&ks, Vec::new(), &limits, |_| 77, |n| seen = n).expect("snapshot written");
+    let (file, stats) = write_snapshot(&ks, Vec::new(), &limits, true, |_| 77, |n| seen = n)
+        .expect("snapshot written");
     assert_eq!(stats.keys, before.len() as u64);
     assert_eq!(seen, stats.keys);
     assert_eq!(stats.bytes, file.len() as u64);
@@ -230,7 +230,8 @@ fn expired_entries_are_skipped_on_load_and_missing_databases_are_an_error() {
     put(&ks, 0, b"gone", Ok(b"x"), 500, 0);
     put(&ks, 0, b"kept", Ok(b"x"), 1500, 0);
     put(&ks, 2, b"in-db-2", Ok(b"x"), 0, 0);
-    let (file, _) = write_snapshot(&ks, Vec::new(), &limits, |_| 0, |_| {}).expect("written");
+    let (file, _) =
+        write_snapshot(&ks, Vec::new(), &limits, false, |_| 0, |_| {}).expect("written");
     let loaded = Keyspace::new(3);
     load_snapshot(&file[..], &loaded, &limits, 1000, |_, _| {}).expect("loads");
     let keys: Vec<_> = contents(&loaded).into_keys().collect();
@@ -292,13 +293,13 @@ fn a_failed_write_ends_the_capture_with_the_error() {
     let limits = Limits::default();
     let ks = Keyspace::new(2);
     fill_all_types(&ks, &limits);
-    let (file, _) = write_snapshot(&ks, Vec::new(), &limits, |_| 0, |_| {}).expect("written");
+    let (file, _) = write_snapshot(&ks, Vec::new(), &limits, true, |_| 0, |_| {}).expect("written");
     for room in [0, 39, 100, file.len() / 2, file.len() - 1] {
-        let r = write_snapshot(&ks, Full { room }, &limits, |_| 0, |_| {});
+        let r = write_snapshot(&ks, Full { room }, &limits, false, |_| 0, |_| {});
         assert!(matches!(r, Err(SnapshotError::Io(_))), "{room}");
     }
     // The failed captures ended: another may run.
-    assert!(write_snapshot(&ks, Vec::new(), &limits, |_| 0, |_| {}).is_ok());
+    assert!(write_snapshot(&ks, Vec::new(), &limits, true, |_| 0, |_| {}).is_ok());
 }
 
 #[test]
@@ -309,7 +310,7 @@ fn a_second_snapshot_while_one_runs_is_refused() {
     }
     let ks = Keyspace::new(1);
     let _running = ks.begin_capture(Arc::new(Nothing), |_| {}).expect("first");
-    let r = write_snapshot(&ks, Vec::new(), &Limits::default(), |_| 0, |_| {});
+    let r = write_snapshot(&ks, Vec::new(), &Limits::default(), false, |_| 0, |_| {});
     assert!(matches!(r, Err(SnapshotError::Busy)));
 }
 
@@ -369,6 +370,7 @@ fn a_snapshot_during_heavy_writes_is_the_keyspace_at_the_point() {
                 &ks,
                 Vec::new(),
                 &limits,
+                true,
                 |g| {
                     at_point = contents_of(g);
                     round
@@ -424,7 +426,8 @@ fn mutated_files_never_panic() {
     let limits = Limits::default();
     let ks = Keyspace::new(2);
     fill_all_types(&ks, &limits);
-    let (file, _) = write_snapshot(&ks, Vec::new(), &limits, |_| 0, |_| {}).expect("written");
+    let (file, _) =
+        write_snapshot(&ks, Vec::new(), &limits, false, |_| 0, |_| {}).expect("written");
     let small = super::golden_tests::golden_v1();
     let mut rng = Rng(0x5eed);
     for i in 0..20_000 {

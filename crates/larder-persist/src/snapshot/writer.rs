@@ -55,8 +55,15 @@ fn value_of(entry: &Entry) -> ValueRef<'_> {
 }
 
 /// Append the record of `entry` (database `db`, as it is now) to `out`, for
-/// [`SnapshotWriter::write_block`]. On an error nothing is appended.
-pub fn encode_entry(out: &mut Vec<u8>, db: u32, entry: &Entry, limits: &Limits) -> Result<()> {
+/// [`SnapshotWriter::write_block`], its strings LZF-compressed or not. On an error nothing is
+/// appended.
+pub fn encode_entry(
+    out: &mut Vec<u8>,
+    db: u32,
+    entry: &Entry,
+    limits: &Limits,
+    compress: bool,
+) -> Result<()> {
     let record = Record {
         db,
         key: entry.key(),
@@ -65,7 +72,11 @@ pub fn encode_entry(out: &mut Vec<u8>, db: u32, entry: &Entry, limits: &Limits) 
         version: entry.version(),
         flags: entry.flags(),
     };
-    encode_record(out, &record, limits)
+    if compress {
+        encode_record(out, &record, limits)
+    } else {
+        crate::rdb::length::without_compression(|| encode_record(out, &record, limits))
+    }
 }
 
 fn encode_record(b: &mut Vec<u8>, r: &Record<'_>, limits: &Limits) -> Result<()> {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use larder_commands::config::Param;
 use larder_commands::Server;
 use larder_persist::snapshot::{self, SnapshotReader, SnapshotStats};
 
@@ -57,11 +58,7 @@ fn write(
     tmp: &Path,
     progress: impl FnMut(u64),
 ) -> anyhow::Result<SnapshotStats> {
-    if server
-        .config
-        .num(larder_commands::config::Param::AofTestFailWrites)
-        != 0
-    {
+    if server.config.num(Param::AofTestFailWrites) != 0 {
         return Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
             .with_context(|| format!("writing {}", tmp.display()));
     }
@@ -69,10 +66,12 @@ fn write(
     let out = BufWriter::with_capacity(WRITE_BUFFER, file);
     let limits = larder_commands::config::limits(&server.config);
     let feed = server.keyspace.feed();
+    let compress = server.config.num(Param::SnapshotCompression) != 0;
     let (out, stats) = snapshot::write_snapshot(
         &server.keyspace,
         out,
         &limits,
+        compress,
         |_| {
             let seq = feed.last_seq();
             if let Some(log) = log {
