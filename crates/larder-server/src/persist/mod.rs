@@ -1,4 +1,4 @@
-//! Persistence at run time: the data directory, the append-only log's writer, snapshots and
+//! Persistence at run time: the data directory, the append-only log, snapshots and
 //! recovery. The formats are `larder-persist`'s; this module owns the files and threads.
 //!
 //! Start-up ([`start`]): lock the data directory, mark the server loading (clients get
@@ -46,7 +46,8 @@ pub struct Runtime {
     server: Arc<Server>,
     dir: Option<Arc<DataDir>>,
     log: std::sync::OnceLock<Arc<Log>>,
-    writer: Mutex<Option<JoinHandle<()>>>,
+    /// The log's fsync thread, joined at shutdown.
+    syncer: Mutex<Option<JoinHandle<()>>>,
     state: Mutex<State>,
     /// Wakes the saver thread (a request, or shutdown).
     wake: Condvar,
@@ -106,7 +107,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Runtime>> {
         server: Arc::clone(server),
         dir,
         log: std::sync::OnceLock::new(),
-        writer: Mutex::new(None),
+        syncer: Mutex::new(None),
         state: Mutex::new(State {
             last_save_s: server.started_ms / 1000,
             last_bgsave_ok: true,
@@ -233,7 +234,7 @@ impl Runtime {
                 .spawn(move || syncer.run())
                 .context("starting the log's fsync thread")?;
             let _ = self.log.set(log);
-            *self.writer.lock() = Some(handle);
+            *self.syncer.lock() = Some(handle);
         }
         {
             let mut st = self.state.lock();
@@ -401,11 +402,16 @@ impl Runtime {
     }
 
     /// At shutdown: a last snapshot when `save` rules are set (as Redis saves on shutdown),
-    /// unless SHUTDOWN NOSAVE; then write and fsync what the log holds and stop its writer.
+    /// unless SHUTDOWN NOSAVE; then write and fsync what the log holds and stop its fsync thread.
     pub fn shutdown(&self, save: Option<bool>) {
         let rules = self.server.config.num(Param::Save) > 0;
         if let Some(dir) = &self.dir {
             if save.unwrap_or(rules) && !self.state.lock().loading {
+                // A background snapshot in progress finishes first.
+                let deadline = Instant::now() + Duration::from_secs(120);
+                while self.state.lock().running.is_some() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 if let Err(e) = self.snapshot(dir, Kind::Save) {
                     tracing::error!("the snapshot at shutdown failed: {e:#}");
                 }
@@ -419,7 +425,7 @@ impl Runtime {
         if let Some(log) = self.log.get() {
             log.stop();
         }
-        if let Some(handle) = self.writer.lock().take() {
+        if let Some(handle) = self.syncer.lock().take() {
             let _ = handle.join();
         }
     }
