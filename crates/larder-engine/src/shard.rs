@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::entry::{prefetch, Entry, Object};
+use crate::entry::{Entry, Object};
 use crate::evict::{random_u64, AccessPolicy};
 use crate::feed::{ChangeKind, Feed};
 use crate::index::SlotIndex;
@@ -58,15 +58,6 @@ fn early_fill(capacity: usize, position: usize) -> usize {
 #[inline]
 fn slot_in(chunks: &[Vec<Entry>], slot: SlotId) -> &Entry {
     &chunks[(slot >> CHUNK_SHIFT) as usize][slot as usize & (CHUNK_SLOTS - 1)]
-}
-
-/// What the batched lookups (`Db::prefetch`) found in a key's home group: no candidate,
-/// one (kept for the later steps), or several (the later steps scan the group again).
-#[derive(Clone, Copy)]
-pub(crate) enum Candidates<'a> {
-    None,
-    One(&'a Entry),
-    Several,
 }
 
 /// A hash table of entries plus an ordered index of expiry deadlines.
@@ -211,76 +202,6 @@ impl Shard {
             let e = slot_in(chunks, slot);
             e.hash_tag == tag && e.key() == key
         })
-    }
-
-    /// Batched lookups, first step (see `Db::prefetch`): start loading the index group a
-    /// lookup of the key with this `hash` reads first.
-    #[inline]
-    pub(crate) fn prefetch_index(&self, hash: u64) {
-        if let Some(p) = self.index.home_addr(table_hash(tag_of(hash))) {
-            prefetch(p);
-        }
-    }
-
-    /// Second step: start loading the entries that the (by now cached) group offers as
-    /// candidates. An entry is 40 bytes, so it may straddle two cache lines. Returns the
-    /// candidates, so that the next steps need not scan the group again.
-    #[inline]
-    pub(crate) fn prefetch_entries(&self, hash: u64) -> Candidates<'_> {
-        let chunks = &self.chunks;
-        let mut found = Candidates::None;
-        self.index
-            .home_candidates(table_hash(tag_of(hash)), |slot| {
-                let e = slot_in(chunks, slot);
-                let p: *const u8 = std::ptr::from_ref(e).cast();
-                prefetch(p);
-                prefetch(p.wrapping_add(std::mem::size_of::<Entry>() - 1));
-                found = match found {
-                    Candidates::None => Candidates::One(e),
-                    _ => Candidates::Several,
-                };
-            });
-        found
-    }
-
-    /// Third step: start loading the key and value of the candidate whose 32-bit tag
-    /// matches; returns it when it was the only candidate (for the fourth step).
-    #[inline]
-    pub(crate) fn prefetch_block<'a>(&'a self, hash: u64, found: Candidates<'a>) -> Candidates<'a> {
-        match found {
-            Candidates::One(e) if e.hash_tag == tag_of(hash) => {
-                e.prefetch_block();
-                found
-            }
-            Candidates::Several => {
-                self.home_matches(hash, Entry::prefetch_block);
-                found
-            }
-            _ => Candidates::None,
-        }
-    }
-
-    /// Fourth step: start loading the rest of the matching candidate's value.
-    #[inline]
-    pub(crate) fn prefetch_value(&self, hash: u64, found: Candidates<'_>) {
-        match found {
-            Candidates::One(e) => e.prefetch_value(),
-            Candidates::Several => self.home_matches(hash, Entry::prefetch_value),
-            Candidates::None => {}
-        }
-    }
-
-    /// Calls `f` on the entries of the home group of `hash` whose 32-bit tag matches.
-    #[inline]
-    fn home_matches(&self, hash: u64, f: impl Fn(&Entry)) {
-        let chunks = &self.chunks;
-        let tag = tag_of(hash);
-        self.index.home_candidates(table_hash(tag), |slot| {
-            let e = slot_in(chunks, slot);
-            if e.hash_tag == tag {
-                f(e);
-            }
-        });
     }
 
     /// Find a live key. An expired key is removed on the way (lazy expiry) and not returned.
@@ -901,7 +822,9 @@ impl Shard {
     }
 }
 
+mod prefetch;
 mod snapshot;
+pub(crate) use prefetch::Candidates;
 pub(crate) use snapshot::Orphan;
 pub use snapshot::{RestoreValue, Restored};
 
