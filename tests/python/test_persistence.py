@@ -642,3 +642,17 @@ def test_check_data_reports_and_fixes(start_server):
     c = srv.client()
     assert c.get("k0") == b"v" * 20
     assert c.get("k49") is None  # after the damage: lost, as check-data said
+
+
+def test_replay_ignores_maxmemory(start_server):
+    """The log is replayed whole even when the data is over maxmemory now: replay neither
+    evicts nor refuses what was accepted once (the clients' commands afterwards evict, as
+    Redis's do after loading)."""
+    srv = start_server("--appendfsync", "always", "--save", "")
+    c = srv.client()
+    for i in range(2000):
+        c.set(f"k{i}", "v" * 500)
+    srv.kill()
+    srv.user_args += ["--maxmemory", "1mb", "--maxmemory-policy", "allkeys-lru"]
+    srv = srv.start()
+    assert "DB loaded from disk keys=2000" in srv.log_text()

@@ -377,7 +377,13 @@ pub fn execute(
     // candidate left, e.g. volatile-* without volatile keys). At most MAX_EVICT_PER_COMMAND
     // keys per command, so a large overshoot is worked off over several commands instead of
     // stalling this worker (Redis bounds it by time, `maxmemory-eviction-tenacity`).
-    let max = server.config.num(Param::Maxmemory);
+    // Replaying the log neither evicts nor refuses: the data was accepted once (Redis loads
+    // its AOF without `processCommand`'s memory checks too).
+    let max = if conn.loader {
+        0
+    } else {
+        server.config.num(Param::Maxmemory)
+    };
     if max > 0 {
         const MAX_EVICT_PER_COMMAND: usize = 64;
         // The allocator's count when the binary installs one; otherwise (unit tests, embedded
