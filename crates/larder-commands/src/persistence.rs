@@ -1,11 +1,13 @@
 //! Persistence as the command layer sees it: SAVE, BGSAVE, LASTSAVE and BGREWRITEAOF, the
-//! `-LOADING` and `-MISCONF` gates, INFO persistence's numbers, and the durability handshake
-//! between the log and the network layer under `appendfsync always`.
+//! `-LOADING` and `-MISCONF` gates, INFO persistence's numbers, and the handshake between the
+//! log and the network layer (a reply waits until its write's record is in the log file, and
+//! under `appendfsync always` until it is fsynced).
 //!
-//! The runtime itself (data directory, log writer, snapshots, recovery) lives in the binary
+//! The runtime itself (data directory, log, snapshots, recovery) lives in the binary
 //! (`larder-server/src/persist/`) and is reached through [`Persistence`], installed once at
-//! start ([`Server::persistence`]). Without one (unit tests, `--appendonly no --save ""` still
-//! installs one), the commands answer as a Redis with persistence off would.
+//! start ([`Server::persistence`]). The binary always installs one; with persistence off
+//! (`--appendonly no --save ""`) it has no data directory, and SAVE and BGSAVE answer an error
+//! that says so. Without one (unit tests), they answer that persistence is not running.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
