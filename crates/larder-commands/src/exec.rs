@@ -543,14 +543,45 @@ fn run_command(
     // its changes' group before the shard is unlocked.
     // A blocking command runs planned so that it registers as a waiter while its keys'
     // shards are still held (see `blocking.rs`).
-    if needs_plan(&resolved.spec.keys, argv)
-        || resolved.spec.has(flags::BLOCKING)
-        || (resolved.spec.has(flags::WRITE) && server.keyspace.feed().records_commands())
-    {
+    if needs_plan(&resolved.spec.keys, argv) || resolved.spec.has(flags::BLOCKING) {
         run_planned(server, conn, argv, out, resolved, now_ms)
+    } else if resolved.spec.has(flags::WRITE) && server.keyspace.feed().records_commands() {
+        run_locked_one(server, conn, argv, out, resolved, now_ms)
     } else {
         call(server, conn, argv, out, resolved, now_ms, None)
     }
+}
+
+/// A write of at most one key while commands are recorded: its shard locked first and held
+/// until its command record has joined its changes' group and the group has committed, as
+/// `run_planned` does for a wider plan, without the plan's allocations.
+fn run_locked_one(
+    server: &Server,
+    conn: &mut ConnState,
+    argv: &[&[u8]],
+    out: &mut ReplyBuf,
+    resolved: Resolved,
+    now_ms: u64,
+) -> crate::error::Result<()> {
+    let keys = &resolved.spec.keys;
+    if keys.scope != Scope::Keys || keys.key_count(argv.len()) != 1 {
+        // No key (FLUSHDB-like scopes are planned above): nothing to hold.
+        return run_planned(server, conn, argv, out, resolved, now_ms);
+    }
+    let db = conn.db;
+    let (shard, _) = Db::route(argv[keys.first as usize]);
+    let mut guard = server.keyspace.db(db).lock(shard);
+    let group = server.keyspace.feed().group();
+    let since = larder_engine::feed::data_changes();
+    let r = {
+        let held = Held::one(db, shard, &mut guard);
+        call(server, conn, argv, out, resolved, now_ms, Some(&held))
+    };
+    record_command(server, conn, argv, resolved, since);
+    // The group commits while the shard is still locked, then the lock goes.
+    drop(group);
+    drop(guard);
+    r
 }
 
 /// Run a planned command: lock its scope, open its feed group, run, commit, unlock.

@@ -141,9 +141,11 @@ pub fn db_arg(arg: &[u8]) -> Option<usize> {
 }
 
 /// The shards a planned command holds, lent to its handler one borrow at a time.
-pub struct Held<'a> {
+pub enum Held<'a> {
     /// Sorted by `(db, shard)`, as `lock_many` locked them.
-    shards: Vec<((usize, usize), RefCell<&'a mut Shard>)>,
+    Many(Vec<((usize, usize), RefCell<&'a mut Shard>)>),
+    /// The one shard of a single-key command (no allocation).
+    One((usize, usize), RefCell<&'a mut Shard>),
 }
 
 impl<'a> Held<'a> {
@@ -153,16 +155,25 @@ impl<'a> Held<'a> {
             .iter_keyed()
             .map(|(k, shard)| (k, RefCell::new(shard)))
             .collect();
-        Held { shards }
+        Held::Many(shards)
+    }
+
+    /// Lend one locked shard, `shard` of database `db`.
+    pub fn one(db: usize, shard: usize, locked: &'a mut Shard) -> Held<'a> {
+        Held::One((db, shard), RefCell::new(locked))
     }
 
     /// The held shard `shard` of database `db`, if the plan has it.
     pub fn get(&self, db: usize, shard: usize) -> Option<RefMut<'_, &'a mut Shard>> {
-        let i = self
-            .shards
-            .binary_search_by_key(&(db, shard), |(k, _)| *k)
-            .ok()?;
-        Some(self.shards[i].1.borrow_mut())
+        match self {
+            Held::One(k, s) => (*k == (db, shard)).then(|| s.borrow_mut()),
+            Held::Many(shards) => {
+                let i = shards
+                    .binary_search_by_key(&(db, shard), |(k, _)| *k)
+                    .ok()?;
+                Some(shards[i].1.borrow_mut())
+            }
+        }
     }
 }
 
