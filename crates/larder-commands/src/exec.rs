@@ -539,10 +539,9 @@ fn run_command(
     resolved: Resolved,
     now_ms: u64,
 ) -> crate::error::Result<()> {
-    // A write runs planned while a consumer records commands, so its command record joins
-    // its changes' group before the shard is unlocked.
     // A blocking command runs planned so that it registers as a waiter while its keys'
-    // shards are still held (see `blocking.rs`).
+    // shards are still held (see `blocking.rs`). While a consumer records commands, a write
+    // holds its shards until its command record has joined its changes' group.
     if needs_plan(&resolved.spec.keys, argv) || resolved.spec.has(flags::BLOCKING) {
         run_planned(server, conn, argv, out, resolved, now_ms)
     } else if resolved.spec.has(flags::WRITE) && server.keyspace.feed().records_commands() {
