@@ -377,9 +377,9 @@ pub fn execute(
     // candidate left, e.g. volatile-* without volatile keys). At most MAX_EVICT_PER_COMMAND
     // keys per command, so a large overshoot is worked off over several commands instead of
     // stalling this worker (Redis bounds it by time, `maxmemory-eviction-tenacity`).
-    // Replaying the log neither evicts nor refuses: the data was accepted once (Redis loads
-    // its AOF without `processCommand`'s memory checks too).
-    let max = if conn.loader {
+    // Nothing is evicted while the data loads (Redis's `isSafeToPerformEvictions`), and the
+    // log's replay is never refused: the data was accepted once.
+    let max = if conn.loader || server.gates.loading.load(Ordering::Relaxed) {
         0
     } else {
         server.config.num(Param::Maxmemory)

@@ -164,9 +164,13 @@ impl Runtime {
             let total = std::fs::metadata(&path).map_or(0, |m| m.len());
             self.state.lock().loading_total_bytes = total;
             let mut progress = recover::Progress::new("snapshot", total);
+            let mut delayed_keys = 0;
             let (keys, expired, at) = snapshot::load(&self.server, &path, |keys, bytes| {
                 if delay_us > 0 {
-                    std::thread::sleep(Duration::from_micros(delay_us as u64 * 4096));
+                    // Progress comes every few thousand keys: the delay of those keys.
+                    let n = keys.saturating_sub(delayed_keys);
+                    delayed_keys = keys;
+                    std::thread::sleep(Duration::from_micros(delay_us as u64 * n));
                 }
                 if let Some((_, eta)) = progress.tick(bytes, keys) {
                     let mut st = self.state.lock();
