@@ -198,9 +198,9 @@ impl Log {
         self.rotated_to.load(Ordering::Acquire)
     }
 
-    /// Wait until every group committed so far is in the file (the page cache: readable by a
-    /// replay, not necessarily durable). False if the log is broken.
-    pub fn wait_written(&self, _timeout: Duration) -> bool {
+    /// Write every group committed so far to the file (the page cache: readable by a replay,
+    /// not necessarily durable). False if the log is broken.
+    pub fn write_now(&self) -> bool {
         self.write_pending();
         !self.stats.failed.load(Ordering::Relaxed)
     }
@@ -382,14 +382,14 @@ impl Log {
                 self.stats
                     .fsynced_groups
                     .fetch_add(groups, Ordering::Relaxed);
-                self.synced(&mut f, upto);
+                self.synced(upto);
             }
             Ok(()) => {}
             Err(e) => self.failed(&mut f, &e),
         }
     }
 
-    fn synced(&self, _f: &mut FileState, upto: u64) {
+    fn synced(&self, upto: u64) {
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.server.gates.durable.store(upto, Ordering::SeqCst);
         larder_commands::persistence::wake_durable(&self.server);

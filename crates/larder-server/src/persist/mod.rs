@@ -37,6 +37,10 @@ use parking_lot::{Condvar, Mutex};
 pub use dir::DataDir;
 use log::{Appender, Log, Syncer};
 
+/// The error SAVE, BGSAVE and DEBUG RELOAD answer when persistence is off.
+const NO_DIR: &str =
+    "ERR persistence is off (--appendonly no --save \"\"): there is no data directory";
+
 /// How long after a failed snapshot the saver tries again (Redis's
 /// `CONFIG_BGSAVE_RETRY_DELAY`).
 const RETRY_AFTER: Duration = Duration::from_secs(5);
@@ -172,7 +176,7 @@ impl Runtime {
                     delayed_keys = keys;
                     std::thread::sleep(Duration::from_micros(delay_us as u64 * n));
                 }
-                if let Some((_, eta)) = progress.tick(bytes, keys) {
+                if let Some(eta) = progress.tick(bytes, keys) {
                     let mut st = self.state.lock();
                     st.loading_done_bytes = bytes;
                     st.loading_eta_s = eta;
@@ -436,7 +440,7 @@ impl Runtime {
 
     fn start_background(&self, kind: Kind, schedule: bool) -> Result<&'static str, String> {
         let Some(_) = &self.dir else {
-            return Err("ERR persistence is off (--appendonly no --save \"\"): there is no data directory to save to".into());
+            return Err(NO_DIR.into());
         };
         let mut st = self.state.lock();
         if st.loading {
@@ -543,7 +547,7 @@ impl Persistence for Runtime {
 
     fn save(&self) -> Result<(), String> {
         let Some(dir) = &self.dir else {
-            return Err("ERR persistence is off (--appendonly no --save \"\"): there is no data directory to save to".into());
+            return Err(NO_DIR.into());
         };
         if self.state.lock().loading {
             return Err(larder_commands::persistence::LOADING_ERR.into());
@@ -569,7 +573,7 @@ impl Persistence for Runtime {
 
     fn reload(&self, shards: &mut dyn HeldShards) -> Result<(), String> {
         let Some(dir) = &self.dir else {
-            return Err("ERR persistence is off (--appendonly no --save \"\"): there is no data directory to reload from".into());
+            return Err(NO_DIR.into());
         };
         if self.state.lock().running.is_some() {
             return Err("ERR Background save already in progress".into());

@@ -47,7 +47,9 @@ impl Progress {
         }
     }
 
-    pub fn tick(&mut self, done_bytes: u64, items: u64) -> Option<(f64, u64)> {
+    /// Log a progress line if a second has passed since the last; returns the ETA in seconds
+    /// when it did.
+    pub fn tick(&mut self, done_bytes: u64, items: u64) -> Option<u64> {
         if self.last.elapsed() < Duration::from_secs(1) {
             return None;
         }
@@ -70,7 +72,7 @@ impl Progress {
                 done_bytes as f64 * 100.0 / self.total_bytes as f64
             },
         );
-        Some((rate, eta))
+        Some(eta)
     }
 }
 

@@ -7,7 +7,6 @@
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use larder_commands::persistence::HeldShards;
@@ -106,7 +105,7 @@ pub fn loadaof(
     log: &Arc<Log>,
     shards: &mut dyn HeldShards,
 ) -> anyhow::Result<u64> {
-    if !log.wait_written(Duration::from_secs(10)) {
+    if !log.write_now() {
         anyhow::bail!("the append-only log could not be brought to disk");
     }
     let scratch = Arc::new(Server::new(
