@@ -103,7 +103,7 @@ class McServer:
     def larder(cls, binary, label, log_path, extra=()):
         port = free_port()
         argv = [binary, "--port", str(free_port()), "--bind", HOST, "--memcached-port",
-                str(port), "--threads", "2", "--appendonly", "no", "--save", ""] + list(extra)
+                str(port), "--http-port", "0", "--threads", "2", "--appendonly", "no", "--save", ""] + list(extra)
         return cls(label, "larder", argv, port, log_path)
 
     def start(self, timeout=30.0):

@@ -239,7 +239,7 @@ class Server:
     def larder(cls, binary, label, log_path, extra=(), taskset=None, port=None):
         port = port or free_port()
         # In memory, as the redis-server above: `extra` may turn persistence back on.
-        argv = [binary, "--port", str(port), "--bind", HOST, "--memcached-port", "0",
+        argv = [binary, "--port", str(port), "--bind", HOST, "--memcached-port", "0", "--http-port", "0",
                 "--appendonly", "no", "--save", ""] + list(extra)
         return cls(label, "larder", argv, port, log_path, taskset)
 

@@ -4,7 +4,7 @@
 # usage: bench/writepath_ab.sh OLD_BINARY NEW_BINARY (two builds of larder, e.g. before and after a change)
 OLD=${1:?old binary}; NEW=${2:?new binary}
 run() { # bin port test
-  $1 --port $2 --memcached-port 0 --appendonly no --save "" >/dev/null 2>&1 & pid=$!; sleep 0.4
+  $1 --port $2 --memcached-port 0 --http-port 0 --appendonly no --save "" >/dev/null 2>&1 & pid=$!; sleep 0.4
   redis-benchmark -p $2 -t $3 -n 300000 -P 16 -c 50 -r 100000 -d 32 -q >/dev/null 2>&1 # warm
   t0=$(awk '{print $14+$15}' /proc/$pid/stat)
   redis-benchmark -p $2 -t $3 -n 3000000 -P 16 -c 50 -r 100000 -d 32 -q 2>/dev/null | tr '\r' '\n' | grep -v '^$' | tail -1 >/tmp/ab.rb

@@ -157,7 +157,8 @@ class Server:
             argv = [str(binary)]
             if self.config_path:
                 argv += ["--config", str(self.config_path)]
-            argv += ["--port", str(self.port), "--bind", "127.0.0.1", "--memcached-port", "0"]
+            argv += ["--port", str(self.port), "--bind", "127.0.0.1", "--memcached-port", "0",
+                     "--http-port", "0"]
             return argv + self.user_args
         binary = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
         if not binary:
@@ -331,7 +332,7 @@ def _map_args_for_redis(args: list[str]) -> list[str]:
     i = 0
     while i < len(args):
         a = args[i]
-        if a in ("--threads", "--memcached-port"):
+        if a in ("--threads", "--memcached-port", "--http-port"):
             i += 2
             continue
         out.append(a)

@@ -98,7 +98,7 @@ fn echo(c: &mut Cmd<'_>) -> Result<()> {
 
 /// Whether `user`/`pass` authenticate as larder's only user. Without `requirepass` the default
 /// user has no password and any password is accepted, as Redis's `nopass` user does.
-fn credentials_ok(server: &Server, user: &[u8], pass: &[u8]) -> bool {
+pub fn credentials_ok(server: &Server, user: &[u8], pass: &[u8]) -> bool {
     if user != DEFAULT_USER {
         return false;
     }

@@ -237,6 +237,8 @@ impl Pause {
 pub struct ServerInfo {
     pub tcp_port: u16,
     pub memcached_port: u16,
+    /// The HTTP door's port (0: disabled).
+    pub http_port: u16,
     pub threads: usize,
     pub executable: String,
     pub config_file: String,

@@ -6,6 +6,8 @@
 mod alloc;
 mod cache_cli;
 mod conn;
+mod http;
+mod items;
 mod memcache;
 mod net;
 mod persist;
@@ -222,11 +224,29 @@ fn run() -> anyhow::Result<()> {
         }
     }
 
+    // The HTTP door too; port 0 disables it.
+    let mut http_listeners = Vec::new();
+    let mut http_port = config.num(Param::HttpPort) as u16;
+    if http_port != 0 {
+        for host in bind.split_whitespace() {
+            let host = host.trim_start_matches('-');
+            let addr = (host, http_port)
+                .to_socket_addrs()
+                .with_context(|| format!("resolving bind address {host}"))?
+                .next()
+                .with_context(|| format!("no address for {host}"))?;
+            let l = listen(addr).with_context(|| format!("listening on {addr} (HTTP)"))?;
+            http_port = l.local_addr()?.port();
+            http_listeners.push(l);
+        }
+    }
+
     let mut server = Server::new(config, threads);
     server.used_memory = alloc::used_bytes;
     *server.info.lock() = ServerInfo {
         tcp_port: bound_port,
         memcached_port: mc_port,
+        http_port,
         threads,
         executable: std::env::current_exe()
             .map(|p| p.display().to_string())
@@ -256,6 +276,12 @@ fn run() -> anyhow::Result<()> {
             "memcached door ready (text, meta and binary protocols)"
         );
     }
+    if !http_listeners.is_empty() {
+        tracing::info!(
+            port = http_port,
+            "HTTP door ready (key API, commands, SSE, /metrics, /ui)"
+        );
+    }
     let doors = vec![
         net::Listeners {
             door: net::Door::Resp,
@@ -264,6 +290,10 @@ fn run() -> anyhow::Result<()> {
         net::Listeners {
             door: net::Door::Memcache,
             sockets: mc_listeners,
+        },
+        net::Listeners {
+            door: net::Door::Http,
+            sockets: http_listeners,
         },
     ];
     net::serve(Arc::clone(&server), doors, threads)?;

@@ -23,6 +23,7 @@ use mio::{Events, Interest, Poll, Token};
 use parking_lot::Mutex;
 
 use crate::conn::{BigArg, Close, Conn, Handler, Output, Processed};
+use crate::http::{HttpHandler, HttpShared};
 use crate::memcache::{McHandler, McShared};
 use crate::resp::RespHandler;
 
@@ -40,6 +41,7 @@ const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
 pub enum Door {
     Resp,
     Memcache,
+    Http,
 }
 
 /// A door and the sockets it listens on: what `serve` takes, one entry per door.
@@ -124,6 +126,7 @@ impl larder_commands::mail::Mailbox for WorkerLink {
 enum DoorHandler {
     Resp(RespHandler),
     Memcache(McHandler),
+    Http(HttpHandler),
 }
 
 impl Handler for DoorHandler {
@@ -138,6 +141,7 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.process(server, buf, out, stop_at),
             DoorHandler::Memcache(h) => h.process(server, buf, out, stop_at),
+            DoorHandler::Http(h) => h.process(server, buf, out, stop_at),
         }
     }
 
@@ -145,6 +149,7 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.min_total(),
             DoorHandler::Memcache(h) => h.min_total(),
+            DoorHandler::Http(h) => h.min_total(),
         }
     }
 
@@ -152,6 +157,7 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.handle(),
             DoorHandler::Memcache(h) => h.handle(),
+            DoorHandler::Http(h) => h.handle(),
         }
     }
 
@@ -159,6 +165,7 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.input_limit(server),
             DoorHandler::Memcache(h) => h.input_limit(server),
+            DoorHandler::Http(h) => h.input_limit(server),
         }
     }
 
@@ -166,6 +173,7 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.count_io(read, written),
             DoorHandler::Memcache(h) => h.count_io(read, written),
+            DoorHandler::Http(h) => h.count_io(read, written),
         }
     }
 
@@ -173,6 +181,7 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.yielded(),
             DoorHandler::Memcache(h) => h.yielded(),
+            DoorHandler::Http(h) => h.yielded(),
         }
     }
 
@@ -180,6 +189,7 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.durability_error(reason),
             DoorHandler::Memcache(h) => h.durability_error(reason),
+            DoorHandler::Http(h) => h.durability_error(reason),
         }
     }
 
@@ -187,6 +197,7 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.big_arg(),
             DoorHandler::Memcache(h) => h.big_arg(),
+            DoorHandler::Http(h) => h.big_arg(),
         }
     }
 
@@ -201,6 +212,7 @@ impl Handler for DoorHandler {
         match self {
             DoorHandler::Resp(h) => h.process_big(server, front, arg, out, stop_at),
             DoorHandler::Memcache(h) => h.process_big(server, front, arg, out, stop_at),
+            DoorHandler::Http(h) => h.process_big(server, front, arg, out, stop_at),
         }
     }
 }
@@ -250,6 +262,7 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
         }
     }
     let mc = (!mc_addrs.is_empty()).then(|| Arc::new(McShared::new(threads, mc_addrs)));
+    let http = Arc::new(HttpShared::new(&server));
     let mc_timer = match &mc {
         Some(mc) => {
             let (server, stopping, mc) =
@@ -313,12 +326,17 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
             .workers
             .lock()
             .push(Arc::clone(&link) as Arc<dyn larder_commands::mail::Mailbox>);
-        let (server, stopping, mc) = (Arc::clone(&server), Arc::clone(&stopping), mc.clone());
+        let (server, stopping, mc, http) = (
+            Arc::clone(&server),
+            Arc::clone(&stopping),
+            mc.clone(),
+            Arc::clone(&http),
+        );
         handles.push(
             std::thread::Builder::new()
                 .name(format!("larder-io-{w}"))
                 .spawn(move || {
-                    let mut worker = Worker::new(w, server, wpoll, link, rx, stopping, mc);
+                    let mut worker = Worker::new(w, server, wpoll, link, rx, stopping, (mc, http));
                     if let Err(e) = worker.run() {
                         tracing::error!(worker = w, error = %e, "worker failed");
                     }
@@ -416,6 +434,9 @@ fn reject(stream: TcpStream, server: &Server, door: Door, mc: Option<&McShared>)
     let mut s = stream;
     let _ = match door {
         Door::Resp => s.write(b"-ERR max number of clients reached\r\n"),
+        Door::Http => s.write(
+            b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+        ),
         Door::Memcache => {
             if let Some(mc) = mc {
                 mc.note_rejected();
@@ -433,6 +454,7 @@ struct Worker {
     rx: Receiver<Letter>,
     stopping: Arc<AtomicBool>,
     mc: Option<Arc<McShared>>,
+    http: Arc<HttpShared>,
     conns: slab::Slab<Client>,
     scratch: Vec<u8>,
     /// Connections to run again without waiting for an event.
@@ -452,7 +474,7 @@ impl Worker {
         link: Arc<WorkerLink>,
         rx: Receiver<Letter>,
         stopping: Arc<AtomicBool>,
-        mc: Option<Arc<McShared>>,
+        (mc, http): (Option<Arc<McShared>>, Arc<HttpShared>),
     ) -> Worker {
         Worker {
             id,
@@ -462,6 +484,7 @@ impl Worker {
             rx,
             stopping,
             mc,
+            http,
             conns: slab::Slab::new(),
             scratch: Vec::new(),
             retry: Vec::new(),
@@ -675,6 +698,10 @@ impl Worker {
                 (Door::Memcache, Some(mc)) => {
                     DoorHandler::Memcache(McHandler::new(handle, self.id, Arc::clone(mc)))
                 }
+                (Door::Http, _) => DoorHandler::Http(HttpHandler::new(
+                    ConnState::new(&self.server, handle, self.id),
+                    Arc::clone(&self.http),
+                )),
                 _ => DoorHandler::Resp(RespHandler::new(ConnState::new(
                     &self.server,
                     handle,
@@ -743,6 +770,7 @@ impl Worker {
             let _ = self.poll.registry().deregister(&mut c.stream);
             let subs = match &c.handler {
                 DoorHandler::Resp(h) => Some(&h.state.subs),
+                DoorHandler::Http(h) => Some(&h.state.subs),
                 DoorHandler::Memcache(_) => None,
             };
             self.server.client_closed(c.handler.handle().id, subs);

@@ -22,6 +22,8 @@ impl TestServer {
                 "127.0.0.1",
                 "--memcached-port",
                 "0",
+                "--http-port",
+                "0",
                 // No data directory: these tests are about the protocol (persistence has its
                 // own, in tests/python/test_persistence.py).
                 "--appendonly",

@@ -5,11 +5,11 @@
 use larder_commands::state::bump;
 use larder_memcache::{BinaryCommand, BinaryRequest, BinaryWriter, Status, StoreMode};
 
-use super::ops::{
-    self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, Read, StoreOutcome,
-};
 use super::stats::{self, VERSION};
 use super::{Ctx, Flow};
+use crate::items::{
+    self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, Read, StoreOutcome,
+};
 
 /// Runs one request and appends its response packets to `out`.
 pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) -> Flow {
@@ -19,7 +19,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
     match req.command {
         BinaryCommand::Get { key } => {
             bump(&c.cmd_get, 1);
-            let found = ops::read(db, key, cx.now_ms, Access::Fetch, |item| {
+            let found = items::read(db, key, cx.now_ms, Access::Fetch, |item| {
                 w.get_hit(req, item.flags, item.cas, item.value);
             });
             count_get(cx, found);
@@ -35,7 +35,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
             }
             let access = Access::FetchAndTouch(Deadline::from_exptime(exptime, cx.now_ms));
             // The writer leaves the value out of TOUCH responses.
-            let found = ops::read(db, key, cx.now_ms, access, |item| {
+            let found = items::read(db, key, cx.now_ms, access, |item| {
                 w.get_hit(req, item.flags, item.cas, item.value);
             });
             bump(
@@ -67,7 +67,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
                 w.status(req, Status::OUT_OF_MEMORY);
                 return Flow::Continue;
             }
-            let store = ops::Store {
+            let store = items::Store {
                 mode,
                 data: value,
                 flags,
@@ -78,7 +78,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
                 binary_key: false,
                 item_size_max: cx.item_size_max,
             };
-            let outcome = ops::store(db, key, cx.now_ms, &store);
+            let outcome = items::store(db, key, cx.now_ms, &store);
             if let StoreOutcome::Stored { .. } = outcome {
                 bump(&c.total_items, 1);
             }
@@ -111,7 +111,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
                 compare_cas,
                 ..Delete::default()
             };
-            let outcome = ops::delete(db, key, cx.now_ms, &del);
+            let outcome = items::delete(db, key, cx.now_ms, &del);
             bump(
                 if outcome == DeleteOutcome::NotFound {
                     &c.delete_misses
@@ -142,7 +142,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
                 ttl: None,
                 new_cas: None,
             };
-            let outcome = ops::arith(db, key, cx.now_ms, &arith);
+            let outcome = items::arith(db, key, cx.now_ms, &arith);
             let hit = matches!(
                 outcome,
                 Counted::Value { created: false, .. } | Counted::NonNumeric

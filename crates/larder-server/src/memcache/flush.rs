@@ -13,7 +13,7 @@ use std::time::Duration;
 use larder_engine::Keyspace;
 use parking_lot::Mutex;
 
-use super::ops::{self, Deadline};
+use crate::items::{self, Deadline};
 
 /// No flush pending.
 const NONE: u64 = u64::MAX;
@@ -53,7 +53,7 @@ impl FlushTimer {
             }
             _ => {
                 self.at_ms.store(NONE, Ordering::Release);
-                ops::flush(keyspace.db(0));
+                items::flush(keyspace.db(0));
             }
         }
     }
@@ -67,7 +67,7 @@ impl FlushTimer {
                 .compare_exchange(at, NONE, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
         {
-            ops::flush(keyspace.db(0));
+            items::flush(keyspace.db(0));
         }
     }
 
@@ -104,7 +104,7 @@ impl FlushTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memcache::ops::{store, Store};
+    use crate::items::{store, Store};
     use larder_memcache::StoreMode;
 
     const NOW: u64 = 1_700_000_000_000;

@@ -17,7 +17,6 @@
 mod binary;
 mod conn;
 mod flush;
-mod ops;
 mod session;
 mod stats;
 mod text;
@@ -163,40 +162,10 @@ impl<'a> Ctx<'a> {
         self.server.keyspace.db(0)
     }
 
-    /// Before a store, as the RESP door does before a command (`exec.rs`): over maxmemory,
-    /// evict by `maxmemory-policy` (at most 64 keys per request, so a large overshoot is worked
-    /// off over several requests). Returns true when memory is still over the limit and
-    /// nothing could be evicted (noeviction, or no candidate left): the store is refused with
-    /// memcached's out-of-memory answer.
+    /// Over maxmemory with nothing left to evict ([`crate::items::out_of_memory`]): the
+    /// store is refused with memcached's out-of-memory answer.
     fn out_of_memory(&self) -> bool {
-        const MAX_EVICT_PER_REQUEST: usize = 64;
-        let max = self.server.config.num(Param::Maxmemory);
-        if max <= 0 {
-            return false;
-        }
-        let measure = || match (self.server.used_memory)() {
-            0 => self.server.keyspace.used_bytes(),
-            hooked => hooked,
-        };
-        let used = measure();
-        if used as i64 <= max {
-            return false;
-        }
-        let need = used - max as usize;
-        let Some(policy) = larder_commands::config::eviction_policy(&self.server.config) else {
-            return true;
-        };
-        let samples = self.server.config.num(Param::MaxmemorySamples).max(1) as usize;
-        let e = self.server.keyspace.evict(
-            policy,
-            samples,
-            self.now_ms,
-            need,
-            MAX_EVICT_PER_REQUEST,
-            |_, _| {},
-        );
-        // Freed bytes are an estimate: when the candidates ran out first, measure again.
-        e.exhausted && e.bytes < need && measure() as i64 > max
+        crate::items::out_of_memory(self.server, self.now_ms)
     }
 
     /// Counts a keyspace hit or miss for INFO as well as the door's own counters.

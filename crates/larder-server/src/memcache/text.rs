@@ -8,11 +8,11 @@ use larder_memcache::{
     TextErrorKind, TextReply, TextRequest, TextWriter, Tokens,
 };
 
-use super::ops::{
-    self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, MetaGetOpts, Read, StoreOutcome,
-};
 use super::stats::{self, VERSION};
 use super::{Ctx, Flow};
+use crate::items::{
+    self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, MetaGetOpts, Read, StoreOutcome,
+};
 
 /// Runs one request and appends its answer to `out`. A classic command with `noreply`
 /// answers nothing, errors included (memcached 1.6).
@@ -33,8 +33,8 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
         TextRequest::Gats { exptime, keys } => get(cx, keys, Some(exptime), true, w),
         TextRequest::Store(ref s) => store(cx, s, w),
         TextRequest::Delete { key, .. } => {
-            let hit =
-                ops::delete(cx.db(), key, cx.now_ms, &Delete::default()) == DeleteOutcome::Deleted;
+            let hit = items::delete(cx.db(), key, cx.now_ms, &Delete::default())
+                == DeleteOutcome::Deleted;
             count(cx, hit, |c| (&c.delete_hits, &c.delete_misses));
             w.reply(if hit {
                 TextReply::Deleted
@@ -47,7 +47,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
         TextRequest::Touch { key, exptime, .. } => {
             bump(&cx.counters.cmd_touch, 1);
             let deadline = Deadline::from_exptime(exptime, cx.now_ms);
-            let hit = ops::touch(cx.db(), key, cx.now_ms, deadline).is_some();
+            let hit = items::touch(cx.db(), key, cx.now_ms, deadline).is_some();
             count(cx, hit, |c| (&c.touch_hits, &c.touch_misses));
             w.reply(if hit {
                 TextReply::Touched
@@ -78,7 +78,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
         TextRequest::MetaDebug { key } => {
             bump(&cx.counters.cmd_meta, 1);
             let bytes = meta_key(&key);
-            let found = ops::read(cx.db(), bytes.as_ref(), cx.now_ms, Access::Peek, |item| {
+            let found = items::read(cx.db(), bytes.as_ref(), cx.now_ms, Access::Peek, |item| {
                 w.meta_debug(&key, &meta_item(cx, item));
             });
             if !found.hit() {
@@ -90,7 +90,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
 }
 
 /// What the meta return flags show of an item.
-fn meta_item(cx: &Ctx<'_>, item: &ops::Item<'_>) -> larder_memcache::MetaItem {
+fn meta_item(cx: &Ctx<'_>, item: &items::Item<'_>) -> larder_memcache::MetaItem {
     let mut m = item.meta(cx.now_ms);
     if cx.lfu {
         m.last_access_s = 0;
@@ -125,7 +125,7 @@ fn get(cx: &Ctx<'_>, keys: Keys<'_>, exptime: Option<i64>, with_cas: bool, w: &m
         }
         rest.next();
         requested += 1;
-        let found = ops::read(db, key, cx.now_ms, access, |item| {
+        let found = items::read(db, key, cx.now_ms, access, |item| {
             w.value(key, item.flags, item.value, with_cas.then_some(item.cas));
         });
         if exptime.is_some() {
@@ -165,7 +165,7 @@ fn store(cx: &Ctx<'_>, s: &Store<'_>, w: &mut TextWriter<'_>) {
         w.error_kind(TextErrorKind::OutOfMemory);
         return;
     }
-    let req = ops::Store {
+    let req = items::Store {
         mode: s.mode,
         data: s.data,
         flags: s.flags,
@@ -176,7 +176,7 @@ fn store(cx: &Ctx<'_>, s: &Store<'_>, w: &mut TextWriter<'_>) {
         binary_key: false,
         item_size_max: cx.item_size_max,
     };
-    let outcome = ops::store(cx.db(), s.key, cx.now_ms, &req);
+    let outcome = items::store(cx.db(), s.key, cx.now_ms, &req);
     count_store(cx, s.mode, outcome);
     w.reply(match outcome {
         StoreOutcome::Stored { .. } => TextReply::Stored,
@@ -217,7 +217,7 @@ fn incr_decr(cx: &Ctx<'_>, key: &[u8], delta: u64, incr: bool, w: &mut TextWrite
         ttl: None,
         new_cas: None,
     };
-    let outcome = ops::arith(cx.db(), key, cx.now_ms, &req);
+    let outcome = items::arith(cx.db(), key, cx.now_ms, &req);
     let hit = matches!(outcome, Counted::Value { .. } | Counted::NonNumeric);
     if incr {
         count(cx, hit, |c| (&c.incr_hits, &c.incr_misses));
@@ -300,7 +300,7 @@ fn meta_get(cx: &Ctx<'_>, mg: &MetaGet<'_>, w: &mut TextWriter<'_>) {
         no_bump: f.no_bump,
     };
     let key = meta_key(&mg.key);
-    let found = ops::meta_get(cx.db(), key.as_ref(), cx.now_ms, opts, |item, recache| {
+    let found = items::meta_get(cx.db(), key.as_ref(), cx.now_ms, opts, |item, recache| {
         w.meta_get_hit(mg, &meta_item(cx, item), item.value, recache);
     });
     cx.count_get(found.hit());
@@ -326,7 +326,7 @@ fn meta_set(cx: &Ctx<'_>, ms: &MetaSet<'_>, w: &mut TextWriter<'_>) {
     }
     let f = &ms.flags;
     let mode = ms.store_mode();
-    let req = ops::Store {
+    let req = items::Store {
         mode,
         data: ms.data,
         flags: f.client_flags.unwrap_or(0),
@@ -338,7 +338,7 @@ fn meta_set(cx: &Ctx<'_>, ms: &MetaSet<'_>, w: &mut TextWriter<'_>) {
         item_size_max: cx.item_size_max,
     };
     let key = meta_key(&ms.key);
-    let outcome = ops::store(cx.db(), key.as_ref(), cx.now_ms, &req);
+    let outcome = items::store(cx.db(), key.as_ref(), cx.now_ms, &req);
     count_store(cx, mode, outcome);
     let (status, cas) = match outcome {
         StoreOutcome::Stored { cas } => (MetaStatus::Success, cas),
@@ -364,7 +364,7 @@ fn meta_delete(cx: &Ctx<'_>, md: &MetaDelete<'_>, w: &mut TextWriter<'_>) {
         new_cas: f.new_cas,
     };
     let key = meta_key(&md.key);
-    let outcome = ops::delete(cx.db(), key.as_ref(), cx.now_ms, &req);
+    let outcome = items::delete(cx.db(), key.as_ref(), cx.now_ms, &req);
     count(cx, outcome != DeleteOutcome::NotFound, |c| {
         (&c.delete_hits, &c.delete_misses)
     });
@@ -391,7 +391,7 @@ fn meta_arithmetic(cx: &Ctx<'_>, ma: &MetaArithmetic<'_>, w: &mut TextWriter<'_>
         new_cas: f.new_cas,
     };
     let key = meta_key(&ma.key);
-    let outcome = ops::arith(cx.db(), key.as_ref(), cx.now_ms, &req);
+    let outcome = items::arith(cx.db(), key.as_ref(), cx.now_ms, &req);
     let hit = matches!(outcome, Counted::Value { created: false, .. });
     match ma.op {
         larder_memcache::CounterOp::Incr => count(cx, hit, |c| (&c.incr_hits, &c.incr_misses)),

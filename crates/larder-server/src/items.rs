@@ -1,6 +1,8 @@
-//! The engine operations behind every memcached command, shared by the text, meta and binary
-//! protocols. Each one locks the key's shard, does its work and unlocks; none does I/O or
-//! knows a wire format, so they are tested here without sockets.
+//! Item operations: the engine operations behind every memcached command (text, meta and
+//! binary) and the HTTP door's key API (`GET`/`PUT`/`DELETE /v1/kv/{key}`, whose ETag is the
+//! item's CAS), so that neither door has a copy of string semantics of its own. Each one
+//! locks the key's shard, does its work and unlocks; none does I/O or knows a wire format, so
+//! they are tested here without sockets.
 //!
 //! The memcached view of the keyspace: a key holding a string is an item (its client flags
 //! are the entry's flags, its CAS the entry's version); a key holding any other type is
@@ -20,6 +22,8 @@
 //! its key, the shard records `SET key value [PXAT ms]` with the item's version and flags, or
 //! `DEL key` (see [`Locked`]).
 
+use larder_commands::config::Param;
+use larder_commands::Server;
 use larder_engine::feed::{self, class};
 use larder_engine::{Db, Entry, Shard, ShardRef, SlotId};
 use larder_memcache::{
@@ -70,6 +74,41 @@ impl Deadline {
             Deadline::Never | Deadline::Expired => None,
         }
     }
+}
+
+/// Before a store, as the RESP door does before a command (`exec.rs`): over maxmemory,
+/// evict by `maxmemory-policy` (at most 64 keys per request, so a large overshoot is worked
+/// off over several requests). Returns true when memory is still over the limit and nothing
+/// could be evicted (noeviction, or no candidate left): the store is refused.
+pub fn out_of_memory(server: &Server, now_ms: u64) -> bool {
+    const MAX_EVICT_PER_REQUEST: usize = 64;
+    let max = server.config.num(Param::Maxmemory);
+    if max <= 0 {
+        return false;
+    }
+    let measure = || match (server.used_memory)() {
+        0 => server.keyspace.used_bytes(),
+        hooked => hooked,
+    };
+    let used = measure();
+    if used as i64 <= max {
+        return false;
+    }
+    let need = used - max as usize;
+    let Some(policy) = larder_commands::config::eviction_policy(&server.config) else {
+        return true;
+    };
+    let samples = server.config.num(Param::MaxmemorySamples).max(1) as usize;
+    let e = server.keyspace.evict(
+        policy,
+        samples,
+        now_ms,
+        need,
+        MAX_EVICT_PER_REQUEST,
+        |_, _| {},
+    );
+    // Freed bytes are an estimate: when the candidates ran out first, measure again.
+    e.exhausted && e.bytes < need && measure() as i64 > max
 }
 
 /// An item as a command sees it, borrowed from its locked shard.
