@@ -45,8 +45,11 @@ pub struct HttpShared {
 }
 
 impl HttpShared {
-    pub fn new(_server: &Arc<Server>) -> HttpShared {
-        HttpShared::default()
+    pub fn new(server: &Arc<Server>) -> HttpShared {
+        HttpShared {
+            watch: watch::Registry::new(server),
+            ..HttpShared::default()
+        }
     }
 }
 
@@ -79,6 +82,17 @@ pub struct HttpHandler {
     /// The token that authenticated the last request, so a keep-alive client's next requests
     /// with the same one are not checked again (cleared when `requirepass` changes).
     pub(crate) authorized_token: Option<(Vec<u8>, String)>,
+    /// The deadline of the long poll at the front of the input (Unix ms), fixed by its
+    /// first run and kept across the runs wake-ups cause.
+    wait_until: Option<u64>,
+}
+
+impl Drop for HttpHandler {
+    fn drop(&mut self) {
+        if self.streaming || self.wait_until.is_some() {
+            self.shared.watch.leave(self.state.handle.id);
+        }
+    }
 }
 
 impl HttpHandler {
@@ -91,6 +105,7 @@ impl HttpHandler {
             continue_sent: false,
             streaming: false,
             authorized_token: None,
+            wait_until: None,
         }
     }
 
@@ -106,6 +121,7 @@ impl HttpHandler {
             shared: &self.shared,
             state: &mut self.state,
             authorized_token: &mut self.authorized_token,
+            wait_until: &mut self.wait_until,
             req,
             out,
             now_ms,
@@ -127,6 +143,8 @@ pub struct Cx<'a, 'r> {
     /// The connection's command state, for requests that run commands.
     pub state: &'a mut ConnState,
     authorized_token: &'a mut Option<(Vec<u8>, String)>,
+    /// The long poll's deadline (see [`watch::long_poll`]).
+    wait_until: &'a mut Option<u64>,
     pub req: &'a Request<'r>,
     pub out: &'a mut Vec<u8>,
     pub now_ms: u64,
@@ -277,7 +295,12 @@ impl Handler for HttpHandler {
         while done.used < buf.len() && done.close.is_none() && out.bytes.len() < stop_at {
             match parse_request(&buf[done.used..], &limits) {
                 Ok(Parsed::Complete { request, consumed }) => {
-                    match self.serve(server, &request, &mut out.bytes) {
+                    let action = self.serve(server, &request, &mut out.bytes);
+                    if !matches!(action, Action::Wait { .. }) && self.wait_until.take().is_some() {
+                        // A long poll answered by something else than the poll (a limit).
+                        self.shared.watch.end_poll(self.state.handle.id);
+                    }
+                    match action {
                         Action::Done => {}
                         Action::Close => done.close = Some(Close::AfterReply),
                         Action::Stream => {
