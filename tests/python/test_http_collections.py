@@ -155,6 +155,8 @@ def test_conditional_collection_writes(srv: Server, http: requests.Session) -> N
     assert rc.exists("nope") == 0
     assert http.delete(u, headers={"If-Match": cur}).status_code == 412
     assert http.put(u, json={}, headers={"If-None-Match": '"1"'}).status_code == 400
+    assert http.put(u, json={}, headers={"If-Match": "abc"}).status_code == 400
+    assert rc.exists("h") == 1
 
 
 def test_concurrent_conditional_hash_writers(srv: Server) -> None:

@@ -317,6 +317,9 @@ fn precondition(cx: &mut Cx<'_, '_>) -> Result<Option<Cond>, Action> {
             Err(cx.error(400, "malformed If-Match or If-None-Match"))
         }
         (Some(Some(Tags::Any)), None) => Ok(Some(Cond::Exists)),
+        (Some(Some(Tags::Versions(v))), None) if v.is_empty() => {
+            Err(cx.error(400, "If-Match names no version"))
+        }
         (Some(Some(Tags::Versions(v))), None) => Ok(Some(Cond::Versions(v))),
         (None, Some(Some(Tags::Any))) => Ok(Some(Cond::Missing)),
         (None, Some(Some(Tags::Versions(_)))) => {
