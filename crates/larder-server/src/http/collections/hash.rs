@@ -24,7 +24,7 @@ pub fn whole(cx: &mut Cx<'_, '_>, key: &[u8], enc: Encoding) -> Answer {
             for pair in flat.chunks_exact(2) {
                 match (enc.encode(&pair[0]), enc.encode(&pair[1])) {
                     (Some(f), Some(v)) => obj.insert(f, Value::String(v)),
-                    _ => return Err(cx.error(422, NOT_UTF8)),
+                    _ => return Err(cx.error(406, NOT_UTF8)),
                 };
             }
             Ok(json_reply(cx, &Value::Object(obj), version))

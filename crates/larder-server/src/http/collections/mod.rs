@@ -12,7 +12,7 @@
 //! empty collection: the last element removed removes the key).
 //!
 //! JSON strings (fields, values, members, listed keys) are UTF-8 text; bytes that are not
-//! UTF-8 make the request fail (`422`, naming `?encoding=base64`) rather than be replaced.
+//! UTF-8 make the request fail (`406`, naming `?encoding=base64`) rather than be replaced.
 //! With `?encoding=base64` every such string, in the request body and in the reply, is
 //! standard base64.
 //!
@@ -424,7 +424,7 @@ pub fn keys(cx: &mut Cx<'_, '_>) -> Action {
     for k in &keys {
         match enc.encode(k) {
             Some(s) => listed.push(Value::String(s)),
-            None => return cx.error(422, NOT_UTF8),
+            None => return cx.error(406, NOT_UTF8),
         }
     }
     let body = serde_json::json!({

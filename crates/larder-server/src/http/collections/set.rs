@@ -24,7 +24,7 @@ pub fn whole(cx: &mut Cx<'_, '_>, key: &[u8], enc: Encoding) -> Answer {
             for m in &members {
                 match enc.encode(m) {
                     Some(s) => out.push(Value::String(s)),
-                    None => return Err(cx.error(422, NOT_UTF8)),
+                    None => return Err(cx.error(406, NOT_UTF8)),
                 }
             }
             Ok(json_reply(cx, &Value::Array(out), version))

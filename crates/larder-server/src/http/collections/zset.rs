@@ -28,7 +28,7 @@ pub fn whole(cx: &mut Cx<'_, '_>, key: &[u8], enc: Encoding) -> Answer {
             let mut out = Vec::with_capacity(flat.len() / 2);
             for pair in flat.chunks_exact(2) {
                 let Some(member) = enc.encode(&pair[0]) else {
-                    return Err(cx.error(422, NOT_UTF8));
+                    return Err(cx.error(406, NOT_UTF8));
                 };
                 out.push(json!({ "member": member, "score": score_json(&pair[1]) }));
             }
