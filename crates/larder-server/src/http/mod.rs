@@ -369,6 +369,18 @@ impl Handler for HttpHandler {
     }
 }
 
+/// Standard base64 with padding (RFC 4648 §4), as JSON carries bytes that are not UTF-8.
+pub fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The bytes of standard base64 text; `None` when it is not valid base64.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
+}
+
 /// An entity tag for a version: `"<version>"`.
 pub fn etag(version: u64) -> String {
     format!("\"{version}\"")

@@ -29,7 +29,6 @@ use serde_json::Value;
 
 use super::{etag, parse_tags, Action, Cx, Tags};
 
-mod base64;
 mod hash;
 mod set;
 mod zset;
@@ -109,7 +108,7 @@ impl Encoding {
     fn encode(self, bytes: &[u8]) -> Option<String> {
         match self {
             Encoding::Utf8 => std::str::from_utf8(bytes).ok().map(str::to_owned),
-            Encoding::Base64 => Some(base64::encode(bytes)),
+            Encoding::Base64 => Some(crate::http::base64_encode(bytes)),
         }
     }
 
@@ -117,7 +116,7 @@ impl Encoding {
     fn decode(self, s: &str) -> Option<Vec<u8>> {
         match self {
             Encoding::Utf8 => Some(s.as_bytes().to_vec()),
-            Encoding::Base64 => base64::decode(s),
+            Encoding::Base64 => crate::http::base64_decode(s),
         }
     }
 
