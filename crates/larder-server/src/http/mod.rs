@@ -97,10 +97,13 @@ impl HttpHandler {
     /// Serves one complete request, writing its response to `out`.
     fn serve(&mut self, server: &Server, req: &Request<'_>, out: &mut Vec<u8>) -> Action {
         let now_ms = larder_engine::now_ms();
-        self.state
-            .handle
+        let handle = &self.state.handle;
+        handle
             .last_interaction_ms
             .store(now_ms, std::sync::atomic::Ordering::Relaxed);
+        // Every request starts in database 0 (a SELECT in a pipeline lasts for that request).
+        self.state.db = 0;
+        handle.db.store(0, std::sync::atomic::Ordering::Relaxed);
         let mut cx = Cx {
             server,
             shared: &self.shared,
