@@ -15,7 +15,7 @@ pub struct NotUtf8;
 pub fn to_json(frame: Frame, base64: bool) -> Result<Value, NotUtf8> {
     let text = |bytes: Vec<u8>| -> Result<Value, NotUtf8> {
         if base64 {
-            Ok(Value::String(encode_base64(&bytes)))
+            Ok(Value::String(crate::http::base64_encode(&bytes)))
         } else {
             String::from_utf8(bytes)
                 .map(Value::String)
@@ -47,50 +47,10 @@ pub fn to_json(frame: Frame, base64: bool) -> Result<Value, NotUtf8> {
     }
 }
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 (RFC 4648 §4) with padding.
-pub fn encode_base64(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                s.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn base64_as_rfc_4648() {
-        // RFC 4648 §10's test vectors.
-        for (plain, coded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(encode_base64(plain.as_bytes()), coded);
-        }
-        assert_eq!(encode_base64(&[0xff, 0xfe, 0x00]), "//4A");
-    }
 
     #[test]
     fn replies_as_json() {
