@@ -11,29 +11,6 @@ use serde_json::{Map, Value as Json};
 /// A heartbeat: an SSE comment, which clients ignore and proxies see as traffic.
 pub const PING: &[u8] = b": ping\n\n";
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 (RFC 4648, `=` padding).
-pub fn base64(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                s.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
-}
-
 /// Puts `bytes` under `name`: a string when UTF-8, else base64 with `flag` set to `"base64"`.
 pub fn put_bytes(map: &mut Map<String, Json>, name: &str, flag: &str, bytes: &[u8]) {
     match std::str::from_utf8(bytes) {
@@ -41,7 +18,7 @@ pub fn put_bytes(map: &mut Map<String, Json>, name: &str, flag: &str, bytes: &[u
             map.insert(name.into(), Json::String(s.into()));
         }
         Err(_) => {
-            map.insert(name.into(), Json::String(base64(bytes)));
+            map.insert(name.into(), Json::String(crate::http::base64_encode(bytes)));
             map.insert(flag.into(), Json::String("base64".into()));
         }
     }
@@ -69,7 +46,7 @@ fn value_json(value: &Value) -> (&'static str, Json, bool) {
         Json::String(if utf8 {
             String::from_utf8_lossy(b).into_owned()
         } else {
-            base64(b)
+            crate::http::base64_encode(b)
         })
     };
     let json = match value {

@@ -56,11 +56,14 @@ fn watcher(h: &Harness, inner: &Inner, filter: Filter, resume: Resume) -> Arc<Cl
 
 #[test]
 fn base64_and_binary_fields() {
-    assert_eq!(sse::base64(b""), "");
-    assert_eq!(sse::base64(b"f"), "Zg==");
-    assert_eq!(sse::base64(b"fo"), "Zm8=");
-    assert_eq!(sse::base64(b"foo"), "Zm9v");
-    assert_eq!(sse::base64(&[0xff, 0x00, 0xfe, 0x01]), "/wD+AQ==");
+    assert_eq!(crate::http::base64_encode(b""), "");
+    assert_eq!(crate::http::base64_encode(b"f"), "Zg==");
+    assert_eq!(crate::http::base64_encode(b"fo"), "Zm8=");
+    assert_eq!(crate::http::base64_encode(b"foo"), "Zm9v");
+    assert_eq!(
+        crate::http::base64_encode(&[0xff, 0x00, 0xfe, 0x01]),
+        "/wD+AQ=="
+    );
     let value = Value::String(vec![0xff, b'a']);
     let (plain, valued) = sse::change(7, "set", 0, &[0xc3, 0x28], 3, Some(&value));
     let ev = events(&plain);
