@@ -118,10 +118,13 @@ impl HttpHandler {
 
     fn answer(&mut self, server: &Server, req: &Request<'_>, out: &mut Vec<u8>) -> Action {
         let now_ms = larder_engine::now_ms();
-        self.state
-            .handle
+        let handle = &self.state.handle;
+        handle
             .last_interaction_ms
             .store(now_ms, std::sync::atomic::Ordering::Relaxed);
+        // Every request starts in database 0 (a SELECT in a pipeline lasts for that request).
+        self.state.db = 0;
+        handle.db.store(0, std::sync::atomic::Ordering::Relaxed);
         let mut cx = Cx {
             server,
             shared: &self.shared,
@@ -399,6 +402,18 @@ impl Handler for HttpHandler {
             ..Processed::default()
         }
     }
+}
+
+/// Standard base64 with padding (RFC 4648 §4), as JSON carries bytes that are not UTF-8.
+pub fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The bytes of standard base64 text; `None` when it is not valid base64.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// An entity tag for a version: `"<version>"`.
