@@ -42,12 +42,15 @@ pub struct HttpShared {
     pub rates: limits::Rates,
     /// Watches, subscriptions over SSE and long polls.
     pub watch: watch::Registry,
+    /// Requests answered, by worker, route class and status, and their latencies.
+    pub metrics: metrics::DoorStats,
 }
 
 impl HttpShared {
     pub fn new(server: &Arc<Server>) -> HttpShared {
         HttpShared {
             watch: watch::Registry::new(server),
+            metrics: metrics::DoorStats::new(server.stats.threads.len()),
             ..HttpShared::default()
         }
     }
@@ -109,8 +112,24 @@ impl HttpHandler {
         }
     }
 
-    /// Serves one complete request, writing its response to `out`.
+    /// Serves one complete request, writing its response to `out`, and counts it (its route
+    /// class, status and latency) once it is answered.
     fn serve(&mut self, server: &Server, req: &Request<'_>, out: &mut Vec<u8>) -> Action {
+        let started = std::time::Instant::now();
+        let at = out.len();
+        let action = self.answer(server, req, out);
+        if !matches!(action, Action::Wait { .. }) {
+            if let Some(status) = metrics::status_of(&out[at..]) {
+                let route = metrics::Route::of(req.path);
+                self.shared
+                    .metrics
+                    .record(self.state.worker, route, status, started.elapsed());
+            }
+        }
+        action
+    }
+
+    fn answer(&mut self, server: &Server, req: &Request<'_>, out: &mut Vec<u8>) -> Action {
         let now_ms = larder_engine::now_ms();
         let handle = &self.state.handle;
         handle
@@ -245,11 +264,15 @@ fn route(cx: &mut Cx<'_, '_>) -> Action {
     let mut segs = larder_http::path_segments(path);
     let first = segs.next().unwrap_or("");
     match first {
-        "healthz" | "livez" | "readyz" | "metrics" => metrics::serve(cx, first),
+        "healthz" | "livez" | "readyz" => metrics::serve_health(cx, first),
         "ui" => ui::serve(cx),
         _ => {
             if !limits::authorized(cx) {
                 return limits::unauthorized(cx);
+            }
+            // Metrics are read while the data loads, as INFO is.
+            if first == "metrics" {
+                return metrics::serve_metrics(cx);
             }
             if cx.loading() {
                 return cx.error(503, "LOADING Redis is loading the dataset in memory");
@@ -296,6 +319,7 @@ impl Handler for HttpHandler {
             ..Limits::default()
         };
         while done.used < buf.len() && done.close.is_none() && out.bytes.len() < stop_at {
+            let started = std::time::Instant::now();
             match parse_request(&buf[done.used..], &limits) {
                 Ok(Parsed::Complete { request, consumed }) => {
                     let action = self.serve(server, &request, &mut out.bytes);
@@ -336,6 +360,12 @@ impl Handler for HttpHandler {
                     let body = serde_json::json!({ "error": e.message }).to_string();
                     Response::start(&mut out.bytes, e.status, false, false)
                         .body(Some("application/json"), body.as_bytes());
+                    self.shared.metrics.record(
+                        self.state.worker,
+                        metrics::Route::Invalid,
+                        e.status,
+                        started.elapsed(),
+                    );
                     done.used = buf.len();
                     done.close = Some(Close::AfterReply);
                 }
