@@ -5,6 +5,12 @@
     python3 bench/sse_fanout.py                       # 100 and 1000 watchers, 1000 changes/s, 10 s
     python3 bench/sse_fanout.py --watchers 1000 --procs 4 --seconds 30
     python3 bench/sse_fanout.py --seconds 3 --tag smoke
+    python3 bench/sse_fanout.py --reader python       # the asyncio readers instead of C
+
+- `--reader c` (the default): the watchers are `bench/sse_reader.c` (compiled here), N
+  connections on one epoll loop per reader process, parsing every event as the Python
+  readers below do; Python cannot parse a million events a second, so with it the readers,
+  not the server, set the pace at 1000 watchers.
 
 - Starts `larder --http-port P` (in memory) and opens N watchers as asyncio readers: raw
   sockets, `GET /v1/watch?prefix=bench:&values=1&heartbeat=1s`, parsed as they arrive. `--procs` spreads
@@ -28,12 +34,16 @@ Results: `bench/results/STAMP[-TAG]-sse_fanout.md` and `.json`. Standard library
 
 import argparse
 import asyncio
+import hashlib
 import json
 import multiprocessing as mp
 import os
 import shlex
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -222,12 +232,65 @@ def percentile(hist, q):
     return None
 
 
+SSE_READER_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sse_reader.c")
+
+
+def build_reader():
+    """Compile bench/sse_reader.c once per source version into the temp dir."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        sys.exit("no C compiler (cc): use --reader python")
+    with open(SSE_READER_SRC, "rb") as f:
+        source = f.read()
+    d = os.path.join(tempfile.gettempdir(), "larder-bench")
+    os.makedirs(d, exist_ok=True)
+    exe = os.path.join(d, "sse_reader-" + hashlib.sha1(source).hexdigest()[:12])
+    if not os.path.exists(exe):
+        r = subprocess.run([cc, "-O2", "-o", exe + ".tmp", SSE_READER_SRC],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("sse_reader.c did not compile: " + r.stderr[-2000:])
+        os.replace(exe + ".tmp", exe)
+    return exe
+
+
+def start_c_readers(a, path, shares):
+    """The C readers: one process per share, each ready once its watchers have heads."""
+    exe = build_reader()
+    ps = [subprocess.Popen([exe, str(a.http_port), str(n), path.decode()],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+          for n in shares]
+    for p in ps:
+        line = p.stdout.readline()
+        if line.strip() != "ready":
+            sys.exit("sse_reader did not get its watchers open")
+    return ps
+
+
+def stop_c_readers(ps, final):
+    out = []
+    for p in ps:
+        p.stdin.write("stop %d\n" % final)
+        p.stdin.flush()
+    for p in ps:
+        out.append(json.loads(p.stdout.readline()))
+        p.wait(30)
+    return out
+
+
 def run(a, srv, watchers):
     path = b"/v1/watch?prefix=bench:&values=1&heartbeat=1s"
     procs = max(1, min(a.procs, watchers))
+    shares = [watchers // procs + (1 if k < watchers % procs else 0) for k in range(procs)]
+    if a.reader == "c":
+        ps = start_c_readers(a, path, shares)
+        time.sleep(0.5)
+        cpu0, busy0, t0 = srv.cpu_seconds(), machine_busy_seconds(), time.monotonic()
+        total, wall, lag = write_changes(a.port, a.rate, a.seconds)
+        results = stop_c_readers(ps, total - 1)
+        return summarize(a, srv, watchers, procs, results, total, wall, lag, cpu0, busy0, t0)
     ready_q, result_q = mp.Queue(), mp.Queue()
     stop, final_seq = mp.Event(), mp.Value("q", -1)
-    shares = [watchers // procs + (1 if k < watchers % procs else 0) for k in range(procs)]
     ps = [mp.Process(target=reader_proc,
                      args=(a.http_port, n, path, ready_q, stop, final_seq, result_q))
           for n in shares]
@@ -243,6 +306,10 @@ def run(a, srv, watchers):
     results = [result_q.get(timeout=120) for _ in ps]
     for p in ps:
         p.join(30)
+    return summarize(a, srv, watchers, procs, results, total, wall, lag, cpu0, busy0, t0)
+
+
+def summarize(a, srv, watchers, procs, results, total, wall, lag, cpu0, busy0, t0):
     elapsed = time.monotonic() - t0
     cpu = srv.cpu_seconds() - cpu0
     busy = machine_busy_seconds() - busy0
@@ -258,6 +325,7 @@ def run(a, srv, watchers):
     return {
         "watchers": watchers,
         "reader_procs": procs,
+        "reader": a.reader,
         "changes": total,
         "writer_wall_s": wall,
         "writer_worst_lag_ms": lag,
@@ -301,8 +369,10 @@ def render(meta, runs):
         "- server: `%s` (%s)" % (meta["argv"], meta["version"]),
         "- command: `%s`" % meta["command"],
         "- writer: %d changes/s for %s s (`SET bench:<i mod %d> <i>:<send time>`), one RESP "
-        "connection; watchers: `GET /v1/watch?prefix=bench:&values=1&heartbeat=1s`, asyncio readers" % (
-            meta["rate"], meta["seconds"], KEYS),
+        "connection; watchers: `GET /v1/watch?prefix=bench:&values=1&heartbeat=1s`, %s" % (
+            meta["rate"], meta["seconds"], KEYS,
+            "C readers (bench/sse_reader.c, one epoll loop per reader process)"
+            if meta.get("reader", "python") == "c" else "asyncio readers"),
         "- latency: from the send time in the value to the read that brought the event, "
         "10 µs buckets (upper edges, the last one 2 s and beyond); kept up: no `resync` and "
         "the last change read; lost counts only those; unfinished: the last change not read "
@@ -341,6 +411,8 @@ def parse_args(argv=None):
     p.add_argument("--rate", type=int, default=1000, help="changes per second")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--procs", type=int, default=1, help="reader processes")
+    p.add_argument("--reader", choices=("c", "python"), default="c",
+                   help="watchers in C (bench/sse_reader.c) or as Python asyncio readers")
     p.add_argument("--larder-bin", default=default_larder_bin())
     p.add_argument("--larder-args", default="")
     p.add_argument("--tag", default="")
@@ -385,6 +457,7 @@ def main(argv=None):
         "command": shlex.join(["python3", "bench/sse_fanout.py"] + (argv or sys.argv[1:])),
         "rate": a.rate,
         "seconds": a.seconds,
+        "reader": a.reader,
         "server_exit": rc,
         "machine_note": busy_note,
     }
