@@ -277,6 +277,15 @@ def test_body_over_the_limit_is_413_and_the_client_sees_it(srv: Server) -> None:
     r = s.put(url(srv, "/v1/kv/big"), data=iter([b"a" * 3000, b"b" * 3000]))
     assert r.status_code == 413
     assert s.get(url(srv, "/v1/kv/big")).content == b"x" * 4096
+    # Over a raw socket: the whole body goes out without a reset, then the 413 and a clean
+    # end of stream (closing with the body unread would reset the connection instead).
+    with raw_http(srv, timeout=10) as c:
+        c.sendall(b"PUT /v1/kv/big HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (3 << 20))
+        c.sendall(b"z" * (3 << 20))
+        data = b""
+        while chunk := c.recv(65536):
+            data += chunk
+        assert status_of(data) == 413 and data.endswith(b"}"), data
 
 
 def test_huge_content_length_is_413_at_once(srv: Server) -> None:
