@@ -149,10 +149,14 @@ impl HttpError {
 pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, HttpError> {
     let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut raw);
-    let head_len = match req.parse(buf) {
+    // Only the first `max_head` bytes are parsed: a head that does not end within them is
+    // 431 however its later bytes look, so the answer does not depend on how the input
+    // arrives, and no more than `max_head` bytes are scanned per attempt.
+    let window = &buf[..buf.len().min(limits.max_head)];
+    let head_len = match req.parse(window) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
-            if buf.len() > limits.max_head {
+            if buf.len() >= limits.max_head {
                 return Err(HttpError::new(431, "request head too large"));
             }
             return Ok(Parsed::Incomplete {
@@ -168,9 +172,6 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, H
         }
         Err(_) => return Err(HttpError::new(400, "malformed request")),
     };
-    if head_len > limits.max_head {
-        return Err(HttpError::new(431, "request head too large"));
-    }
     let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
         return Err(HttpError::new(400, "malformed request"));
     };
