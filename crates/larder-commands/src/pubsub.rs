@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use larder_engine::glob;
 use parking_lot::RwLock;
@@ -134,6 +134,18 @@ impl PubSub {
         }
     }
 
+    /// Subscribe a client that runs no SUBSCRIBE command (the HTTP door's Server-Sent
+    /// Events) to a channel or, with `pattern`, a pattern; the caller records it in the
+    /// connection's [`Subscriptions`] so that [`PubSub::forget`] drops it.
+    pub fn subscribe_client(&self, pattern: bool, name: &[u8], client: &Arc<ClientHandle>) {
+        let kind = if pattern {
+            Kind::Pattern
+        } else {
+            Kind::Channel
+        };
+        self.add(kind, name, client);
+    }
+
     /// Drop every subscription of a client that is going away.
     pub fn forget(&self, subs: &Subscriptions, id: u64) {
         for c in &subs.channels {
@@ -224,20 +236,36 @@ impl PubSub {
     }
 }
 
-/// A message encoded for RESP2 and for RESP3, each at most once per publish.
+/// The `ClientHandle::resp` of a subscriber that takes its messages as Server-Sent Events
+/// (the HTTP door): [`encode`] writes its frames with the encoder installed by
+/// [`set_event_encoder`].
+pub const PROTO_EVENTS: u8 = 0;
+
+/// Writes a message for a [`PROTO_EVENTS`] subscriber: `parts` as [`encode`] gets them.
+pub type EventEncoder = fn(&[&[u8]], &mut Vec<u8>);
+
+static EVENT_ENCODER: OnceLock<EventEncoder> = OnceLock::new();
+
+/// Install the encoder for [`PROTO_EVENTS`] subscribers (the first one installed stays).
+pub fn set_event_encoder(encoder: EventEncoder) {
+    let _ = EVENT_ENCODER.set(encoder);
+}
+
+/// A message encoded for RESP2, RESP3 and events, each at most once per publish.
 #[derive(Default)]
 struct Frames {
     resp2: Option<Vec<u8>>,
     resp3: Option<Vec<u8>>,
+    events: Option<Vec<u8>>,
 }
 
 impl Frames {
     fn get(&mut self, client: &ClientHandle, make: impl Fn(u8, &mut Vec<u8>)) -> &[u8] {
         let proto = client.resp.load(Ordering::Relaxed);
-        let slot = if proto == 3 {
-            &mut self.resp3
-        } else {
-            &mut self.resp2
+        let slot = match proto {
+            3 => &mut self.resp3,
+            PROTO_EVENTS => &mut self.events,
+            _ => &mut self.resp2,
         };
         slot.get_or_insert_with(|| {
             let mut v = Vec::new();
@@ -264,8 +292,15 @@ fn post(client: &ClientHandle, limit: Limit, now_ms: u64, frame: &[u8]) -> bool 
     }
 }
 
-/// Encode a pub/sub frame: an array in RESP2, a push in RESP3, of bulk strings.
+/// Encode a pub/sub frame: an array in RESP2, a push in RESP3, of bulk strings; for an
+/// events subscriber, what the installed encoder writes.
 pub fn encode(proto: u8, out: &mut Vec<u8>, parts: &[&[u8]]) {
+    if proto == PROTO_EVENTS {
+        if let Some(encoder) = EVENT_ENCODER.get() {
+            encoder(parts, out);
+        }
+        return;
+    }
     out.push(if proto == 3 { b'>' } else { b'*' });
     out.extend_from_slice(parts.len().to_string().as_bytes());
     out.extend_from_slice(b"\r\n");

@@ -295,9 +295,10 @@ pub struct Server {
 }
 
 /// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
-/// everything later, and the maximum. Written by the expiry thread only.
+/// everything later, the sum and the maximum. Written by the expiry thread only.
 pub struct Lateness {
     buckets: Box<[AtomicU64]>,
+    sum_ms: AtomicU64,
     max_ms: AtomicU64,
 }
 
@@ -305,6 +306,7 @@ impl Default for Lateness {
     fn default() -> Self {
         Lateness {
             buckets: (0..=Lateness::SPAN_MS).map(|_| AtomicU64::new(0)).collect(),
+            sum_ms: AtomicU64::new(0),
             max_ms: AtomicU64::new(0),
         }
     }
@@ -316,6 +318,7 @@ impl Lateness {
     /// Record a key removed `late_ms` after its deadline.
     pub fn record(&self, late_ms: u64) {
         bump(&self.buckets[(late_ms as usize).min(Lateness::SPAN_MS)], 1);
+        bump(&self.sum_ms, late_ms);
         if late_ms > self.max_ms.load(Ordering::Relaxed) {
             self.max_ms.store(late_ms, Ordering::Relaxed);
         }
@@ -346,6 +349,17 @@ impl Lateness {
 
     pub fn max_ms(&self) -> u64 {
         self.max_ms.load(Ordering::Relaxed)
+    }
+
+    /// Keys removed late by each whole number of ms below 1 s (index = ms) and, last, by 1 s
+    /// or more; and the sum of every lateness in ms.
+    pub fn counts(&self) -> (Vec<u64>, u64) {
+        let counts = self
+            .buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        (counts, self.sum_ms.load(Ordering::Relaxed))
     }
 }
 

@@ -78,7 +78,6 @@ fn missing(cx: &mut Cx<'_, '_>, key: &[u8]) -> Action {
 
 fn get(cx: &mut Cx<'_, '_>, key: &[u8]) -> Action {
     let query = Query(cx.req.query);
-    let if_none = cx.req.header("if-none-match").and_then(parse_tags);
     // Long poll: wait while the key's version is still `wait_ver`.
     if let Some(wait_ver) = query.text("wait_ver") {
         let Ok(wait_ver) = wait_ver.parse::<u64>() else {
@@ -104,6 +103,12 @@ fn get(cx: &mut Cx<'_, '_>, key: &[u8]) -> Action {
             }
         }
     }
+    answer(cx, key)
+}
+
+/// A GET's answer from the key as it is now (a long poll's too, once the version moved).
+pub fn answer(cx: &mut Cx<'_, '_>, key: &[u8]) -> Action {
+    let if_none = cx.req.header("if-none-match").and_then(parse_tags);
     let db = cx.server.keyspace.db(DB);
     let (now_ms, keep_alive, head_only) = (cx.now_ms, cx.keep_alive, cx.req.method == Method::Head);
     let mut status = 0u16;

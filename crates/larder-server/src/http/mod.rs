@@ -42,11 +42,17 @@ pub struct HttpShared {
     pub rates: limits::Rates,
     /// Watches, subscriptions over SSE and long polls.
     pub watch: watch::Registry,
+    /// Requests answered, by worker, route class and status, and their latencies.
+    pub metrics: metrics::DoorStats,
 }
 
 impl HttpShared {
-    pub fn new(_server: &Arc<Server>) -> HttpShared {
-        HttpShared::default()
+    pub fn new(server: &Arc<Server>) -> HttpShared {
+        HttpShared {
+            watch: watch::Registry::new(server),
+            metrics: metrics::DoorStats::new(server.stats.threads.len()),
+            ..HttpShared::default()
+        }
     }
 }
 
@@ -82,6 +88,17 @@ pub struct HttpHandler {
     /// The token that authenticated the last request, so a keep-alive client's next requests
     /// with the same one are not checked again (cleared when `requirepass` changes).
     pub(crate) authorized_token: Option<(Vec<u8>, String)>,
+    /// The deadline of the long poll at the front of the input (Unix ms), fixed by its
+    /// first run and kept across the runs wake-ups cause.
+    wait_until: Option<u64>,
+}
+
+impl Drop for HttpHandler {
+    fn drop(&mut self) {
+        if self.streaming || self.wait_until.is_some() {
+            self.shared.watch.leave(self.state.handle.id);
+        }
+    }
 }
 
 impl HttpHandler {
@@ -95,21 +112,42 @@ impl HttpHandler {
             streaming: false,
             discard: 0,
             authorized_token: None,
+            wait_until: None,
         }
     }
 
-    /// Serves one complete request, writing its response to `out`.
+    /// Serves one complete request, writing its response to `out`, and counts it (its route
+    /// class, status and latency) once it is answered.
     fn serve(&mut self, server: &Server, req: &Request<'_>, out: &mut Vec<u8>) -> Action {
+        let started = std::time::Instant::now();
+        let at = out.len();
+        let action = self.answer(server, req, out);
+        if !matches!(action, Action::Wait { .. }) {
+            if let Some(status) = metrics::status_of(&out[at..]) {
+                let route = metrics::Route::of(req.path);
+                self.shared
+                    .metrics
+                    .record(self.state.worker, route, status, started.elapsed());
+            }
+        }
+        action
+    }
+
+    fn answer(&mut self, server: &Server, req: &Request<'_>, out: &mut Vec<u8>) -> Action {
         let now_ms = larder_engine::now_ms();
-        self.state
-            .handle
+        let handle = &self.state.handle;
+        handle
             .last_interaction_ms
             .store(now_ms, std::sync::atomic::Ordering::Relaxed);
+        // Every request starts in database 0 (a SELECT in a pipeline lasts for that request).
+        self.state.db = 0;
+        handle.db.store(0, std::sync::atomic::Ordering::Relaxed);
         let mut cx = Cx {
             server,
             shared: &self.shared,
             state: &mut self.state,
             authorized_token: &mut self.authorized_token,
+            wait_until: &mut self.wait_until,
             req,
             out,
             now_ms,
@@ -131,6 +169,8 @@ pub struct Cx<'a, 'r> {
     /// The connection's command state, for requests that run commands.
     pub state: &'a mut ConnState,
     authorized_token: &'a mut Option<(Vec<u8>, String)>,
+    /// The long poll's deadline (see [`watch::long_poll`]).
+    wait_until: &'a mut Option<u64>,
     pub req: &'a Request<'r>,
     pub out: &'a mut Vec<u8>,
     pub now_ms: u64,
@@ -228,11 +268,15 @@ fn route(cx: &mut Cx<'_, '_>) -> Action {
     let mut segs = larder_http::path_segments(path);
     let first = segs.next().unwrap_or("");
     match first {
-        "healthz" | "livez" | "readyz" | "metrics" => metrics::serve(cx, first),
+        "healthz" | "livez" | "readyz" => metrics::serve_health(cx, first),
         "ui" => ui::serve(cx),
         _ => {
             if !limits::authorized(cx) {
                 return limits::unauthorized(cx);
+            }
+            // Metrics are read while the data loads, as INFO is.
+            if first == "metrics" {
+                return metrics::serve_metrics(cx);
             }
             if cx.loading() {
                 return cx.error(503, "LOADING Redis is loading the dataset in memory");
@@ -288,9 +332,15 @@ impl Handler for HttpHandler {
             ..Limits::default()
         };
         while done.used < buf.len() && done.close.is_none() && out.bytes.len() < stop_at {
+            let started = std::time::Instant::now();
             match parse_request(&buf[done.used..], &limits) {
                 Ok(Parsed::Complete { request, consumed }) => {
-                    match self.serve(server, &request, &mut out.bytes) {
+                    let action = self.serve(server, &request, &mut out.bytes);
+                    if !matches!(action, Action::Wait { .. }) && self.wait_until.take().is_some() {
+                        // A long poll answered by something else than the poll (a limit).
+                        self.shared.watch.end_poll(self.state.handle.id);
+                    }
+                    match action {
                         Action::Done => {}
                         Action::Close => done.close = Some(Close::AfterReply),
                         Action::Stream => {
@@ -323,6 +373,12 @@ impl Handler for HttpHandler {
                     let body = serde_json::json!({ "error": e.message }).to_string();
                     Response::start(&mut out.bytes, e.status, false, false)
                         .body(Some("application/json"), body.as_bytes());
+                    self.shared.metrics.record(
+                        self.state.worker,
+                        metrics::Route::Invalid,
+                        e.status,
+                        started.elapsed(),
+                    );
                     let here = (buf.len() - done.used) as u64;
                     done.used = buf.len();
                     match e.skip.map(|skip| skip.saturating_sub(here)) {
@@ -386,6 +442,18 @@ impl Handler for HttpHandler {
             ..Processed::default()
         }
     }
+}
+
+/// Standard base64 with padding (RFC 4648 §4), as JSON carries bytes that are not UTF-8.
+pub fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The bytes of standard base64 text; `None` when it is not valid base64.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// An entity tag for a version: `"<version>"`.
