@@ -128,11 +128,20 @@ pub enum Parsed<'a> {
 pub struct HttpError {
     pub status: u16,
     pub message: &'static str,
+    /// For a body over the limit framed by `Content-Length`: the bytes from the front of the
+    /// input that the rejected request takes, head and announced body. A client that sends
+    /// its whole body before it reads sees the answer only if the server reads and drops that
+    /// body before it closes (closing with input unread resets the connection).
+    pub skip: Option<u64>,
 }
 
 impl HttpError {
     const fn new(status: u16, message: &'static str) -> HttpError {
-        HttpError { status, message }
+        HttpError {
+            status,
+            message,
+            skip: None,
+        }
     }
 }
 
@@ -140,10 +149,14 @@ impl HttpError {
 pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, HttpError> {
     let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut raw);
-    let head_len = match req.parse(buf) {
+    // Only the first `max_head` bytes are parsed: a head that does not end within them is
+    // 431 however its later bytes look, so the answer does not depend on how the input
+    // arrives, and no more than `max_head` bytes are scanned per attempt.
+    let window = &buf[..buf.len().min(limits.max_head)];
+    let head_len = match req.parse(window) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
-            if buf.len() > limits.max_head {
+            if buf.len() >= limits.max_head {
                 return Err(HttpError::new(431, "request head too large"));
             }
             return Ok(Parsed::Incomplete {
@@ -159,9 +172,6 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, H
         }
         Err(_) => return Err(HttpError::new(400, "malformed request")),
     };
-    if head_len > limits.max_head {
-        return Err(HttpError::new(431, "request head too large"));
-    }
     let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
         return Err(HttpError::new(400, "malformed request"));
     };
@@ -194,6 +204,15 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, H
         .header_str("expect")
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
     let rest = &buf[head_len..];
+    if request
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("transfer-encoding"))
+        .count()
+        > 1
+    {
+        return Err(HttpError::new(501, "unsupported transfer-encoding"));
+    }
     let chunked = match request.header_str("transfer-encoding") {
         None => false,
         Some(te) if te.eq_ignore_ascii_case("chunked") => true,
@@ -206,21 +225,27 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, H
                 "both content-length and transfer-encoding",
             ));
         }
-        return match decode_chunked(rest, limits.max_body)? {
-            Some((body, used)) => {
+        return match walk_chunked(rest, limits.max_body, None)? {
+            Chunked::Complete { len, used } => {
+                let mut body = Vec::with_capacity(len);
+                walk_chunked(&rest[..used], limits.max_body, Some(&mut body))?;
                 request.body = Cow::Owned(body);
                 Ok(Parsed::Complete {
                     request,
                     consumed: head_len + used,
                 })
             }
-            None => Ok(Parsed::Incomplete {
-                min_total: 0,
+            Chunked::Incomplete { min_used } => Ok(Parsed::Incomplete {
+                min_total: if min_used == 0 {
+                    0
+                } else {
+                    head_len + min_used
+                },
                 expect_continue: expects,
             }),
         };
     }
-    let mut len: Option<usize> = None;
+    let mut len: Option<u64> = None;
     for h in request
         .headers
         .iter()
@@ -233,9 +258,13 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, H
         len = Some(n);
     }
     let len = len.unwrap_or(0);
-    if len > limits.max_body {
-        return Err(HttpError::new(413, "request body too large"));
+    if len > limits.max_body as u64 {
+        return Err(HttpError {
+            skip: Some((head_len as u64).saturating_add(len)),
+            ..HttpError::new(413, "request body too large")
+        });
     }
+    let len = len as usize;
     if rest.len() < len {
         return Ok(Parsed::Incomplete {
             min_total: head_len + len,
@@ -249,29 +278,44 @@ pub fn parse_request<'a>(buf: &'a [u8], limits: &Limits) -> Result<Parsed<'a>, H
     })
 }
 
-/// A non-empty run of ASCII digits that fits a `usize`.
-fn parse_decimal(v: &[u8]) -> Option<usize> {
+/// A non-empty run of ASCII digits (RFC 9110's `Content-Length = 1*DIGIT`); a number past
+/// `u64` is `u64::MAX`, larger than any body limit.
+fn parse_decimal(v: &[u8]) -> Option<u64> {
     let v = v.trim_ascii();
-    if v.is_empty() || v.len() > 18 || !v.iter().all(u8::is_ascii_digit) {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    v.iter().try_fold(0usize, |n, &d| {
-        n.checked_mul(10)?.checked_add(usize::from(d - b'0'))
-    })
+    Some(v.iter().fold(0u64, |n, &d| {
+        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    }))
 }
 
-/// Decodes a chunked body from the front of `buf`: the body and the bytes it took, or `None`
-/// while it is incomplete. Chunk extensions are ignored, trailers skipped.
-fn decode_chunked(buf: &[u8], max_body: usize) -> Result<Option<(Vec<u8>, usize)>, HttpError> {
+/// How far a chunked body got.
+enum Chunked {
+    /// Complete: the decoded length and the bytes the body took.
+    Complete { len: usize, used: usize },
+    /// Incomplete; nothing changes before the input (from the body's start) holds
+    /// `min_used` bytes (0: any more).
+    Incomplete { min_used: usize },
+}
+
+/// Walks a chunked body at the front of `buf`, checking its framing, and appends its data to
+/// `sink` when given. Chunk extensions are ignored, trailers skipped. The body is copied only
+/// once it is complete, in a second walk, so a body arriving over many reads costs one copy.
+fn walk_chunked(
+    buf: &[u8],
+    max_body: usize,
+    mut sink: Option<&mut Vec<u8>>,
+) -> Result<Chunked, HttpError> {
     const BAD: HttpError = HttpError::new(400, "malformed chunked body");
-    let mut body = Vec::new();
+    let mut len = 0usize;
     let mut at = 0;
     loop {
         let Some(eol) = memchr::memmem::find(&buf[at..], b"\r\n") else {
             if buf.len() - at > 1024 {
                 return Err(BAD);
             }
-            return Ok(None);
+            return Ok(Chunked::Incomplete { min_used: 0 });
         };
         let line = &buf[at..at + eol];
         let size_text = line
@@ -295,24 +339,29 @@ fn decode_chunked(buf: &[u8], max_body: usize) -> Result<Option<(Vec<u8>, usize)
                     if buf.len() - at > 8 * 1024 {
                         return Err(BAD);
                     }
-                    return Ok(None);
+                    return Ok(Chunked::Incomplete { min_used: 0 });
                 };
                 at += eol + 2;
                 if eol == 0 {
-                    return Ok(Some((body, at)));
+                    return Ok(Chunked::Complete { len, used: at });
                 }
             }
         }
-        if body.len() + size > max_body {
+        if len + size > max_body {
             return Err(HttpError::new(413, "request body too large"));
         }
         if buf.len() < at + size + 2 {
-            return Ok(None);
+            return Ok(Chunked::Incomplete {
+                min_used: at + size + 2,
+            });
         }
-        body.extend_from_slice(&buf[at..at + size]);
         if &buf[at + size..at + size + 2] != b"\r\n" {
             return Err(BAD);
         }
+        if let Some(sink) = sink.as_deref_mut() {
+            sink.extend_from_slice(&buf[at..at + size]);
+        }
+        len += size;
         at += size + 2;
     }
 }
@@ -424,5 +473,52 @@ mod tests {
             ),
             400
         );
+        assert_eq!(
+            status(
+                b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n",
+                d
+            ),
+            501
+        );
+    }
+
+    #[test]
+    fn too_large_body_says_how_much_to_skip() {
+        let small = Limits {
+            max_head: 1024,
+            max_body: 4,
+        };
+        let raw = b"PUT / HTTP/1.1\r\nContent-Length: 10\r\n\r\nab";
+        let e = parse_request(raw, &small).expect_err("413");
+        assert_eq!((e.status, e.skip), (413, Some(raw.len() as u64 + 8)));
+        // A length past u64 is still a length: too large, not malformed.
+        let raw = b"PUT / HTTP/1.1\r\nContent-Length: 123456789012345678901234567890\r\n\r\n";
+        let e = parse_request(raw, &Limits::default()).expect_err("413");
+        assert_eq!((e.status, e.skip), (413, Some(u64::MAX)));
+        let raw = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n";
+        let e = parse_request(raw, &small).expect_err("413");
+        assert_eq!((e.status, e.skip), (413, None));
+    }
+
+    #[test]
+    fn chunk_data_in_flight_sets_min_total() {
+        let head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let mut raw = head.to_vec();
+        raw.extend_from_slice(b"2\r\nab\r\n100\r\nxyz");
+        let want = head.len() + 7 + 5 + 0x100 + 2;
+        assert_eq!(
+            parse_request(&raw, &Limits::default()),
+            Ok(Parsed::Incomplete {
+                min_total: want,
+                expect_continue: false
+            })
+        );
+        raw.resize(want, b'q');
+        raw.truncate(want - 2);
+        raw.extend_from_slice(b"\r\n0\r\n\r\n");
+        let (r, used) = complete(&raw);
+        assert_eq!(used, raw.len());
+        assert_eq!(r.body.len(), 2 + 0x100);
+        assert_eq!(&r.body[..5], b"abxyz");
     }
 }

@@ -82,6 +82,9 @@ pub struct HttpHandler {
     continue_sent: bool,
     /// The connection streams Server-Sent Events: input is ignored from now on.
     streaming: bool,
+    /// Input bytes to read and drop before closing: the body of a request refused with `413`
+    /// (see [`limits::DISCARD_MAX`]).
+    discard: u64,
     /// The token that authenticated the last request, so a keep-alive client's next requests
     /// with the same one are not checked again (cleared when `requirepass` changes).
     pub(crate) authorized_token: Option<(Vec<u8>, String)>,
@@ -107,6 +110,7 @@ impl HttpHandler {
             min_total: 0,
             continue_sent: false,
             streaming: false,
+            discard: 0,
             authorized_token: None,
             wait_until: None,
         }
@@ -311,6 +315,15 @@ impl Handler for HttpHandler {
             done.used = buf.len();
             return done;
         }
+        if self.discard > 0 {
+            let n = self.discard.min(buf.len() as u64);
+            self.discard -= n;
+            done.used = n as usize;
+            if self.discard == 0 {
+                done.close = Some(Close::AfterReply);
+            }
+            return done;
+        }
         let limits = Limits {
             max_body: server
                 .config
@@ -366,8 +379,14 @@ impl Handler for HttpHandler {
                         e.status,
                         started.elapsed(),
                     );
+                    let here = (buf.len() - done.used) as u64;
                     done.used = buf.len();
-                    done.close = Some(Close::AfterReply);
+                    match e.skip.map(|skip| skip.saturating_sub(here)) {
+                        Some(left) if left > 0 && left <= limits::DISCARD_MAX => {
+                            self.discard = left;
+                        }
+                        _ => done.close = Some(Close::AfterReply),
+                    }
                 }
             }
         }
