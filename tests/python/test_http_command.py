@@ -553,5 +553,5 @@ def test_auth_with_requirepass(locked):
 def test_sdk_auth(locked):
     assert sdk(locked, token=PASSWORD).set("k", "v") is True
     assert sdk(locked, token=f"default:{PASSWORD}").get("k") == "v"
-    with pytest.raises(UpstashError, match="NOAUTH"):
+    with pytest.raises(UpstashError, match="WRONGPASS"):
         sdk(locked, token="wrong").get("k")

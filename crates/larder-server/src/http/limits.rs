@@ -169,7 +169,8 @@ fn client_ip(addr: &str) -> Option<IpAddr> {
 /// origin checked and remembered for the response). `Some`: the request is answered.
 pub fn screen(cx: &mut Cx<'_, '_>) -> Option<Action> {
     let per_s = cx.server.config.num(Param::HttpRateLimit).max(0) as u64;
-    if per_s > 0 {
+    // A long poll run again after a wake-up is the same request, already counted.
+    if per_s > 0 && cx.wait_until.is_none() {
         if let Some(ip) = client_ip(&cx.state.handle.addr) {
             if let Err(wait_s) = cx.shared.rates.check(ip, per_s, cx.now_ms) {
                 return Some(too_many(cx, wait_s));

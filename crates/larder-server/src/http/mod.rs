@@ -170,7 +170,7 @@ pub struct Cx<'a, 'r> {
     pub state: &'a mut ConnState,
     authorized_token: &'a mut Option<(Vec<u8>, String)>,
     /// The long poll's deadline (see [`watch::long_poll`]).
-    wait_until: &'a mut Option<u64>,
+    pub(crate) wait_until: &'a mut Option<u64>,
     pub req: &'a Request<'r>,
     pub out: &'a mut Vec<u8>,
     pub now_ms: u64,
