@@ -332,7 +332,10 @@ def test_unknown_or_too_old_last_event_id_gets_resync(srv: Server, watch) -> Non
 
 
 def test_stalled_reader_gets_resync_and_slows_no_one(start_server) -> None:
-    srv = start_http(start_server, "--http-sse-buffer-limit", "65536")
+    # 1 MiB per stream: more than everything the watcher that keeps up is sent (3000 small
+    # events), however slowly it reads on a busy machine, and far less than the stalled
+    # reader's 24 MiB of values.
+    srv = start_http(start_server, "--http-sse-buffer-limit", "1048576")
     # A reader that stops reading: a tiny receive window and no reads.
     stalled = socket.socket()
     stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
