@@ -113,6 +113,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_with_http(factory, *args: str) -> "Server":
+    """A larder with its HTTP and memcached doors on free ports: `.http_port`, `.http_url`,
+    `.mc_port`. Tries other ports if one was taken meanwhile."""
+    last = None
+    for _ in range(3):
+        http_port, mc_port = free_port(), free_port()
+        try:
+            srv = factory("--http-port", str(http_port), "--memcached-port", str(mc_port),
+                          *args)
+        except pytest.fail.Exception as e:
+            last = e
+            continue
+        srv.http_port, srv.mc_port = http_port, mc_port
+        srv.http_url = f"http://127.0.0.1:{http_port}"
+        return srv
+    raise last  # type: ignore[misc]
+
+
 def larder_bin() -> Path:
     path = Path(os.environ.get("LARDER_BIN", REPO_ROOT / "target" / "release" / "larder"))
     if not path.is_absolute():

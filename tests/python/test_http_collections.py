@@ -11,8 +11,7 @@ from typing import Iterator
 import pytest
 import requests
 
-from conftest import Server, ServerFactory
-from test_http_kv import start_with_http
+from conftest import Server, ServerFactory, start_with_http
 
 pytestmark = pytest.mark.larder_only
 
@@ -47,7 +46,7 @@ def url(srv: Server, kind: str, key: bytes | str, member: bytes | str | None = N
         **query: str) -> str:
     def seg(b: bytes | str) -> str:
         return urllib.parse.quote(b.encode() if isinstance(b, str) else b, safe="")
-    u = f"{srv.url}/v1/{kind}/{seg(key)}"
+    u = f"{srv.http_url}/v1/{kind}/{seg(key)}"
     if member is not None:
         u += "/" + seg(member)
     if query:
@@ -302,7 +301,7 @@ def test_wrong_type_is_409(srv: Server, http: requests.Session, path: str, metho
     rc = srv.client(protocol=2)
     rc.set("str", "plain")
     kw = {"json": body} if isinstance(body, (dict, list)) else {"data": body}
-    r = http.request(method, f"{srv.url}/v1/{path}", **kw)
+    r = http.request(method, f"{srv.http_url}/v1/{path}", **kw)
     assert r.status_code == 409
     assert r.json() == {"error": WRONGTYPE}
     assert rc.get("str") == b"plain"
@@ -383,9 +382,9 @@ def test_collection_writes_raise_keyspace_events(srv: Server, http: requests.Ses
 
 
 def test_bad_collection_paths(srv: Server, http: requests.Session) -> None:
-    assert http.get(f"{srv.url}/v1/hash/").status_code == 400
-    assert http.get(f"{srv.url}/v1/hash/a/b/c").status_code == 404
-    assert http.get(f"{srv.url}/v1/list/a").status_code == 404
+    assert http.get(f"{srv.http_url}/v1/hash/").status_code == 400
+    assert http.get(f"{srv.http_url}/v1/hash/a/b/c").status_code == 404
+    assert http.get(f"{srv.http_url}/v1/list/a").status_code == 404
     assert http.put(url(srv, "hash", "h"), json=["a"]).status_code == 400
     assert http.put(url(srv, "hash", "h"), json={"a": {"b": 1}}).status_code == 400
     assert http.put(url(srv, "zset", "z"), json=["a"]).status_code == 400
@@ -400,7 +399,7 @@ def walk(http: requests.Session, srv: Server, **q: str | bytes) -> list[str]:
     keys: list[str] = []
     cursor = "0"
     for _ in range(10_000):
-        r = http.get(f"{srv.url}/v1/keys", params={**q, "cursor": cursor})
+        r = http.get(f"{srv.http_url}/v1/keys", params={**q, "cursor": cursor})
         assert r.status_code == 200, r.text
         body = r.json()
         assert isinstance(body["cursor"], str)
@@ -413,7 +412,7 @@ def walk(http: requests.Session, srv: Server, **q: str | bytes) -> list[str]:
 
 def test_keys_listing(srv: Server, http: requests.Session) -> None:
     rc = srv.client(protocol=2)
-    assert http.get(f"{srv.url}/v1/keys").json() == {"cursor": "0", "keys": []}
+    assert http.get(f"{srv.http_url}/v1/keys").json() == {"cursor": "0", "keys": []}
     names = [f"user:{i}" for i in range(300)] + [f"order:{i}" for i in range(50)]
     rc.mset({n: "x" for n in names})
     rc.hset("user:h", "f", "v")
@@ -423,12 +422,12 @@ def test_keys_listing(srv: Server, http: requests.Session) -> None:
         [n for n in names if n.startswith("user:")] + ["user:h"])
     assert walk(http, srv, prefix="user:", type="hash") == ["user:h"]
     assert walk(http, srv, prefix="nobody") == []
-    r = http.get(f"{srv.url}/v1/keys", params={"count": "1000"})
+    r = http.get(f"{srv.http_url}/v1/keys", params={"count": "1000"})
     assert r.status_code == 200
     for bad in [{"count": "0"}, {"count": "1001"}, {"count": "x"}, {"cursor": "-1"},
                 {"cursor": "abc"}, {"encoding": "hex"}]:
-        assert http.get(f"{srv.url}/v1/keys", params=bad).status_code == 400, bad
-    assert http.delete(f"{srv.url}/v1/keys").status_code == 405
+        assert http.get(f"{srv.http_url}/v1/keys", params=bad).status_code == 400, bad
+    assert http.delete(f"{srv.http_url}/v1/keys").status_code == 405
 
 
 def test_keys_prefix_escapes_glob_characters(srv: Server, http: requests.Session) -> None:
@@ -445,7 +444,7 @@ def test_keys_binary_names(srv: Server, http: requests.Session) -> None:
     rc = srv.client(protocol=2)
     rc.set(b"bin:\xff\x00", "1")
     rc.set(b"bin:text", "1")
-    r = http.get(f"{srv.url}/v1/keys", params={"prefix": "bin:", "count": "1000"})
+    r = http.get(f"{srv.http_url}/v1/keys", params={"prefix": "bin:", "count": "1000"})
     assert r.status_code == 406 and "encoding=base64" in r.json()["error"]
     got = walk(http, srv, prefix="bin:", encoding="base64")
     assert sorted(base64.b64decode(k) for k in got) == [b"bin:text", b"bin:\xff\x00"]

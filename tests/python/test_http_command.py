@@ -20,26 +20,13 @@ import requests
 from upstash_redis import Redis as Upstash
 from upstash_redis.errors import UpstashError
 
-from conftest import Server, ServerFactory, free_port
+from conftest import Server, ServerFactory, start_with_http
 
 pytestmark = pytest.mark.larder_only
 
 PASSWORD = "s3cret"
 
 
-def start_with_http(factory, *args: str) -> Server:
-    """A larder with the HTTP door on a free port, remembered as `.http_url`."""
-    last = None
-    for _ in range(3):
-        port = free_port()
-        try:
-            srv = factory("--http-port", str(port), *args)
-        except pytest.fail.Exception as e:  # the port was taken meanwhile: try another
-            last = e
-            continue
-        srv.http_url = f"http://127.0.0.1:{port}"
-        return srv
-    raise last  # type: ignore[misc]
 
 
 @pytest.fixture(scope="module")

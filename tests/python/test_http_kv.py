@@ -17,28 +17,13 @@ import pytest
 import redis
 import requests
 
-from conftest import Server, ServerFactory, free_port
+from conftest import Server, ServerFactory, start_with_http
 
 pytestmark = pytest.mark.larder_only
 
 HOST = "127.0.0.1"
 
 
-def start_with_http(factory, *args: str) -> Server:
-    """A larder with the HTTP door (`.http_port`, `.url`) and the memcached door
-    (`.mc_port`) on free ports."""
-    last = None
-    for _ in range(3):
-        hp, mp = free_port(), free_port()
-        try:
-            srv = factory("--http-port", str(hp), "--memcached-port", str(mp), *args)
-        except pytest.fail.Exception as e:  # a port was taken meanwhile: try others
-            last = e
-            continue
-        srv.http_port, srv.mc_port = hp, mp
-        srv.url = f"http://{HOST}:{hp}"
-        return srv
-    raise last  # type: ignore[misc]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +53,7 @@ def http(srv: Server) -> Iterator[requests.Session]:
 def kv(srv: Server, key: bytes | str) -> str:
     if isinstance(key, str):
         key = key.encode()
-    return f"{srv.url}/v1/kv/{urllib.parse.quote(key, safe='')}"
+    return f"{srv.http_url}/v1/kv/{urllib.parse.quote(key, safe='')}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,15 +155,15 @@ def test_put_get_head_delete(srv: Server, http: requests.Session) -> None:
 
 
 def test_bad_paths_and_methods(srv: Server, http: requests.Session) -> None:
-    assert http.get(f"{srv.url}/v1/kv/").status_code == 400  # empty key
-    assert http.get(f"{srv.url}/v1/kv/a/b").status_code == 404
+    assert http.get(f"{srv.http_url}/v1/kv/").status_code == 400  # empty key
+    assert http.get(f"{srv.http_url}/v1/kv/a/b").status_code == 404
     c = Raw(srv.http_port)  # requests would re-encode a malformed escape
     try:
         c.send(req("GET", "/v1/kv/%zz") + req("GET", "/v1/kv/a%4"))
         assert c.response()[0] == 400 and c.response()[0] == 400
     finally:
         c.close()
-    assert http.get(f"{srv.url}/v1/nothing").status_code == 404
+    assert http.get(f"{srv.http_url}/v1/nothing").status_code == 404
     r = http.post(kv(srv, "k"), data=b"x")
     assert r.status_code == 405
     assert set(r.headers["Allow"].replace(" ", "").split(",")) == {"GET", "HEAD", "PUT", "DELETE"}
@@ -202,10 +187,10 @@ def test_binary_keys(srv: Server, http: requests.Session, key: bytes) -> None:
 
 
 def test_a_percent_encoded_slash_is_part_of_the_key(srv: Server, http: requests.Session) -> None:
-    assert http.put(f"{srv.url}/v1/kv/a%2Fb", data=b"1").status_code == 204
+    assert http.put(f"{srv.http_url}/v1/kv/a%2Fb", data=b"1").status_code == 204
     assert srv.client(protocol=2).get(b"a/b") == b"1"
     # A plain slash separates segments: not a key.
-    assert http.get(f"{srv.url}/v1/kv/a/b").status_code == 404
+    assert http.get(f"{srv.http_url}/v1/kv/a/b").status_code == 404
 
 
 def test_empty_and_large_values(srv: Server, http: requests.Session) -> None:

@@ -21,26 +21,13 @@ from typing import Iterator
 import pytest
 import requests
 
-from conftest import Server, ServerFactory, free_port
+from conftest import Server, ServerFactory, start_with_http
 
 pytestmark = pytest.mark.larder_only
 
 HOST = "127.0.0.1"
 
 
-def start_with_http(factory, *args: str) -> Server:
-    """A larder with the HTTP door on a free port, remembered as `.http_port`."""
-    last = None
-    for _ in range(3):
-        port = free_port()
-        try:
-            srv = factory("--http-port", str(port), *args)
-        except pytest.fail.Exception as e:  # the port was taken meanwhile: try another
-            last = e
-            continue
-        srv.http_port = port
-        return srv
-    raise last  # type: ignore[misc]
 
 
 @pytest.fixture(scope="module")

@@ -18,35 +18,19 @@ import httpx
 import pytest
 import redis
 
-from conftest import Server, ServerFactory, free_port
+from conftest import Server, ServerFactory, start_with_http
 
 pytestmark = pytest.mark.larder_only
 
 HOST = "127.0.0.1"
 
 
-def start_http(factory, *args: str) -> Server:
-    """A larder with the HTTP and memcached doors on free ports (`.http`, `.mc_port`)."""
-    last = None
-    for _ in range(3):
-        http_port, mc_port = free_port(), free_port()
-        try:
-            srv = factory("--http-port", str(http_port), "--memcached-port", str(mc_port),
-                          *args)
-        except pytest.fail.Exception as e:  # a port was taken meanwhile: try others
-            last = e
-            continue
-        srv.http = f"http://{HOST}:{http_port}"
-        srv.http_port = http_port
-        srv.mc_port = mc_port
-        return srv
-    raise last  # type: ignore[misc]
 
 
 @pytest.fixture(scope="module")
 def door(target: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     factory = ServerFactory(target, tmp_path_factory.mktemp("watch"))
-    srv = start_http(factory, "--threads", "2")
+    srv = start_with_http(factory, "--threads", "2")
     yield srv
     factory.shutdown_all()
 
@@ -140,7 +124,7 @@ def watch(srv: Server) -> Iterator:
     opened: list[Stream] = []
 
     def open_(query: str = "/v1/watch", headers: dict[str, str] | None = None) -> Stream:
-        s = Stream(srv.http + query, headers)
+        s = Stream(srv.http_url + query, headers)
         opened.append(s)
         return s
 
@@ -153,11 +137,11 @@ def settle(srv: Server) -> None:
     """A round trip through the server, so that a stream opened just before is registered:
     a stream's head is written after its registration, so reading it is enough; this waits
     for the writes of other doors to be answered too."""
-    httpx.get(srv.http + "/healthz", timeout=5)
+    httpx.get(srv.http_url + "/healthz", timeout=5)
 
 
 def etag(srv: Server, key: str) -> int:
-    r = httpx.get(f"{srv.http}/v1/kv/{key}", timeout=5)
+    r = httpx.get(f"{srv.http_url}/v1/kv/{key}", timeout=5)
     assert r.status_code == 200, r.text
     return int(r.headers["etag"].strip('"'))
 
@@ -183,7 +167,7 @@ def test_stream_head_and_set_events_from_every_door(srv: Server, watch) -> None:
     assert "content-length" not in h
     r = srv.client()
     r.set("a", "1")
-    assert httpx.put(f"{srv.http}/v1/kv/b", content=b"2", timeout=5).status_code in (200, 201,
+    assert httpx.put(f"{srv.http_url}/v1/kv/b", content=b"2", timeout=5).status_code in (200, 201,
                                                                                        204)
     mc_set(srv, "c", b"3")
     got = w.take(3)
@@ -254,11 +238,11 @@ def test_filters_keys_prefixes_events_and_db(srv: Server, watch) -> None:
     assert (e["event"], e["data"]["key"], e["data"]["db"]) == ("set", "user:1", 2)
     for s in (by_key, by_prefix, in_db2):
         assert s.quiet() == []
-    bad = httpx.get(srv.http + "/v1/watch?events=set,nope", timeout=5)
+    bad = httpx.get(srv.http_url + "/v1/watch?events=set,nope", timeout=5)
     assert bad.status_code == 400 and "nope" in bad.json()["error"]
-    assert httpx.get(srv.http + "/v1/watch?db=99", timeout=5).status_code == 400
-    assert httpx.get(srv.http + "/v1/watch?heartbeat=1ms", timeout=5).status_code == 400
-    post = httpx.post(srv.http + "/v1/watch", timeout=5)
+    assert httpx.get(srv.http_url + "/v1/watch?db=99", timeout=5).status_code == 400
+    assert httpx.get(srv.http_url + "/v1/watch?heartbeat=1ms", timeout=5).status_code == 400
+    post = httpx.post(srv.http_url + "/v1/watch", timeout=5)
     assert post.status_code == 405 and post.headers["allow"] == "GET"
 
 
@@ -335,13 +319,13 @@ def test_stalled_reader_gets_resync_and_slows_no_one(start_server) -> None:
     # 1 MiB per stream: more than everything the watcher that keeps up is sent (3000 small
     # events), however slowly it reads on a busy machine, and far less than the stalled
     # reader's 24 MiB of values.
-    srv = start_http(start_server, "--http-sse-buffer-limit", "1048576")
+    srv = start_with_http(start_server, "--http-sse-buffer-limit", "1048576")
     # A reader that stops reading: a tiny receive window and no reads.
     stalled = socket.socket()
     stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     stalled.connect((HOST, srv.http_port))
     stalled.sendall(b"GET /v1/watch?values=1 HTTP/1.1\r\nHost: x\r\n\r\n")
-    keeping_up = Stream(srv.http + "/v1/watch")
+    keeping_up = Stream(srv.http_url + "/v1/watch")
     try:
         settle(srv)
         r = srv.client()
@@ -408,7 +392,7 @@ def test_cap_on_streams(srv: Server, watch) -> None:
     r.config_set("http-sse-max-watchers", "2")
     a = watch("/v1/watch")
     watch("/v1/subscribe?channel=c")
-    third = httpx.get(srv.http + "/v1/watch", timeout=5)
+    third = httpx.get(srv.http_url + "/v1/watch", timeout=5)
     assert third.status_code == 503
     assert third.headers["retry-after"] == "5"
     assert "http-sse-max-watchers" in third.json()["error"]
@@ -456,7 +440,7 @@ def test_subscribe_channels_and_patterns_in_order(srv: Server, watch) -> None:
 
 def test_subscribe_rejects_bad_requests(srv: Server) -> None:
     for q in ("", "?channel=__values@0__:k", "?pattern=__values@*"):
-        assert httpx.get(srv.http + "/v1/subscribe" + q, timeout=5).status_code == 400, q
+        assert httpx.get(srv.http_url + "/v1/subscribe" + q, timeout=5).status_code == 400, q
 
 
 # ---------------------------------------------------------------------------------------------
@@ -479,14 +463,14 @@ def test_long_poll_wakes_on_change(srv: Server) -> None:
     ver = etag(srv, "lp")
     later(0.5, lambda: r.set("lp", "two"))
     t0 = time.monotonic()
-    resp = httpx.get(f"{srv.http}/v1/kv/lp?wait_ver={ver}&wait=10s", timeout=15)
+    resp = httpx.get(f"{srv.http_url}/v1/kv/lp?wait_ver={ver}&wait=10s", timeout=15)
     took = time.monotonic() - t0
     assert resp.status_code == 200 and resp.content == b"two"
     assert int(resp.headers["etag"].strip('"')) != ver
     assert 0.4 <= took < 5, took
     # A version that already moved: answered at once.
     t0 = time.monotonic()
-    resp = httpx.get(f"{srv.http}/v1/kv/lp?wait_ver={ver}&wait=10s", timeout=15)
+    resp = httpx.get(f"{srv.http_url}/v1/kv/lp?wait_ver={ver}&wait=10s", timeout=15)
     assert resp.status_code == 200 and time.monotonic() - t0 < 1
 
 
@@ -497,15 +481,15 @@ def test_long_poll_times_out_with_304(srv: Server) -> None:
     # Another key's changes wake nothing visible.
     later(0.3, lambda: r.set("other", "y"))
     t0 = time.monotonic()
-    resp = httpx.get(f"{srv.http}/v1/kv/still?wait_ver={ver}&wait=1s", timeout=10)
+    resp = httpx.get(f"{srv.http_url}/v1/kv/still?wait_ver={ver}&wait=1s", timeout=10)
     took = time.monotonic() - t0
     assert resp.status_code == 304 and resp.content == b""
     assert resp.headers["etag"] == f'"{ver}"'
     assert 0.9 <= took < 3, took
     # The connection serves its next request normally.
     with httpx.Client(timeout=10) as c:
-        assert c.get(f"{srv.http}/v1/kv/still?wait_ver={ver}&wait=200ms").status_code == 304
-        assert c.get(f"{srv.http}/v1/kv/still").content == b"x"
+        assert c.get(f"{srv.http_url}/v1/kv/still?wait_ver={ver}&wait=200ms").status_code == 304
+        assert c.get(f"{srv.http_url}/v1/kv/still").content == b"x"
 
 
 def test_long_poll_wakes_on_delete_and_on_create(srv: Server) -> None:
@@ -513,12 +497,12 @@ def test_long_poll_wakes_on_delete_and_on_create(srv: Server) -> None:
     r.set("doomed", "x")
     ver = etag(srv, "doomed")
     later(0.3, lambda: r.delete("doomed"))
-    resp = httpx.get(f"{srv.http}/v1/kv/doomed?wait_ver={ver}&wait=10s", timeout=15)
+    resp = httpx.get(f"{srv.http_url}/v1/kv/doomed?wait_ver={ver}&wait=10s", timeout=15)
     assert resp.status_code == 404
     # wait_ver=0: while the key does not exist; a memcached set creates it.
     later(0.3, lambda: mc_set(srv, "born", b"hi"))
     t0 = time.monotonic()
-    resp = httpx.get(f"{srv.http}/v1/kv/born?wait_ver=0&wait=10s", timeout=15)
+    resp = httpx.get(f"{srv.http_url}/v1/kv/born?wait_ver=0&wait=10s", timeout=15)
     assert resp.status_code == 200 and resp.content == b"hi"
     assert time.monotonic() - t0 < 5
 
@@ -530,7 +514,7 @@ def test_many_long_polls_wake_together_and_leave_on_disconnect(srv: Server) -> N
     results: list[int] = []
 
     def poll() -> None:
-        resp = httpx.get(f"{srv.http}/v1/kv/shared?wait_ver={ver}&wait=10s", timeout=15)
+        resp = httpx.get(f"{srv.http_url}/v1/kv/shared?wait_ver={ver}&wait=10s", timeout=15)
         results.append(resp.status_code)
 
     threads = [threading.Thread(target=poll) for _ in range(10)]
