@@ -174,20 +174,31 @@ pub trait Handler {
     /// bytes or more, the connection reads it into a buffer of its own, sized for it once, and
     /// hands it to [`Handler::process_big`], which may keep it as the stored value: Redis does
     /// the same, and it saves copying the value out of the input buffer.
-    fn big_arg(&self) -> Option<BigArg>;
+    /// The default: never (values arrive in the input buffer and are copied from there).
+    fn big_arg(&self) -> Option<BigArg> {
+        None
+    }
 
     /// Runs the request whose arguments but the last are in `front` (the unparsed input up
     /// to where [`Handler::big_arg`] said the last one starts) and whose last argument is
     /// `arg`. Consumes all of `front`, unless CLIENT PAUSE holds the request back (then
     /// nothing, and the connection calls again later). Only called after `big_arg` said so.
+    /// The default, for handlers whose [`Handler::big_arg`] never names an argument: never
+    /// called; should that break, the connection closes rather than the worker panicking.
     fn process_big(
         &mut self,
-        server: &Server,
-        front: &[u8],
-        arg: &Arc<Vec<u8>>,
-        out: &mut Output,
-        stop_at: usize,
-    ) -> Processed;
+        _server: &Server,
+        _front: &[u8],
+        _arg: &Arc<Vec<u8>>,
+        _out: &mut Output,
+        _stop_at: usize,
+    ) -> Processed {
+        debug_assert!(false, "process_big without big_arg");
+        Processed {
+            close: Some(Close::Now),
+            ..Processed::default()
+        }
+    }
 }
 
 /// A client connection: its socket, buffers and protocol handler.

@@ -23,7 +23,7 @@ use larder_commands::{execute, ConnState, Outcome, Server};
 use larder_http::{parse_request, Limits, Method, Parsed, Request, Response};
 use larder_resp::{Frame, Protocol, ReplyBuf};
 
-use crate::conn::{BigArg, Close, Handler, Output, Processed};
+use crate::conn::{Close, Handler, Output, Processed};
 
 mod collections;
 mod command;
@@ -420,27 +420,6 @@ impl Handler for HttpHandler {
         Response::start(&mut out, 503, false, false)
             .body(Some("application/json"), body.as_bytes());
         out
-    }
-
-    /// Bodies arrive in the input buffer and are copied from there.
-    fn big_arg(&self) -> Option<BigArg> {
-        None
-    }
-
-    /// Never called: [`HttpHandler::big_arg`] never names an argument.
-    fn process_big(
-        &mut self,
-        _server: &Server,
-        _front: &[u8],
-        _arg: &Arc<Vec<u8>>,
-        _out: &mut Output,
-        _stop_at: usize,
-    ) -> Processed {
-        debug_assert!(false, "process_big without big_arg");
-        Processed {
-            close: Some(Close::Now),
-            ..Processed::default()
-        }
     }
 }
 

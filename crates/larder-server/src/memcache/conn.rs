@@ -10,7 +10,7 @@ use larder_memcache::{Protocol, HEADER_LEN};
 
 use super::session::Session;
 use super::{limits, Ctx, McShared};
-use crate::conn::{BigArg, Close, Handler, Output, Processed, READS_PER_TURN, READ_CHUNK};
+use crate::conn::{Close, Handler, Output, Processed, READS_PER_TURN, READ_CHUNK};
 
 /// One memcached client connection's protocol state.
 pub struct McHandler {
@@ -35,6 +35,8 @@ impl McHandler {
     }
 }
 
+// FIXME: storage commands' data blocks could be read into a buffer of their own too
+// (`Handler::big_arg`), as RESP's large arguments are.
 impl Handler for McHandler {
     fn process(
         &mut self,
@@ -104,29 +106,6 @@ impl Handler for McHandler {
 
     fn durability_error(&self, reason: &str) -> Vec<u8> {
         format!("SERVER_ERROR writing to the append-only log failed: {reason}\r\n").into_bytes()
-    }
-
-    /// memcached values arrive in the input buffer and are copied from there.
-    // FIXME: storage commands' data blocks could be read into a buffer of their own too.
-    fn big_arg(&self) -> Option<BigArg> {
-        None
-    }
-
-    /// Never called: [`McHandler::big_arg`] never names an argument. Should that break, the
-    /// connection closes rather than the worker panicking.
-    fn process_big(
-        &mut self,
-        _server: &Server,
-        _front: &[u8],
-        _arg: &Arc<Vec<u8>>,
-        _out: &mut Output,
-        _stop_at: usize,
-    ) -> Processed {
-        debug_assert!(false, "process_big without big_arg");
-        Processed {
-            close: Some(Close::Now),
-            ..Processed::default()
-        }
     }
 }
 
