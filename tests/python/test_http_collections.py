@@ -6,40 +6,17 @@ from __future__ import annotations
 import base64
 import threading
 import urllib.parse
-from typing import Iterator
 
 import pytest
 import requests
 
-from conftest import Server, ServerFactory, start_with_http
+from conftest import Server
+# The same server fixtures as the key API's tests: a module's server, flushed per test.
+from test_http_kv import hs, http, srv  # noqa: F401
 
 pytestmark = pytest.mark.larder_only
 
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
-
-
-@pytest.fixture(scope="module")
-def hs(target: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    factory = ServerFactory(target, tmp_path_factory.mktemp("httpc"))
-    srv = start_with_http(factory, "--threads", "2")
-    yield srv
-    factory.shutdown_all()
-
-
-@pytest.fixture
-def srv(hs: Server) -> Iterator[Server]:
-    with hs.admin() as conn:
-        assert conn.call("FLUSHALL") == "OK"
-    yield hs
-    hs.close_clients()
-    assert hs.alive(), f"server died during the test\n{hs.log_tail()}"
-
-
-@pytest.fixture
-def http(srv: Server) -> Iterator[requests.Session]:
-    s = requests.Session()
-    yield s
-    s.close()
 
 
 def url(srv: Server, kind: str, key: bytes | str, member: bytes | str | None = None,

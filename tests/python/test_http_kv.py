@@ -24,8 +24,6 @@ pytestmark = pytest.mark.larder_only
 HOST = "127.0.0.1"
 
 
-
-
 @pytest.fixture(scope="module")
 def hs(target: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     factory = ServerFactory(target, tmp_path_factory.mktemp("http"))
