@@ -2,7 +2,7 @@
 //!
 //! - `POST /` with a JSON array (`["SET","k","v","EX",100]`): one command, answered
 //!   `{"result": ...}`, or `{"error": "ERR ..."}` with `400`.
-//! - `GET|HEAD|POST|PUT /{command}/{arg}/...`: each path segment percent-decoded is one
+//! - `GET|POST|PUT /{command}/{arg}/...`: each path segment percent-decoded is one
 //!   argument; a POST or PUT body, when not empty, is one more, raw; then each query parameter
 //!   (but `_token`) as its name and, when not empty, its value (`/set/k?EX=100`).
 //! - `POST /pipeline` with an array of commands: `[{"result": ...}, {"error": ...}]`, in
@@ -166,11 +166,9 @@ fn single(cx: &mut Cx<'_, '_>, body: &Value, base64: bool) -> Action {
 
 /// `/{command}/{arg}/...`.
 fn path_form(cx: &mut Cx<'_, '_>, segments: &[&str], base64: bool) -> Action {
-    if !matches!(
-        cx.req.method,
-        Method::Get | Method::Head | Method::Post | Method::Put
-    ) {
-        return method_not_allowed(cx, "GET, HEAD, POST, PUT");
+    // HEAD must change nothing, and any command may: it is refused rather than run.
+    if !matches!(cx.req.method, Method::Get | Method::Post | Method::Put) {
+        return method_not_allowed(cx, "GET, POST, PUT");
     }
     let mut argv: Argv<'_> = Vec::with_capacity(segments.len() + 1);
     for s in segments {
