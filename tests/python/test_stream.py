@@ -481,3 +481,29 @@ def test_generic_commands_on_a_stream(r):
 def test_snapshot_of_a_stream_is_refused_until_the_codec_lands(rawp):
     rawp.call("XADD", "s", "1-0", "f", "v")
     assert isinstance(rawp.call("DUMP", "s"), Err)
+
+
+@pytest.mark.larder_only
+def test_replay_after_kill_9_gives_the_same_stream(start_server):
+    """Generated IDs and approximate trims are logged as what they did."""
+    srv = start_server("--appendfsync", "always", "--save", "")
+    c = srv.client()
+    for i in range(250):
+        c.xadd("s", {"f": str(i), "g": "x" * (i % 7)})
+    c.xadd("s", {"f": "last"}, maxlen=120, approximate=True)
+    c.xadd("s", {"f": "ms-seq"}, id="99999999999999-*")
+    c.xtrim("s", minid="0-1", approximate=True)
+    c.xdel("s", c.xrange("s", count=3)[2][0])
+    c.execute_command("XSETID", "s", "99999999999999-5", "ENTRIESADDED", "400")
+    c.xadd("other", {"a": "1"}, id="1-*", nomkstream=True)
+
+    def state(c):
+        info = c.execute_command("XINFO", "STREAM", "s")
+        info = dict(zip(info[::2], info[1::2])) if isinstance(info, list) else info
+        return c.xrange("s"), info, c.exists("other")
+
+    before = state(c)
+    assert before[1][b"length"] == 151
+    srv.kill()
+    srv = srv.start()
+    assert state(srv.client()) == before
