@@ -507,3 +507,21 @@ def test_replay_after_kill_9_gives_the_same_stream(start_server):
     srv.kill()
     srv = srv.start()
     assert state(srv.client()) == before
+
+
+def test_node_limits_are_config_parameters(rawp):
+    assert rawp.call("CONFIG", "SET", "stream-node-max-entries", "3") == Simple("OK")
+    try:
+        for i in range(1, 11):
+            rawp.call("XADD", "s", f"{i}-0", "f", "v")
+        # Nodes of 3: the first two go, the third would leave fewer than 4.
+        assert rawp.call("XTRIM", "s", "MAXLEN", "~", "4") == 6
+    finally:
+        rawp.call("CONFIG", "SET", "stream-node-max-entries", "100")
+    assert rawp.call("CONFIG", "SET", "stream-node-max-bytes", "64") == Simple("OK")
+    try:
+        for i in range(1, 11):
+            rawp.call("XADD", "b", f"{i}-0", "field", "value-" + "x" * 20)
+        assert rawp.call("XTRIM", "b", "MAXLEN", "~", "1") == 9
+    finally:
+        rawp.call("CONFIG", "SET", "stream-node-max-bytes", "4096")
