@@ -57,6 +57,8 @@ pub enum Param {
     ZsetMaxListpackValue,
     ListMaxListpackSize,
     HllSparseMaxBytes,
+    StreamNodeMaxBytes,
+    StreamNodeMaxEntries,
     Dir,
     Appendonly,
     Appendfsync,
