@@ -27,14 +27,18 @@
 //! are the master's, flag `DELETED` (1) marks a tombstone, and lp-count is the number of
 //! listpack elements the entry took before it (3 + n, or 4 + 2n with field names).
 
+mod convert;
 mod read;
 
+#[cfg(test)]
+mod engine_tests;
 #[cfg(test)]
 mod tests;
 
 use super::length::{put_len, put_string};
 use super::listpack;
 
+pub use convert::{from_dump, to_dump};
 pub use read::read;
 
 pub const TYPE_STREAM_LISTPACKS: u8 = 15;

@@ -18,7 +18,7 @@ fn unhex(s: &str) -> Vec<u8> {
 }
 
 /// (key, payload body without the footer, what Redis reported).
-fn goldens() -> Vec<(&'static str, Vec<u8>, Json)> {
+pub(super) fn goldens() -> Vec<(&'static str, Vec<u8>, Json)> {
     GOLDEN
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -38,7 +38,7 @@ type Owned = (Id, Vec<(Vec<u8>, Vec<u8>)>);
 /// A change to a node's listpack elements.
 type Edit = dyn Fn(&mut Vec<Vec<u8>>);
 
-fn read_body(body: &[u8]) -> Result<StreamDump, Error> {
+pub(super) fn read_body(body: &[u8]) -> Result<StreamDump, Error> {
     let (&kind, rest) = body.split_first().ok_or(Error::BadData)?;
     let mut r = Reader::new(rest);
     let s = read(&mut r, kind)?;
@@ -54,14 +54,14 @@ fn written(s: &StreamDump) -> Vec<u8> {
     out
 }
 
-fn with_footer(mut body: Vec<u8>) -> Vec<u8> {
+pub(super) fn with_footer(mut body: Vec<u8>) -> Vec<u8> {
     body.extend_from_slice(&super::super::RDB_VERSION.to_le_bytes());
     let crc = super::super::crc64::crc64(0, &body);
     body.extend_from_slice(&crc.to_le_bytes());
     body
 }
 
-fn hex(b: &[u8]) -> String {
+pub(super) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
@@ -70,7 +70,7 @@ fn fmt_id(id: Id) -> String {
 }
 
 /// `s` in the JSON shape the capture script records.
-fn as_reported(s: &StreamDump) -> Json {
+pub(super) fn as_reported(s: &StreamDump) -> Json {
     let entries: Vec<Json> = s
         .entries()
         .map(|(id, pairs)| {
