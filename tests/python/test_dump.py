@@ -512,3 +512,18 @@ def stream_body(key):
 def test_bad_stream_data(raw, body):
     assert raw.call("RESTORE", "k", "0", payload(body)) == BAD_DATA
     assert raw.call("EXISTS", "k") == 0
+
+
+def test_streams_survive_a_reload(start_server):
+    """DEBUG RELOAD writes and loads the dataset (larder's snapshot, Redis's RDB file):
+    streams come back with their entries, metadata and groups, so DUMP is unchanged."""
+    srv = start_server("--enable-debug-command", "yes")
+    c = srv.client()
+    keys = ["st_groups", "st_deleted", "st_trim_exact", "st_fields", "st_empty_group"]
+    for key in keys:
+        c.restore(key, 0, STREAMS[key])
+    for key in LARDER_STREAMS:
+        c.restore(key, 0, LARDER_STREAMS[key])
+    before = {k: c.dump(k) for k in keys + list(LARDER_STREAMS)}
+    assert c.execute_command("DEBUG", "RELOAD") in (b"OK", "OK", True)
+    assert {k: c.dump(k) for k in before} == before
