@@ -39,6 +39,7 @@ use super::length::{put_len, put_string};
 use super::listpack;
 
 pub use convert::{from_dump, to_dump};
+pub use larder_engine::stream::NodeLimits;
 pub use read::read;
 
 pub const TYPE_STREAM_LISTPACKS: u8 = 15;
@@ -166,23 +167,6 @@ impl StreamDump {
                 (e.id, pairs)
             })
         })
-    }
-}
-
-/// Where XADD starts a new node: `stream-node-max-bytes` and `stream-node-max-entries` (0:
-/// no limit), Redis's defaults 4096 and 100.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NodeLimits {
-    pub max_bytes: usize,
-    pub max_entries: usize,
-}
-
-impl Default for NodeLimits {
-    fn default() -> NodeLimits {
-        NodeLimits {
-            max_bytes: 4096,
-            max_entries: 100,
-        }
     }
 }
 

@@ -79,7 +79,7 @@ pub fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>, limits: &Limits) -> R
             Ok(())
         }
         Object::Stream(s) => {
-            stream::write(out, &stream::to_dump(s));
+            stream::write(out, &stream::to_dump(s, limits.stream_node));
             Ok(())
         }
     }
@@ -270,7 +270,10 @@ pub fn read_value(r: &mut Reader<'_>, limits: &Limits) -> Result<Value, Error> {
             ))
         }
         stream::TYPE_STREAM_LISTPACKS | stream::TYPE_STREAM_LISTPACKS_2 => {
-            Object::Stream(Box::new(stream::from_dump(&stream::read(r, kind)?)?))
+            Object::Stream(Box::new(stream::from_dump(
+                &stream::read(r, kind)?,
+                limits.stream_node,
+            )?))
         }
         _ => return Err(Error::BadData),
     };

@@ -23,6 +23,7 @@ fn dump_limits() -> Limits {
         zset_max_listpack_entries: 8,
         zset_max_listpack_value: 16,
         list_max_listpack_size: 4,
+        ..Limits::default()
     }
 }
 

@@ -22,7 +22,7 @@ fn from_engine(id: StreamId) -> Id {
 }
 
 /// The RDB form of `s`.
-pub fn to_dump(s: &engine::Stream) -> StreamDump {
+pub fn to_dump(s: &engine::Stream, limits: NodeLimits) -> StreamDump {
     let entries = s
         .range(StreamId::MIN, StreamId::MAX, false)
         .map(|(id, fields)| (from_engine(id), fields));
@@ -53,7 +53,7 @@ pub fn to_dump(s: &engine::Stream) -> StreamDump {
         })
         .collect();
     StreamDump {
-        nodes: cut_into_nodes(entries, NodeLimits::default()),
+        nodes: cut_into_nodes(entries, limits),
         length: s.len(),
         last_id: from_engine(s.last_id()),
         first_id: from_engine(s.first_id()),
@@ -66,7 +66,7 @@ pub fn to_dump(s: &engine::Stream) -> StreamDump {
 /// The engine's stream for `d`, as [`super::read`] returns it (group PELs sorted, every
 /// consumer's ID in its group's PEL). An entry without fields, or with ID 0-0, which no XADD
 /// makes, is bad data.
-pub fn from_dump(d: &StreamDump) -> Result<engine::Stream, Error> {
+pub fn from_dump(d: &StreamDump, limits: NodeLimits) -> Result<engine::Stream, Error> {
     let mut s = engine::Stream::new();
     let mut flat: Vec<&[u8]> = Vec::new();
     for node in &d.nodes {
@@ -80,7 +80,7 @@ pub fn from_dump(d: &StreamDump) -> Result<engine::Stream, Error> {
                 flat.push(f);
                 flat.push(v);
             }
-            s.append(to_engine(e.id), &flat, engine::NodeLimits::default())
+            s.append(to_engine(e.id), &flat, limits)
                 .map_err(|_| Error::BadData)?;
         }
     }
