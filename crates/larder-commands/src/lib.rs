@@ -66,6 +66,7 @@ pub fn registry() -> Registry {
         zset::COMMANDS,
         geo::COMMANDS,
         stream::COMMANDS,
+        stream::groups::COMMANDS,
         bitmap::COMMANDS,
         hyperloglog::COMMANDS,
         connection::COMMANDS,

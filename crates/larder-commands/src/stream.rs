@@ -20,6 +20,7 @@ use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
 
+pub mod groups;
 mod info;
 mod read;
 
