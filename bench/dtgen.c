@@ -225,7 +225,8 @@ static long long requests, issued, done;           /* run */
 static long long pushed, push_done, pop_issued, popped, window; /* pushpop */
 static uint64_t *lat, *push_lat; static long long nlat, npush_lat;
 static char *item; static int item_bytes; static const char *qkey;
-static const char *gname; static long long delivered, acked, empty_reads, ack_short, latcap; /* group */
+static const char *gname; /* group */
+static long long delivered, acked, empty_reads, ack_short, latcap;
 static int active; /* group: consumers still reading */
 
 /* One RESP2 header line at *p (before end): returns its type byte and sets *v to its number, or
@@ -522,7 +523,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nconns; i++) send_batch(&cs[i], (uint32_t)i);
     loop();
     double el = (double)(now_ns() - start) / 1e9;
-    if (ack_short && !first_err[0]) snprintf(first_err, sizeof first_err, "XACK acked fewer IDs than it named");
+    if (ack_short && !first_err[0])
+      snprintf(first_err, sizeof first_err, "XACK acked fewer IDs than it named");
     errs += ack_short;
     requests = acked;
     char extra[200];
