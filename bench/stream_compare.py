@@ -197,8 +197,8 @@ def run_cell(a, s, dtgen, row, ds, spec, check, pipeline, rnd, raw, refused):
     group = isinstance(spec, int)
     r = dict(server=s.label, round=rnd, workload=row, pipeline=pipeline, check=check,
              command=" ".join(spec) if not group else
-             "%d consumer(s): XREADGROUP GROUP g c<i> COUNT %d STREAMS q >, then XACK q g "
-             "<IDs>" % (spec, pipeline))
+             "%d consumer(s): XREADGROUP GROUP g c<i> COUNT <pipeline> STREAMS q >, then XACK "
+             "q g <IDs>" % spec)
     if ds in refused.get(s.label, {}):
         r["error"] = "refused in the prefill: " + short_error(refused[s.label][ds])
         return r
