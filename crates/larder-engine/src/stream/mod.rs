@@ -192,13 +192,15 @@ impl Stream {
                     && (node.live + node.deleted) as usize >= limits.max_entries)
         });
         if full {
+            let mut hint = 0;
             if let Some(t) = tail.as_mut() {
                 let node = t.get_mut();
                 self.heap -= node.heap_bytes();
                 node.shrink();
                 self.heap += node.heap_bytes();
+                hint = node.len_bytes();
             }
-            let node = Node::new(id, fields);
+            let node = Node::with_capacity(id, fields, hint);
             self.heap += node.heap_bytes() + NODE_OVERHEAD;
             self.nodes.insert(id, node);
         } else if let Some(mut t) = tail {
