@@ -331,7 +331,7 @@ fn notify_set(c: &Cmd<'_>, key: &[u8], expiry: Expiry) {
 /// Redis 7.0 rewrites SET EX/PX/EXAT, SETEX and PSETEX), so replay later sets the same one.
 /// A write without a deadline replays as sent.
 fn propagate_set(c: &mut Cmd<'_>, key: &[u8], value: &[u8], expiry: Expiry) {
-    if let Expiry::At(at) = expiry {
+    if let (Expiry::At(at), true) = (expiry, c.records_commands()) {
         let at = at.to_string();
         c.propagate(&[b"SET", key, value, b"PXAT", at.as_bytes()]);
     }
@@ -487,7 +487,9 @@ fn getex(c: &mut Cmd<'_>) -> Result<()> {
         (Some(at), _) => {
             shard.set_expire(slot, Some(at));
             c.notify(class::GENERIC, "expire", key);
-            c.propagate(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
+            if c.records_commands() {
+                c.propagate(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
+            }
         }
         (None, TtlOption::Persist) => {
             if shard.entry(slot).expire_at_ms().is_some() {

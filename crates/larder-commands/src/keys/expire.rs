@@ -124,7 +124,9 @@ fn set_deadline(c: &mut Cmd<'_>, unit: Unit, base: Base) -> Result<()> {
             shard.set_expire(slot, Some(at));
             c.notify(class::GENERIC, "expire", key);
             // Replayed as the absolute deadline, whatever the form (Redis's PEXPIREAT).
-            c.propagate(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
+            if c.records_commands() {
+                c.propagate(&[b"PEXPIREAT", key, at.to_string().as_bytes()]);
+            }
             None
         }
         _ => {

@@ -196,7 +196,9 @@ pub(crate) fn pop_first(c: &mut Cmd<'_>, keys: &[&[u8]], end: End, count: usize)
             End::Head => b"LPOP",
             End::Tail => b"RPOP",
         };
-        c.propagate(&[verb, key, n.to_string().as_bytes()]);
+        if c.records_commands() {
+            c.propagate(&[verb, key, n.to_string().as_bytes()]);
+        }
         return Ok(true);
     }
     Ok(false)

@@ -141,12 +141,13 @@ pub(crate) fn pop_first(c: &mut Cmd<'_>, keys: &[&[u8]], end: End, count: usize)
         };
         let popped = pop_from(c, &mut shard, key, slot, count, end)?;
         drop(shard);
-        let n = popped.len().to_string();
         let name: &[u8] = match end {
             End::Max => b"ZPOPMAX",
             End::Min => b"ZPOPMIN",
         };
-        c.propagate(&[name, key, n.as_bytes()]);
+        if c.records_commands() {
+            c.propagate(&[name, key, popped.len().to_string().as_bytes()]);
+        }
         let out = &mut *c.out;
         out.array(2);
         out.bulk(key);
