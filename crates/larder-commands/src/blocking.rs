@@ -237,6 +237,22 @@ impl Consumer for Blocking {
                 // A key that holds a value now (created, pushed to, renamed or moved here,
                 // restored): the first client waiting on it looks again.
                 ChangeKind::Written => r.wake_first(KeyRef(c.db, &c.key)),
+                // A removed key: a blocked XREADGROUP answers that its stream is gone, as
+                // Redis's does; any other waiter finds nothing and keeps its place.
+                ChangeKind::Deleted | ChangeKind::Expired | ChangeKind::Evicted => {
+                    r.wake_first(KeyRef(c.db, &c.key))
+                }
+                ChangeKind::Flushed => {
+                    let keys: Vec<(u32, Vec<u8>)> = r
+                        .keys
+                        .keys()
+                        .filter(|(db, _)| *db == c.db)
+                        .cloned()
+                        .collect();
+                    for k in &keys {
+                        r.wake_first(KeyRef(k.0, &k.1));
+                    }
+                }
                 // SWAPDB brings other values under every key of both databases.
                 ChangeKind::Swapped => {
                     let keys: Vec<(u32, Vec<u8>)> = r

@@ -67,6 +67,9 @@ pub struct ConnState {
     pub blocked: Option<u64>,
     /// Set by the running command when it blocks (`blocking::wait`).
     pub block_now: bool,
+    /// The IDs a blocked XREAD waits past, resolved (`$` as the stream's last ID) when it
+    /// first blocked: its retries read past these, as Redis remembers them.
+    pub xread_ids: Vec<larder_engine::stream::StreamId>,
     /// EXEC is running this connection's queued commands (blocking commands do not block).
     pub in_exec: bool,
     /// The connection replays the log at start: it runs while the server is loading, and
@@ -96,6 +99,7 @@ impl ConnState {
             monitor: false,
             blocked: None,
             block_now: false,
+            xread_ids: Vec::new(),
             in_exec: false,
             loader: false,
         }
@@ -665,6 +669,7 @@ fn needs_plan(keys: &crate::table::KeySpec, argv: &[&[u8]]) -> bool {
         Scope::NumKeys { .. } | Scope::Db | Scope::All | Scope::OtherDb { .. } => true,
         Scope::WalkDb => false,
         Scope::AfterWords { .. } => !keys.scope.option_keys(argv).is_empty(),
+        Scope::Streams => true,
     }
 }
 

@@ -37,6 +37,7 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod state;
+pub mod stream;
 pub mod string;
 pub mod table;
 pub mod testing;
@@ -64,6 +65,7 @@ pub fn registry() -> Registry {
         set::COMMANDS,
         zset::COMMANDS,
         geo::COMMANDS,
+        stream::COMMANDS,
         bitmap::COMMANDS,
         hyperloglog::COMMANDS,
         connection::COMMANDS,

@@ -43,6 +43,9 @@ pub enum Scope {
     /// The key arguments, plus the argument after each option word in `words` (GEORADIUS's
     /// STORE and STOREDIST destinations, which sit among its options).
     AfterWords { words: &'static [&'static str] },
+    /// The keys after the first `STREAMS` word: the first half of the arguments that follow
+    /// it (XREAD, XREADGROUP), which always run planned.
+    Streams,
 }
 
 impl Scope {
@@ -59,6 +62,17 @@ impl Scope {
                 })
                 .map(|w| w[1])
                 .collect(),
+            Scope::Streams => {
+                let Some(at) = argv
+                    .iter()
+                    .skip(1)
+                    .position(|a| a.eq_ignore_ascii_case(b"streams"))
+                else {
+                    return Vec::new();
+                };
+                let rest = &argv[at + 2..];
+                rest[..rest.len() / 2].to_vec()
+            }
             _ => Vec::new(),
         }
     }
@@ -107,7 +121,7 @@ impl Plan {
                     self.shards.push((db, Db::route(key).0));
                 }
             }
-            Scope::AfterWords { .. } => {
+            Scope::AfterWords { .. } | Scope::Streams => {
                 for key in spec
                     .keys(argv)
                     .into_iter()

@@ -70,6 +70,7 @@ pub enum Group {
     Bitmap,
     Hyperloglog,
     Geo,
+    Stream,
 }
 
 impl Group {
@@ -88,6 +89,7 @@ impl Group {
             Group::Bitmap => "bitmap",
             Group::Hyperloglog => "hyperloglog",
             Group::Geo => "geo",
+            Group::Stream => "stream",
         }
     }
 
@@ -107,6 +109,7 @@ impl Group {
             Group::Bitmap => "@bitmap",
             Group::Hyperloglog => "@hyperloglog",
             Group::Geo => "@geo",
+            Group::Stream => "@stream",
         }
     }
 }

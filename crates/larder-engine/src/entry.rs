@@ -70,6 +70,8 @@ pub enum Object {
     Set(crate::Set),
     /// A sorted set. Never empty while stored.
     ZSet(crate::ZSet),
+    /// A stream. May be empty while stored (XTRIM, XDEL and MAXLEN 0 keep the key, as Redis).
+    Stream(Box<crate::stream::Stream>),
 }
 
 impl Object {
@@ -80,6 +82,7 @@ impl Object {
             Object::Hash(_) => ObjectKind::Hash,
             Object::Set(_) => ObjectKind::Set,
             Object::ZSet(_) => ObjectKind::ZSet,
+            Object::Stream(_) => ObjectKind::Stream,
         }
     }
 
@@ -92,6 +95,7 @@ impl Object {
             Object::Hash(h) => Some(h.encoding()),
             Object::Set(s) => Some(s.encoding()),
             Object::ZSet(z) => Some(z.encoding()),
+            Object::Stream(_) => Some("stream"),
         }
     }
 
@@ -107,6 +111,7 @@ impl Object {
             Object::Hash(h) => h.heap_bytes(),
             Object::Set(s) => s.heap_bytes(),
             Object::ZSet(z) => z.heap_bytes(),
+            Object::Stream(s) => std::mem::size_of::<crate::stream::Stream>() + s.heap_bytes(),
         }
     }
 }
@@ -447,7 +452,11 @@ impl Entry {
             Block::Object(p) => match self.object_at(p) {
                 Object::Str(v) => Some(v),
                 Object::Shared(v) => Some(v),
-                Object::List(_) | Object::Hash(_) | Object::Set(_) | Object::ZSet(_) => None,
+                Object::List(_)
+                | Object::Hash(_)
+                | Object::Set(_)
+                | Object::ZSet(_)
+                | Object::Stream(_) => None,
             },
         }
     }

@@ -31,6 +31,7 @@ pub mod list;
 pub mod set;
 mod shard;
 pub mod snapshot;
+pub mod stream;
 pub mod zset;
 
 pub use clock::{lru_clock, now_ms, now_us};

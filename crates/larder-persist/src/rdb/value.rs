@@ -76,6 +76,8 @@ pub fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>, limits: &Limits) -> R
             zset::write(out, z.scored(), encoding);
             Ok(())
         }
+        // Until the stream codec lands a stream is refused, never written as something else.
+        Object::Stream(_) => Err(Error::BadData),
     }
 }
 
@@ -278,7 +280,7 @@ fn collection_len(o: &Object) -> usize {
         Object::Hash(h) => h.len(),
         Object::Set(s) => s.len(),
         Object::ZSet(z) => z.len(),
-        Object::Str(_) | Object::Shared(_) => 1,
+        Object::Str(_) | Object::Shared(_) | Object::Stream(_) => 1,
     }
 }
 

@@ -104,6 +104,16 @@ pub fn value_digest(digest: &mut Digest, entry: &Entry) {
                 xor_digest(digest, &element);
             }
         }
+        Some(Object::Stream(s)) => {
+            use larder_engine::stream::StreamId;
+            for (id, fields) in s.range(StreamId::MIN, StreamId::MAX, false) {
+                mix_digest(digest, format!("{}.{}", id.ms, id.seq).as_bytes());
+                for (field, value) in fields {
+                    mix_digest(digest, field);
+                    mix_digest(digest, value);
+                }
+            }
+        }
     }
     if entry.expire_at_ms().is_some() {
         xor_digest(digest, b"!!expire!!");

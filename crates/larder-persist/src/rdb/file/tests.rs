@@ -125,6 +125,7 @@ fn check_value(key: &[u8], value: &Value, e: &Expected, encodings: bool) {
             assert_eq!(got, want, "{what}");
         }
         Object::Str(_) | Object::Shared(_) => panic!("{what}: a string object"),
+        Object::Stream(_) => panic!("{what}: a stream"),
     }
 }
 
