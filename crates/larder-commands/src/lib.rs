@@ -33,6 +33,7 @@ pub mod persistence;
 #[cfg(test)]
 mod propagate_tests;
 pub mod pubsub;
+pub mod queue;
 pub mod server;
 pub mod set;
 pub mod sort;
@@ -66,6 +67,7 @@ pub fn registry() -> Registry {
         zset::COMMANDS,
         geo::COMMANDS,
         stream::COMMANDS,
+        queue::COMMANDS,
         bitmap::COMMANDS,
         hyperloglog::COMMANDS,
         connection::COMMANDS,

@@ -1,0 +1,141 @@
+use crate::testing::*;
+use larder_resp::Frame;
+
+fn arr(f: &Frame) -> &[Frame] {
+    match f {
+        Frame::Array(v) => v,
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+fn got(h: &mut Harness, argv: &[&str]) -> Option<(String, String, i64, i64)> {
+    match h.run(argv) {
+        Frame::Null => None,
+        Frame::Array(v) => match v.as_slice() {
+            [Frame::Bulk(t), Frame::Bulk(p), Frame::Integer(pr), Frame::Integer(d)] => Some((
+                String::from_utf8_lossy(t).into(),
+                String::from_utf8_lossy(p).into(),
+                *pr,
+                *d,
+            )),
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn put_get_ack_by_priority() {
+    let mut h = Harness::new();
+    h.run(&["QPUT", "q", "low"]);
+    h.run(&["QPUT", "q", "PRIORITY", "2", "high"]);
+    h.run(&["QPUT", "q", "PRIORITY", "1", "mid"]);
+    let a = got(&mut h, &["QGET", "q", "w1"]).expect("a message");
+    assert_eq!((a.1.as_str(), a.2, a.3), ("high", 2, 1));
+    let b = got(&mut h, &["QGET", "q", "w1"]).expect("a message");
+    assert_eq!(b.1, "mid");
+    let c = got(&mut h, &["QGET", "q", "w2", "AUTOACK"]).expect("a message");
+    assert_eq!(c.1, "low");
+    assert_eq!(got(&mut h, &["QGET", "q", "w1"]), None);
+    assert_eq!(h.run(&["QACK", "q", &a.0]), int(1));
+    assert_eq!(h.run(&["QACK", "q", &a.0]), int(0));
+    assert_eq!(h.run(&["XLEN", "queue:{q}:p2"]), int(0));
+    assert_eq!(h.run(&["XLEN", "queue:{q}:p1"]), int(1));
+    assert_eq!(
+        h.run(&["QACK", "q", "nonsense"]),
+        err("ERR invalid queue token")
+    );
+    assert_eq!(
+        h.run(&["QPUT", "q", "PRIORITY", "3", "x"]),
+        err("ERR PRIORITY must be 0, 1 or 2")
+    );
+    assert_eq!(
+        h.run(&["QPUT", "q", "BOGUS", "3", "x"]),
+        err("ERR syntax error")
+    );
+}
+
+#[test]
+fn expired_messages_are_counted_not_delivered() {
+    let mut h = Harness::new();
+    h.run(&["QPUT", "q", "TTL", "1", "gone"]);
+    h.run(&["QPUT", "q", "kept"]);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let m = got(&mut h, &["QGET", "q", "w"]).expect("a message");
+    assert_eq!(m.1, "kept");
+    let stats = h.run(&["QSTATS", "q"]);
+    let s = arr(&stats);
+    let pos = s
+        .iter()
+        .position(|f| *f == bulk("expired"))
+        .expect("expired");
+    assert_eq!(s[pos + 1], int(1));
+}
+
+#[test]
+fn lock_and_maxlen_refuse_puts() {
+    let mut h = Harness::new();
+    assert_eq!(h.run(&["QMAXLEN", "q", "2"]), ok());
+    h.run(&["QPUT", "q", "a"]);
+    h.run(&["QPUT", "q", "PRIORITY", "1", "b"]);
+    assert_eq!(h.run(&["QPUT", "q", "c"]), err(super::ops::FULL));
+    assert_eq!(h.run(&["QMAXLEN", "q", "0"]), ok());
+    assert_eq!(h.run(&["QLOCK", "q", "1"]), ok());
+    assert_eq!(h.run(&["QPUT", "q", "c"]), err(super::ops::LOCKED));
+    assert_eq!(h.run(&["QLOCK", "q", "0"]), ok());
+    assert!(matches!(h.run(&["QPUT", "q", "c"]), Frame::Bulk(_)));
+    assert_eq!(h.run(&["QPURGE", "q", "PRIORITY", "1"]), int(1));
+    assert_eq!(h.run(&["QPURGE", "q"]), int(2));
+    assert_eq!(got(&mut h, &["QGET", "q", "w"]), None);
+    // Refused inside MULTI.
+    h.run(&["MULTI"]);
+    assert_eq!(
+        h.run(&["QPUT", "q", "x"]),
+        err("ERR Command not allowed inside a transaction")
+    );
+    h.run(&["DISCARD"]);
+}
+
+#[test]
+fn reclaimed_messages_go_to_the_next_worker_with_one_more_delivery() {
+    let mut h = Harness::new();
+    h.run(&["QTIMEOUT", "q", "1"]);
+    h.run(&["QPUT", "q", "job"]);
+    let first = got(&mut h, &["QGET", "q", "w1"]).expect("a message");
+    assert_eq!(got(&mut h, &["QGET", "q", "w2"]), None);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let server = std::sync::Arc::clone(&h.server);
+    assert_eq!(super::reclaim_all(&server, &mut h.conn), 1);
+    let again = got(&mut h, &["QGET", "q", "w2"]).expect("redelivered");
+    assert_eq!(
+        (again.0.as_str(), again.1.as_str()),
+        (first.0.as_str(), "job")
+    );
+    assert_eq!(again.3, 2);
+    // The first worker's late acknowledgement is for a message it no longer holds, but the
+    // message is still unacknowledged: whoever acknowledges first ends it.
+    assert_eq!(h.run(&["QACK", "q", &again.0]), int(1));
+    let workers = h.run(&["QWORKERS", "q"]);
+    let names: Vec<&Frame> = arr(&workers).iter().map(|w| &arr(w)[0]).collect();
+    assert!(
+        names.contains(&&bulk("w1")) && names.contains(&&bulk("w2")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn the_publish_window_is_read_by_index() {
+    let mut h = Harness::new();
+    for i in 1..=5 {
+        assert_eq!(
+            h.run(&["QPUB", "q", "WINDOW", "3", &format!("m{i}")]),
+            int(i)
+        );
+    }
+    let r = h.run(&["QSUB", "q", "1"]);
+    let idx: Vec<&Frame> = arr(&r).iter().map(|m| &arr(m)[0]).collect();
+    assert_eq!(idx, [&int(3), &int(4), &int(5)]);
+    let r = h.run(&["QSUB", "q", "5", "COUNT", "10"]);
+    assert_eq!(arr(&r).len(), 1);
+    assert_eq!(arr(&arr(&r)[0])[1], bulk("m5"));
+}
