@@ -184,10 +184,11 @@ impl Q<'_, '_> {
                 }
             }
             let Some(block_ms) = block_ms.filter(|_| !self.conn.in_exec) else {
+                self.seen(worker);
                 return Ok(Got::Empty);
             };
             self.conn.blocked = blocked;
-            match self.wait(block_ms)? {
+            match self.wait(worker, block_ms)? {
                 Some(got) => return Ok(got),
                 None => continue,
             }
@@ -199,7 +200,7 @@ impl Q<'_, '_> {
     /// group's last delivered ID: it answers at once when something arrived since the look,
     /// or registers the client under the levels' keys while their shards are held, so no put
     /// can slip between the look and the wait. `None`: entries arrived, look again.
-    fn wait(&mut self, block_ms: u64) -> Result<Option<Got>> {
+    fn wait(&mut self, worker: &[u8], block_ms: u64) -> Result<Option<Got>> {
         let keys: Vec<Vec<u8>> = (0..LEVELS).rev().map(|p| level_key(self.name, p)).collect();
         let mut ids = Vec::with_capacity(LEVELS);
         for key in &keys {
@@ -215,8 +216,27 @@ impl Q<'_, '_> {
                 Ok(Some(Got::Waiting))
             }
             Ran::Reply(Frame::Error(e)) => Err(Error::Owned(e)),
-            Ran::Reply(Frame::Null) => Ok(Some(Got::Empty)),
-            Ran::Reply(_) => Ok(None),
+            // Entries arrived after the look: look again.
+            Ran::Reply(f) if !items(&f).is_empty() => Ok(None),
+            // The wait is over (a null, or nothing).
+            Ran::Reply(_) => {
+                self.seen(worker);
+                Ok(Some(Got::Empty))
+            }
+        }
+    }
+
+    /// A worker that asked and got nothing is still listed by QWORKERS: XREADGROUP makes
+    /// a consumer only when it delivers (as Redis 7.0 does), so one is made on the first
+    /// level that has a group (XREADGROUP refreshes the seen time of one that exists).
+    fn seen(&mut self, worker: &[u8]) {
+        for p in (0..LEVELS).rev() {
+            let key = level_key(self.name, p);
+            if let Frame::Integer(_) =
+                self.run(&[b"XGROUP", b"CREATECONSUMER", &key, GROUP, worker])
+            {
+                return;
+            }
         }
     }
 
