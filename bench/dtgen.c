@@ -19,6 +19,15 @@
  *       CLOCK_MONOTONIC ns, padded with 'x' to ITEM_BYTES); a pop's latency runs from that push
  *       write to the parse of the BRPOP reply that carried it.
  *
+ *   dtgen group HOST PORT CONSUMERS COUNT ENTRIES SEED KEY GROUP
+ *       CONSUMERS connections, consumer i named c<i>, each in a loop: `XREADGROUP GROUP GROUP c<i>
+ *       COUNT COUNT STREAMS KEY >`, wait for the entries, `XACK KEY GROUP <the IDs received>`,
+ *       wait for its reply; no new read once ENTRIES entries were delivered, so the run acks
+ *       ENTRIES to ENTRIES + (CONSUMERS - 1) * COUNT entries. The stream must hold them already
+ *       (the group reads a prefilled stream). requests = entries acked; a latency sample is one
+ *       cycle, from the XREADGROUP write to the parse of its XACK reply. An XACK that acks fewer
+ *       IDs than it names is an error; a read that finds nothing ends that consumer (counted).
+ *
  * Prints one JSON line: requests, elapsed_s, rps, errors (and the first error reply), nil
  * replies, integer replies > 0, array replies, and latency avg/min/p50/p95/p99/p99.9/max in ms
  * (exact nearest rank over every request; for pushpop, over every pop, plus the LPUSH replies'
@@ -39,10 +48,12 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { ROLE_RUN, ROLE_PRODUCER, ROLE_CONSUMER };
+enum { ROLE_RUN, ROLE_PRODUCER, ROLE_CONSUMER, ROLE_GROUP };
 
 typedef struct {
   int fd, role, pending, want_out, idle;
+  int acking, nids, stopped; /* group: XACK in flight, IDs it names, consumer finished */
+  char *ids; size_t idslen, idscap; /* group: the IDs of the last read, as RESP bulk strings */
   char *wbuf; size_t wlen, wcap, woff;
   char *rbuf; size_t rlen, rcap;
   uint64_t t0;
@@ -214,9 +225,79 @@ static long long requests, issued, done;           /* run */
 static long long pushed, push_done, pop_issued, popped, window; /* pushpop */
 static uint64_t *lat, *push_lat; static long long nlat, npush_lat;
 static char *item; static int item_bytes; static const char *qkey;
+static const char *gname; /* group */
+static long long delivered, acked, empty_reads, ack_short, latcap;
+static int active; /* group: consumers still reading */
+
+/* One RESP2 header line at *p (before end): returns its type byte and sets *v to its number, or
+ * returns 0 when there is no complete line; *p moves past the line. */
+static char header(const char **p, const char *end, long long *v) {
+  const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+  if (!nl || nl - *p < 2) return 0;
+  char t = **p;
+  *v = strtoll(*p + 1, NULL, 10); *p = nl + 1;
+  return t;
+}
+
+/* The entry IDs of one complete XREADGROUP reply (RESP2: [[key, [[id, [field, value, ...]],
+ * ...]], ...]) into c->ids as RESP bulk strings, c->nids of them (0 for a nil reply or an
+ * error). Returns -1 if the reply does not have that shape. */
+static int xread_ids(const char *p, size_t n, conn_t *c) {
+  const char *end = p + n; long long v, two, len, entries;
+  c->nids = 0; c->idslen = 0;
+  if (header(&p, end, &v) != '*' || v < 0) return 0;
+  for (long long s = 0; s < v; s++) {
+    if (header(&p, end, &two) != '*' || two != 2) return -1;
+    if (header(&p, end, &len) != '$' || len < 0 || len + 2 > end - p) return -1;
+    p += len + 2;
+    if (header(&p, end, &entries) != '*') return -1;
+    for (long long e = 0; e < entries; e++) {
+      if (header(&p, end, &two) != '*' || two != 2) return -1;
+      const char *id0 = p;
+      if (header(&p, end, &len) != '$' || len < 0 || len + 2 > end - p) return -1;
+      size_t idbytes = (size_t)(p - id0) + (size_t)len + 2; /* "$len\r\nID\r\n" */
+      if (c->idslen + idbytes > c->idscap) {
+        while (c->idslen + idbytes > c->idscap) c->idscap = c->idscap ? c->idscap * 2 : 4096;
+        if (!(c->ids = realloc(c->ids, c->idscap))) die("realloc");
+      }
+      memcpy(c->ids + c->idslen, id0, idbytes); c->idslen += idbytes; c->nids++;
+      p += len + 2;
+      reply_t skip = {0};
+      long k = parse_reply(p, (size_t)(end - p), &skip, 1); /* the fields, or nil if deleted */
+      if (k <= 0) return -1;
+      p += k;
+    }
+  }
+  return 0;
+}
+
+#define PUT_LIT(c, lit) put(c, lit, sizeof lit - 1)
+
+/* group: the next command of consumer c (number id): XACK of what it read, else a new read. */
+static void send_group(conn_t *c, uint32_t id) {
+  char h[64]; int hl;
+  c->wlen = c->woff = 0;
+  if (c->acking) {
+    hl = snprintf(h, sizeof h, "*%d\r\n$4\r\nXACK\r\n", 3 + c->nids);
+    put(c, h, (size_t)hl); put_bulk(c, qkey, strlen(qkey)); put_bulk(c, gname, strlen(gname));
+    put(c, c->ids, c->idslen);
+  } else {
+    if (delivered >= requests) { c->stopped = 1; active--; return; }
+    PUT_LIT(c, "*9\r\n$10\r\nXREADGROUP\r\n$5\r\nGROUP\r\n");
+    put_bulk(c, gname, strlen(gname));
+    hl = snprintf(h, sizeof h, "c%u", id); put_bulk(c, h, (size_t)hl);
+    PUT_LIT(c, "$5\r\nCOUNT\r\n");
+    hl = snprintf(h, sizeof h, "%d", pipeline); put_bulk(c, h, (size_t)hl);
+    PUT_LIT(c, "$7\r\nSTREAMS\r\n"); put_bulk(c, qkey, strlen(qkey)); PUT_LIT(c, "$1\r\n>\r\n");
+    c->t0 = now_ns();
+  }
+  c->pending = 1;
+  flush_out(c, id);
+}
 
 static void send_batch(conn_t *c, uint32_t id) {
   int n = pipeline;
+  if (c->role == ROLE_GROUP) { send_group(c, id); return; }
   c->wlen = c->woff = 0;
   if (c->role == ROLE_RUN) {
     if (issued + n > requests) n = (int)(requests - issued);
@@ -261,7 +342,19 @@ static void on_reply(conn_t *c, uint32_t id, reply_t *r, uint64_t t) {
   else if (r->nil) nils++;
   else if (r->type == ':' && r->ival > 0) nonzero++;
   else if (r->type == '*') arrays++;
-  if (c->role == ROLE_RUN) {
+  if (c->role == ROLE_GROUP) {
+    if (c->acking) {
+      long long n = r->type == ':' ? r->ival : 0;
+      if (n != c->nids) ack_short++;
+      acked += n; c->acking = 0;
+      if (nlat < latcap) lat[nlat++] = t - c->t0;
+    } else if (c->nids == 0) { /* nothing left to read: this consumer is done */
+      empty_reads++; c->stopped = 1; active--; c->pending = 0;
+      return;
+    } else {
+      delivered += c->nids; c->acking = 1;
+    }
+  } else if (c->role == ROLE_RUN) {
     if (done < requests) lat[nlat++] = t - c->t0;
     done++;
   } else if (c->role == ROLE_PRODUCER) {
@@ -279,7 +372,7 @@ static void on_reply(conn_t *c, uint32_t id, reply_t *r, uint64_t t) {
 }
 
 static void connect_all(const char *host, int port, int nprod, int ncons, int nrun) {
-  nconns = nprod + ncons + nrun;
+  nconns = nrun < 0 ? ncons : nprod + ncons + nrun; /* nrun < 0: ncons group consumers */
   cs = calloc((size_t)nconns, sizeof(conn_t));
   if (!cs) die("calloc");
   struct sockaddr_in sa = {0}; sa.sin_family = AF_INET; sa.sin_port = htons((uint16_t)port);
@@ -292,7 +385,8 @@ static void connect_all(const char *host, int port, int nprod, int ncons, int nr
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) die("fcntl");
     cs[i].fd = fd;
-    cs[i].role = i < nrun ? ROLE_RUN : i < nrun + nprod ? ROLE_PRODUCER : ROLE_CONSUMER;
+    cs[i].role = nrun < 0 ? ROLE_GROUP : i < nrun ? ROLE_RUN
+                 : i < nrun + nprod ? ROLE_PRODUCER : ROLE_CONSUMER;
     cs[i].rcap = 65536; cs[i].rbuf = malloc(cs[i].rcap);
     if (!cs[i].rbuf) die("malloc");
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
@@ -301,6 +395,7 @@ static void connect_all(const char *host, int port, int nprod, int ncons, int nr
 }
 
 static int finished(void) {
+  if (cs[0].role == ROLE_GROUP) return active == 0;
   return cs[0].role == ROLE_RUN ? done >= requests : popped >= requests && push_done >= requests;
 }
 
@@ -335,6 +430,9 @@ static void loop(void) {
           long k = parse_reply(c->rbuf + off, c->rlen - off, &rep, 0);
           if (k < 0) { fprintf(stderr, "malformed reply\n"); exit(3); }
           if (k == 0) break;
+          if (c->role == ROLE_GROUP && !c->acking && xread_ids(c->rbuf + off, (size_t)k, c) < 0) {
+            fprintf(stderr, "malformed XREADGROUP reply\n"); exit(3);
+          }
           off += (size_t)k;
           on_reply(c, id, &rep, t);
         }
@@ -366,7 +464,8 @@ static void report(double el, const char *extra) {
 static void usage(void) {
   fprintf(stderr, "usage: dtgen run HOST PORT CLIENTS PIPELINE REQUESTS SEED ARG...\n"
                   "       dtgen pushpop HOST PORT PRODUCERS CONSUMERS PIPELINE POPS WINDOW"
-                  " ITEM_BYTES SEED KEY\n");
+                  " ITEM_BYTES SEED KEY\n"
+                  "       dtgen group HOST PORT CONSUMERS COUNT ENTRIES SEED KEY GROUP\n");
   exit(2);
 }
 
@@ -408,6 +507,29 @@ int main(int argc, char **argv) {
     char extra[160];
     snprintf(extra, sizeof extra, ", \"pushes\": %lld, \"push_p50_ms\": %.4f, \"push_p99_ms\": %.4f",
              push_done, pct(push_lat, npush_lat, 0.50), pct(push_lat, npush_lat, 0.99));
+    report(el, extra);
+  } else if (!strcmp(argv[1], "group")) {
+    if (argc != 10) usage();
+    int cons = atoi(argv[4]);
+    pipeline = atoi(argv[5]); requests = atoll(argv[6]);
+    rng ^= (uint64_t)atoll(argv[7]) * 0x9E3779B97F4A7C15ull;
+    qkey = argv[8]; gname = argv[9];
+    if (cons < 1 || pipeline < 1 || requests < 1) usage();
+    latcap = requests + cons;
+    if (!(lat = malloc(sizeof(uint64_t) * (size_t)latcap))) die("malloc");
+    connect_all(argv[2], atoi(argv[3]), 0, cons, -1);
+    active = cons;
+    uint64_t start = now_ns();
+    for (int i = 0; i < nconns; i++) send_batch(&cs[i], (uint32_t)i);
+    loop();
+    double el = (double)(now_ns() - start) / 1e9;
+    if (ack_short && !first_err[0])
+      snprintf(first_err, sizeof first_err, "XACK acked fewer IDs than it named");
+    errs += ack_short;
+    requests = acked;
+    char extra[200];
+    snprintf(extra, sizeof extra, ", \"delivered\": %lld, \"acked\": %lld, \"empty_reads\": %lld, "
+             "\"short_acks\": %lld", delivered, acked, empty_reads, ack_short);
     report(el, extra);
   } else {
     usage();

@@ -20,7 +20,7 @@ Files:
 - nochecksum.rdb: `rdbchecksum no` (CRC field 0) and `rdbcompression no`, allkeys-lfu (FREQ
   opcodes), default limits.
 - empty.rdb: no keys.
-- stream.rdb: a string key and a stream key (larder has no streams: the reader refuses it).
+- stream.rdb: a string key and a stream key.
 - function.rdb: a function library (FUNCTION2 opcode) before the keys.
 
 Corrupt variants, made from those files (`make.py corrupt` remakes only these):

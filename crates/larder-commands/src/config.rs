@@ -57,6 +57,8 @@ pub enum Param {
     ZsetMaxListpackValue,
     ListMaxListpackSize,
     HllSparseMaxBytes,
+    StreamNodeMaxBytes,
+    StreamNodeMaxEntries,
     Dir,
     Appendonly,
     Appendfsync,
@@ -186,6 +188,11 @@ pub fn limits(config: &Config) -> larder_engine::Limits {
         zset_max_listpack_entries: n(Param::ZsetMaxListpackEntries),
         zset_max_listpack_value: n(Param::ZsetMaxListpackValue),
         list_max_listpack_size: config.num(Param::ListMaxListpackSize),
+        stream_node: larder_engine::stream::NodeLimits {
+            max_bytes: usize::try_from(config.num(Param::StreamNodeMaxBytes)).unwrap_or(usize::MAX),
+            max_entries: usize::try_from(config.num(Param::StreamNodeMaxEntries))
+                .unwrap_or(usize::MAX),
+        },
     }
 }
 

@@ -67,6 +67,7 @@ pub fn registry() -> Registry {
         zset::COMMANDS,
         geo::COMMANDS,
         stream::COMMANDS,
+        stream::groups::COMMANDS,
         queue::COMMANDS,
         bitmap::COMMANDS,
         hyperloglog::COMMANDS,

@@ -20,6 +20,7 @@ use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
 
+pub mod groups;
 mod info;
 mod read;
 
@@ -105,8 +106,13 @@ impl Collection for Stream {
 }
 
 /// The node limits in force (`stream-node-max-bytes`, `stream-node-max-entries`).
-pub(crate) fn node_limits(_c: &Cmd<'_>) -> NodeLimits {
-    NodeLimits::default()
+pub(crate) fn node_limits(c: &Cmd<'_>) -> NodeLimits {
+    use crate::config::Param;
+    let n = |p| usize::try_from(c.server.config.num(p)).unwrap_or(usize::MAX);
+    NodeLimits {
+        max_bytes: n(Param::StreamNodeMaxBytes),
+        max_entries: n(Param::StreamNodeMaxEntries),
+    }
 }
 
 /// The Stream held in `slot`, or WRONGTYPE.

@@ -22,6 +22,8 @@ pub struct Limits {
     /// Redis's `list-max-listpack-size`: a positive count of elements per compact node, or
     /// -1..-5 for a byte budget of 4, 8, 16, 32 or 64 KiB.
     pub list_max_listpack_size: i64,
+    /// Where a stream starts a new node (`stream-node-max-bytes`, `stream-node-max-entries`).
+    pub stream_node: crate::stream::NodeLimits,
 }
 
 impl Default for Limits {
@@ -33,6 +35,7 @@ impl Default for Limits {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             list_max_listpack_size: -2,
+            stream_node: crate::stream::NodeLimits::default(),
         }
     }
 }

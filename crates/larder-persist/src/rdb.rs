@@ -13,6 +13,7 @@ pub mod intset;
 pub mod length;
 pub mod listpack;
 pub mod lzf;
+pub mod stream;
 mod value;
 pub mod ziplist;
 pub mod zipmap;

@@ -449,6 +449,28 @@ pub static PARAMS: &[ParamDef] = &[
         "a HyperLogLog's sparse representation past this many bytes turns dense",
     ),
     def(
+        Param::StreamNodeMaxBytes,
+        "stream-node-max-bytes",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX,
+        },
+        "4096",
+        Mutability::Mutable,
+        "a stream node holding this many bytes (as Redis's listpack counts them) takes no more entries; 0 for no limit",
+    ),
+    def(
+        Param::StreamNodeMaxEntries,
+        "stream-node-max-entries",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "100",
+        Mutability::Mutable,
+        "a stream node holding this many entries takes no more; 0 for no limit",
+    ),
+    def(
         Param::Dir,
         "dir",
         Kind::Text,

@@ -8,9 +8,11 @@
 //! Replay: a command that changes a group records what reproduces the change exactly instead
 //! of itself, as Redis propagates it: each entry that a read or claim made pending (or
 //! dropped) as `XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID id`,
-//! a moved last delivered ID alone as `XGROUP SETID ... ENTRIESREAD n`, a consumer created
-//! by a read as `XGROUP CREATECONSUMER`. A handler changes the stream only when something
-//! will change, so a request that changes nothing records nothing.
+//! a moved last delivered ID as `XGROUP SETID ... ENTRIESREAD n`, a consumer created by a
+//! read as `XGROUP CREATECONSUMER`. Beyond Redis, XREADGROUP also records its history
+//! re-deliveries (as XCLAIM) and its read counter (SETID after every move), so that delivery
+//! counts and lag replay exactly too. A handler changes the stream only when something will
+//! change, so a request that changes nothing records nothing.
 
 mod claim;
 mod info;

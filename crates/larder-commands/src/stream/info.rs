@@ -1,5 +1,5 @@
-//! XINFO STREAM key [FULL [COUNT count]] | HELP, and the container the groups' XINFO GROUPS
-//! and XINFO CONSUMERS join.
+//! XINFO STREAM key [FULL [COUNT count]] | HELP, and the container that holds the groups'
+//! XINFO GROUPS and XINFO CONSUMERS (in `groups/info.rs`).
 
 use larder_engine::stream::StreamId;
 
@@ -8,7 +8,7 @@ use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
 
-use super::{read_stream, reply_entry, reply_id, reply_range, stream_at};
+use super::{groups, read_stream, reply_entry, reply_id, reply_range, stream_at};
 
 /// The key of an XINFO subcommand: argv[2].
 pub(crate) const SUB_KEY: KeySpec = KeySpec {
@@ -20,6 +20,8 @@ pub(crate) const SUB_KEY: KeySpec = KeySpec {
 
 #[rustfmt::skip]
 static SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("consumers", 4, READONLY, SUB_KEY, Group::Stream, "List the consumers in a consumer group", "5.0.0", groups::xinfo_consumers),
+    CommandSpec::new("groups", 3, READONLY, SUB_KEY, Group::Stream, "List the consumer groups of a stream", "5.0.0", groups::xinfo_groups),
     CommandSpec::new("stream", -3, READONLY, SUB_KEY, Group::Stream, "Get information about a stream", "5.0.0", xinfo_stream),
     CommandSpec::new("help", 2, LOADING | STALE, KeySpec::NONE, Group::Stream, "Show helpful text about the different subcommands", "5.0.0", help),
 ];
@@ -105,7 +107,7 @@ fn xinfo_stream(c: &mut Cmd<'_>) -> Result<()> {
         out.bulk(b"entries");
         reply_range(out, s, StreamId::MIN, StreamId::MAX, count, false);
         out.bulk(b"groups");
-        out.array(0);
+        groups::reply_full_groups(out, s, count);
     } else {
         out.bulk(b"groups");
         out.int(s.groups.as_ref().map_or(0, |g| g.len()) as i64);

@@ -56,3 +56,23 @@ fn xread_without_block_and_plans() {
     assert_eq!(h.run(&["XREAD", "STREAMS", "s", "$"]), Frame::Null);
     h.check_plans(&["XREAD COUNT 1 STREAMS a b 0 0", "XREAD BLOCK 0 STREAMS s $"]);
 }
+
+#[test]
+fn node_limits_follow_the_config() {
+    let mut h = Harness::new();
+    assert_eq!(
+        h.run(&["CONFIG", "SET", "stream-node-max-entries", "2"]),
+        ok()
+    );
+    for i in 1..=5 {
+        let id = format!("{i}-0");
+        assert_eq!(h.run(&["XADD", "s", &id, "f", "v"]), bulk(&id));
+    }
+    // Nodes of 2 entries: an approximate trim to 2 removes the first node only (the second
+    // would leave 1).
+    assert_eq!(h.run(&["XTRIM", "s", "MAXLEN", "~", "2"]), int(2));
+    assert_eq!(
+        h.run(&["CONFIG", "SET", "stream-node-max-bytes", "1kb"]),
+        ok()
+    );
+}

@@ -25,8 +25,11 @@ use node::{Node, Slot, DELETED};
 /// Heap bytes a node costs beside its buffer: its share of the ordered map (key and value).
 const NODE_OVERHEAD: usize = std::mem::size_of::<(StreamId, Node)>() + 16;
 
+/// Redis's `STREAM_LISTPACK_MAX_SIZE`: the node byte limit when `max_bytes` is 0 or larger.
+const LISTPACK_MAX_SIZE: usize = 1 << 30;
+
 /// When the tail node is full and an append starts a new one: Redis's
-/// `stream-node-max-bytes` (listpack bytes; 0 = no limit) and `stream-node-max-entries`
+/// `stream-node-max-bytes` (listpack bytes; 0 or above 1 GiB = 1 GiB) and `stream-node-max-entries`
 /// (entries, deleted ones included; 0 = no limit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeLimits {
@@ -181,21 +184,23 @@ impl Stream {
         let full = tail.as_ref().is_none_or(|t| {
             let node = t.get();
             let max_bytes = match limits.max_bytes {
-                0 => u32::MAX as usize,
-                n => n,
+                0 => LISTPACK_MAX_SIZE,
+                n => n.min(LISTPACK_MAX_SIZE),
             };
             node.lp_bytes() + new_bytes >= max_bytes
                 || (limits.max_entries != 0
                     && (node.live + node.deleted) as usize >= limits.max_entries)
         });
         if full {
+            let mut hint = 0;
             if let Some(t) = tail.as_mut() {
                 let node = t.get_mut();
                 self.heap -= node.heap_bytes();
                 node.shrink();
                 self.heap += node.heap_bytes();
+                hint = node.len_bytes();
             }
-            let node = Node::new(id, fields);
+            let node = Node::with_capacity(id, fields, hint);
             self.heap += node.heap_bytes() + NODE_OVERHEAD;
             self.nodes.insert(id, node);
         } else if let Some(mut t) = tail {

@@ -92,7 +92,14 @@ impl ExactSizeIterator for Fields<'_> {}
 impl Node {
     /// A node whose master entry is `id` with `fields` (alternating names and values).
     pub fn new(id: StreamId, fields: &[&[u8]]) -> Node {
-        let mut buf = Vec::new();
+        Node::with_capacity(id, fields, 0)
+    }
+
+    /// As [`Node::new`], with room for `bytes` of entries from the start: a stream's nodes
+    /// fill to about the same size, so the previous full node's size spares the new one its
+    /// growth by doubling (and the slack that would leave).
+    pub fn with_capacity(id: StreamId, fields: &[&[u8]], bytes: usize) -> Node {
+        let mut buf = Vec::with_capacity(bytes);
         let names = fields.len() / 2;
         put_varint(&mut buf, names as u64);
         let mut lp = LP_EMPTY + lp_int_size(names as i64) + lp_int_size(0);
@@ -125,9 +132,21 @@ impl Node {
         self.buf.capacity()
     }
 
-    /// Drop spare capacity (when the node is full and will take no more entries).
+    /// Drop spare capacity (when the node is full and will take no more entries). The
+    /// bytes move to a block of their own size: an allocator may keep a block that shrinks
+    /// by less than half where it is (mimalloc does), and the slack would stay resident.
     pub fn shrink(&mut self) {
-        self.buf.shrink_to_fit();
+        let len = self.buf.len();
+        if self.buf.capacity() - len > len / 32 {
+            let mut exact = Vec::with_capacity(len);
+            exact.extend_from_slice(&self.buf);
+            self.buf = exact;
+        }
+    }
+
+    /// Bytes the node's buffer holds.
+    pub fn len_bytes(&self) -> usize {
+        self.buf.len()
     }
 
     /// Whether `fields` has the master's field names, in order.

@@ -17,8 +17,8 @@
 //! time: it walks a value's layout from the stream into a buffer that grows only with the
 //! bytes that arrive (a length field never sizes an allocation), then decodes the buffer
 //! with [`read_value`]. Every error names the byte
-//! offset where it was found. Module data, functions and streams are refused by name:
-//! larder has none of them. [`load_rdb`] inserts a file's keys into a keyspace.
+//! offset where it was found. Module data and functions are refused by name: larder has
+//! neither. [`load_rdb`] inserts a file's keys into a keyspace.
 
 mod empty;
 mod load;
@@ -91,7 +91,7 @@ pub enum ErrorKind {
     UnknownType(u8),
     /// A value that does not decode (or does not fit the limits' rules) for this key.
     BadValue { key: Vec<u8>, rdb_type: u8 },
-    /// Data of a kind larder does not hold: module values and aux data, functions, streams.
+    /// Data of a kind larder does not hold: module values and aux data, functions.
     /// `key` is the key it belongs to, for a value.
     Unsupported {
         what: &'static str,
@@ -167,9 +167,8 @@ enum TypeClass {
 
 fn classify(t: u8) -> TypeClass {
     match t {
-        0..=5 | 9..=14 | 16..=18 => TypeClass::Value,
+        0..=5 | 9..=19 => TypeClass::Value,
         6 | 7 => TypeClass::Unsupported("module value type"),
-        15 | 19 => TypeClass::Unsupported("stream value type"),
         _ => TypeClass::Unknown,
     }
 }

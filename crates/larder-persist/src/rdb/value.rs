@@ -3,19 +3,21 @@
 //! Written as Redis 7.0 writes them: STRING (0); LIST_QUICKLIST_2 (18) with listpack nodes
 //! cut where Redis's quicklist would cut a list built by appending, and plain nodes for
 //! elements of 1 GiB or more; HASH_LISTPACK (16) or HASH (4); SET_INTSET (11) or SET (2);
-//! ZSET_LISTPACK (17) or ZSET_2 (5) (see [`zset`]), following the value's current encoding.
+//! ZSET_LISTPACK (17) or ZSET_2 (5) (see [`zset`]), following the value's current encoding;
+//! STREAM_LISTPACKS_2 (19) (see [`stream`]).
 //!
 //! Read: all of those, plus what a 7.0 server still loads: LIST (1), HASH_ZIPMAP (9),
-//! LIST_ZIPLIST (10), LIST_QUICKLIST (14) of ziplists, HASH_ZIPLIST (13). The loaded value's encoding follows
-//! `limits` as Redis's `rdbLoadObject` decides it: a listpack hash converts only when it has
-//! too many fields, a hash read field by field also when a field or value is too long.
+//! LIST_ZIPLIST (10), LIST_QUICKLIST (14) of ziplists, HASH_ZIPLIST (13), STREAM_LISTPACKS
+//! (15). The loaded value's encoding follows `limits` as Redis's `rdbLoadObject` decides it:
+//! a listpack hash converts only when it has too many fields, a hash read field by field also
+//! when a field or value is too long.
 
 use larder_engine::list::End;
 use larder_engine::set::Member;
 use larder_engine::{Hash, Limits, List, Object, Set};
 
 use super::length::{put_len, put_string, Reader};
-use super::{intset, listpack, ziplist, zipmap, zset, Elem, Error, Value, ValueRef};
+use super::{intset, listpack, stream, ziplist, zipmap, zset, Elem, Error, Value, ValueRef};
 
 pub const TYPE_STRING: u8 = 0;
 pub const TYPE_LIST: u8 = 1;
@@ -76,8 +78,10 @@ pub fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>, limits: &Limits) -> R
             zset::write(out, z.scored(), encoding);
             Ok(())
         }
-        // Until the stream codec lands a stream is refused, never written as something else.
-        Object::Stream(_) => Err(Error::BadData),
+        Object::Stream(s) => {
+            stream::write(out, &stream::to_dump(s, limits.stream_node));
+            Ok(())
+        }
     }
 }
 
@@ -264,6 +268,12 @@ pub fn read_value(r: &mut Reader<'_>, limits: &Limits) -> Result<Value, Error> {
                 loaded.members.iter().map(|(m, s)| (&m[..], *s)),
                 limits,
             ))
+        }
+        stream::TYPE_STREAM_LISTPACKS | stream::TYPE_STREAM_LISTPACKS_2 => {
+            Object::Stream(Box::new(stream::from_dump(
+                &stream::read(r, kind)?,
+                limits.stream_node,
+            )?))
         }
         _ => return Err(Error::BadData),
     };

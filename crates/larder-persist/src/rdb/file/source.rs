@@ -242,7 +242,45 @@ impl<R: Read> Source<R> {
                 }
                 Ok(())
             }
+            // STREAM_LISTPACKS (15) and STREAM_LISTPACKS_2 (19): see `rdb/stream.rs`.
+            15 | 19 => self.skim_stream(t == 19),
             _ => Err(self.error(ErrorKind::UnknownType(t))),
         }
+    }
+
+    /// A stream: nodes (key and listpack), metadata, then groups with their PELs and
+    /// consumers. `v2`: type 19, with first ID, max deleted ID, entries added and each
+    /// group's entries read.
+    fn skim_stream(&mut self, v2: bool) -> Result<(), FileError> {
+        for _ in 0..self.length()? {
+            self.skim_string()?;
+            self.skim_string()?;
+        }
+        // Length and last ID; then first ID, max deleted ID and entries added.
+        for _ in 0..if v2 { 8 } else { 3 } {
+            self.length()?;
+        }
+        for _ in 0..self.length()? {
+            self.skim_string()?;
+            for _ in 0..if v2 { 3 } else { 2 } {
+                self.length()?;
+            }
+            // The group PEL: ID, delivery time, delivery count.
+            for _ in 0..self.length()? {
+                self.pass(16 + 8)?;
+                self.length()?;
+            }
+            // Consumers: name, seen time, PEL IDs.
+            for _ in 0..self.length()? {
+                self.skim_string()?;
+                self.pass(8)?;
+                let n = self.length()?;
+                self.pass(
+                    n.checked_mul(16)
+                        .ok_or_else(|| self.error(ErrorKind::Truncated))?,
+                )?;
+            }
+        }
+        Ok(())
     }
 }
