@@ -154,27 +154,31 @@ impl Q<'_, '_> {
 
     /// QGET: the next message for `worker`, from the highest level down; at each level,
     /// messages the timer reclaimed come before new ones. Expired messages are acknowledged,
-    /// deleted and counted, never delivered. With `block_ms`, waits for a put when there is
-    /// nothing (see [`Q::wait`]).
+    /// deleted and counted, never delivered. With `block_ms` (0: no limit), waits for a put
+    /// when there is nothing (see [`Q::wait`]).
+    ///
+    /// A get that waits runs again each time it is woken and at its deadline (ARCHITECTURE
+    /// "Blocked clients"). What must last from its first run to the next lives on the
+    /// connection: the deadline in `ConnState::blocked`, fixed by the first run, while the
+    /// client stays registered in its place in line. The lookup steps run with it set aside
+    /// ([`sub::reply`]), so that none of them ends the wait.
     pub fn get(&mut self, worker: &[u8], auto_ack: bool, block_ms: Option<u64>) -> Result<Got> {
-        // A retry after a wake-up: the wait's deadline is set aside while the steps run, so
-        // that they do not end the wait (the executor ends the wait of a command that ends).
-        let blocked = self.conn.blocked.take();
-        let r = self.get_or_wait(worker, auto_ack, block_ms, blocked);
-        let waiting = matches!(r, Ok(Got::Waiting));
-        if !waiting && (self.conn.blocked.take().is_some() || blocked.is_some()) {
+        let deadline = block_ms.map(|ms| match self.conn.blocked {
+            // A run after a wake-up or at the deadline: the first run's deadline.
+            Some(deadline) => deadline,
+            None if ms == 0 => 0,
+            None => self.now_ms.saturating_add(ms),
+        });
+        let r = self.get_or_wait(worker, auto_ack, deadline);
+        if !matches!(r, Ok(Got::Waiting)) && self.conn.blocked.take().is_some() {
+            // Served, or failed, while waiting: the client leaves the line (and if it had
+            // been woken, the next client in line is woken in its place).
             self.server.blocking.unregister(self.conn.id);
         }
         r
     }
 
-    fn get_or_wait(
-        &mut self,
-        worker: &[u8],
-        auto_ack: bool,
-        block_ms: Option<u64>,
-        blocked: Option<u64>,
-    ) -> Result<Got> {
+    fn get_or_wait(&mut self, worker: &[u8], auto_ack: bool, deadline: Option<u64>) -> Result<Got> {
         // A wait that new entries end goes round again; more than a few rounds means other
         // workers take every message first, and the answer is then the wait's timeout.
         for _ in 0..4 {
@@ -183,12 +187,11 @@ impl Q<'_, '_> {
                     return Ok(Got::Message(d));
                 }
             }
-            let Some(block_ms) = block_ms.filter(|_| !self.conn.in_exec) else {
+            let Some(deadline) = deadline.filter(|_| !self.conn.in_exec) else {
                 self.seen(worker);
                 return Ok(Got::Empty);
             };
-            self.conn.blocked = blocked;
-            match self.wait(worker, block_ms)? {
+            match self.wait(worker, deadline)? {
                 Some(got) => return Ok(got),
                 None => continue,
             }
@@ -197,19 +200,23 @@ impl Q<'_, '_> {
     }
 
     /// Waits for new entries on every level with one blocking XREAD, from each level's
-    /// group's last delivered ID: it answers at once when something arrived since the look,
-    /// or registers the client under the levels' keys while their shards are held, so no put
-    /// can slip between the look and the wait. `None`: entries arrived, look again.
-    fn wait(&mut self, worker: &[u8], block_ms: u64) -> Result<Option<Got>> {
+    /// group's last delivered ID, until `deadline` (Unix ms; 0: no limit): it answers at once
+    /// when something arrived since the look, or registers the client under the levels'
+    /// keys while their shards are held, so no put can slip between the look and the wait
+    /// (a client registered by an earlier run keeps its place). `None`: entries arrived,
+    /// look again.
+    fn wait(&mut self, worker: &[u8], deadline: u64) -> Result<Option<Got>> {
         let keys: Vec<Vec<u8>> = (0..LEVELS).rev().map(|p| level_key(self.name, p)).collect();
         let mut ids = Vec::with_capacity(LEVELS);
         for key in &keys {
             ids.push(self.last_delivered(key)?);
         }
-        let ms = block_ms.to_string();
-        let mut argv: Vec<&[u8]> = vec![b"XREAD", b"BLOCK", ms.as_bytes(), b"STREAMS"];
+        // XREAD waits until the connection's deadline, not its own BLOCK argument's; one
+        // entry is enough to say that something arrived.
+        let mut argv: Vec<&[u8]> = vec![b"XREAD", b"COUNT", b"1", b"BLOCK", b"0", b"STREAMS"];
         argv.extend(keys.iter().map(Vec::as_slice));
         argv.extend(ids.iter().map(Vec::as_slice));
+        self.conn.blocked = Some(deadline);
         match sub::run(self.server, self.conn, &argv) {
             Ran::Blocked => {
                 self.conn.block_now = true;

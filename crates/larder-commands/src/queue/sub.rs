@@ -20,7 +20,10 @@ pub enum Ran {
     Blocked,
 }
 
-/// Runs `argv` on `conn` through the executor, its reply decoded (RESP2 shapes).
+/// Runs `argv` on `conn` through the executor, its reply decoded (RESP2 shapes), with the
+/// connection's wait (`ConnState::blocked`) as it is: for the one step that may block, which
+/// waits until that deadline, registers the client (or keeps its place in line on a retry),
+/// or ends the wait.
 pub fn run(server: &Server, conn: &mut ConnState, argv: &[&[u8]]) -> Ran {
     let mode = std::mem::replace(&mut conn.reply_mode, ReplyMode::On);
     let batching = std::mem::replace(&mut conn.batching, false);
@@ -51,9 +54,15 @@ pub fn run(server: &Server, conn: &mut ConnState, argv: &[&[u8]]) -> Ran {
     })
 }
 
-/// Runs a command that never blocks (no BLOCK argument): its reply.
+/// Runs a command that never blocks (no BLOCK argument): its reply. The connection's wait
+/// is set aside meanwhile: the executor ends the wait of a command that ends while it is set
+/// (taking the deadline and the client's place in line), and this step is not the command
+/// that waits.
 pub fn reply(server: &Server, conn: &mut ConnState, argv: &[&[u8]]) -> Frame {
-    match run(server, conn, argv) {
+    let wait = conn.blocked.take();
+    let ran = run(server, conn, argv);
+    conn.blocked = wait;
+    match ran {
         Ran::Reply(f) => f,
         Ran::Blocked => Frame::Error("ERR the command blocked".into()),
     }

@@ -139,3 +139,55 @@ fn the_publish_window_is_read_by_index() {
     assert_eq!(arr(&r).len(), 1);
     assert_eq!(arr(&arr(&r)[0])[1], bulk("m5"));
 }
+
+/// Runs `argv` as a connection's worker does: `Err(deadline)` when the client now waits
+/// (its request is run again, with the same arguments, when woken or at the deadline).
+fn run_or_wait(h: &mut Harness, argv: &[&str]) -> Result<Frame, u64> {
+    let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+    h.out.truncate(0);
+    match crate::exec::execute(&h.server, &mut h.conn, &argv, &mut h.out) {
+        crate::exec::Outcome::Blocked { until_ms } => Err(until_ms),
+        crate::exec::Outcome::Continue => {
+            let raw = h.out.take_bytes();
+            Ok(larder_resp::decode(&raw)
+                .expect("a reply")
+                .expect("a reply")
+                .0)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_blocked_get_keeps_its_deadline_and_place_across_runs() {
+    let mut h = Harness::new();
+    let mut putter = Harness::connect(std::sync::Arc::clone(&h.server));
+    let id = h.conn.id;
+    let get = ["QGET", "q", "w", "BLOCK", "5000"];
+    let until = run_or_wait(&mut h, &get).expect_err("nothing yet: it waits");
+    assert!(h.server.blocking.is_blocked(id));
+    // A wake-up that finds nothing (a write to another level's key, say): it waits on, until
+    // the same deadline, still registered.
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    assert_eq!(run_or_wait(&mut h, &get), Err(until));
+    assert!(h.server.blocking.is_blocked(id));
+    // A put wakes it: served once, and it leaves the line.
+    putter.run(&["QPUT", "q", "PRIORITY", "1", "wake"]);
+    let m = run_or_wait(&mut h, &get).expect("served");
+    assert_eq!(arr(&m)[1], bulk("wake"));
+    assert_eq!(arr(&m)[3], int(1));
+    assert!(!h.server.blocking.is_blocked(id));
+    assert_eq!(h.conn.blocked, None);
+    // The next get on the connection waits on its own, shorter deadline and ends with null
+    // when it passes: the message delivered above is not handed out again.
+    let get = ["QGET", "q", "w", "BLOCK", "30"];
+    let until = run_or_wait(&mut h, &get).expect_err("it waits");
+    assert!(until <= larder_engine::now_ms() + 30);
+    assert_eq!(run_or_wait(&mut h, &get), Err(until), "woken early");
+    while larder_engine::now_ms() <= until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(run_or_wait(&mut h, &get), Ok(Frame::Null));
+    assert!(!h.server.blocking.is_blocked(id));
+    assert_eq!(h.conn.blocked, None);
+}
