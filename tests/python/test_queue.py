@@ -3,6 +3,7 @@ QPUB QSUB), over the streams that hold it, in RESP2 and RESP3. larder's own comm
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -231,3 +232,48 @@ def test_a_raw_consumer_sees_the_streams(r: redis.Redis) -> None:
     assert len(entries) == 1
     fields = entries[0][1]
     assert fields[b"payload"] == b"second"
+
+
+def monitored(srv, seconds: float) -> list[str]:
+    """What MONITOR shows of the server's commands for `seconds`."""
+    with socket.create_connection(("127.0.0.1", srv.port)) as s:
+        s.sendall(b"MONITOR\r\n")
+        data = b""
+        s.settimeout(0.05)
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            data += chunk
+    lines = data.decode(errors="replace").split("\r\n")
+    return [line for line in lines if line and line != "+OK"]
+
+
+def test_the_reclaim_timer_is_quiet_until_a_message_is_due(server) -> None:
+    r = server.client(protocol=2)
+    r.config_resetstat()
+    # No queue: the timer runs nothing.
+    assert monitored(server, 0.35) == []
+    # A message handed out and not yet due: still nothing (the timer's looks are reads of
+    # its own, not commands).
+    r.execute_command("QTIMEOUT", "quiet", 60000)
+    r.execute_command("QPUT", "quiet", "job")
+    assert qget(r, "quiet", "w1") is not None
+    r.config_resetstat()
+    assert monitored(server, 0.35) == []
+    stats = set(r.info("commandstats")) - {"cmdstat_config|resetstat", "cmdstat_monitor"}
+    assert stats == set()
+    # A timeout that makes it due: the timer looks at once, its write runs as a command
+    # (counted, and logged), and the message goes back.
+    r.execute_command("QTIMEOUT", "quiet", 100)
+    deadline = time.time() + 3
+    again = None
+    while again is None and time.time() < deadline:
+        time.sleep(0.02)
+        again = qget(r, "quiet", "w2")
+    assert again is not None and again[3] == 2
+    assert r.info("commandstats")["cmdstat_xautoclaim"]["calls"] == 1

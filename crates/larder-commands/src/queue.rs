@@ -9,17 +9,19 @@
 //! name; each command they run declares its own) and are refused inside MULTI (a queue
 //! command runs its own steps, some of them transactions).
 //!
-//! Messages idle past the queue's visibility timeout are taken back by a timer
-//! ([`ops::reclaim_all`], run by the server every 100 ms) and handed to the next get.
+//! Messages idle past the queue's visibility timeout are taken back by the server's
+//! reclaim timer ([`timer`]) and handed to the next get.
 
 mod names;
 pub mod ops;
 pub mod sub;
 #[cfg(test)]
 mod tests;
+pub mod timer;
 
 pub use names::{Token, LEVELS};
-pub use ops::{reclaim_all, Delivery, Got, Q};
+pub use ops::{Delivery, Got, Q};
+pub use timer::Timer;
 
 use crate::args::parse_u64;
 use crate::error::{self, Error, Result};
@@ -165,7 +167,7 @@ fn qmaxlen(c: &mut Cmd<'_>) -> Result<()> {
 }
 
 fn qtimeout(c: &mut Cmd<'_>) -> Result<()> {
-    setting(c, b"timeout_ms", i64::MAX as u64)
+    setting(c, ops::TIMEOUT_FIELD, i64::MAX as u64)
 }
 
 /// QPURGE queue [PRIORITY p]: how many messages were removed.

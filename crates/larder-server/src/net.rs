@@ -308,7 +308,8 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
     };
 
     // The work queues' reclaim timer: messages idle past their queue's visibility timeout
-    // go back to the queue (larder_commands::queue::reclaim_all), through the executor.
+    // go back to the queue (larder_commands::queue::timer); it sleeps while no queue has
+    // messages.
     let queue_timer = {
         let (server, stopping) = (Arc::clone(&server), Arc::clone(&stopping));
         std::thread::Builder::new()
@@ -320,12 +321,9 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
                 let slot = server.stats.threads.len() - 1;
                 let mut conn = ConnState::new(&server, handle, slot);
                 conn.authenticated = true;
-                while !stopping.load(Ordering::Relaxed) {
-                    std::thread::park_timeout(std::time::Duration::from_millis(100));
-                    if !server.gates.loading.load(Ordering::Relaxed) {
-                        larder_commands::queue::reclaim_all(&server, &mut conn);
-                    }
-                }
+                larder_commands::queue::timer::run(&server, &mut conn, &|| {
+                    stopping.load(Ordering::Relaxed)
+                });
             })?
     };
 

@@ -19,6 +19,8 @@ const BUSY: &str = "BUSY the queue changed under every try: try again";
 pub const PAYLOAD: &[u8] = b"payload";
 /// The entry field that holds a message's deadline (Unix ms), when it has a TTL.
 pub const EXPIRE_AT: &[u8] = b"expire_at";
+/// The meta hash field of the visibility timeout.
+pub const TIMEOUT_FIELD: &[u8] = b"timeout_ms";
 /// The visibility timeout of a queue that sets none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// How many times a put to a bounded queue retries after another write slipped in.
@@ -62,10 +64,13 @@ impl Q<'_, '_> {
         }
     }
 
-    /// Records the queue's name in the index the reclaim timer walks.
+    /// Records the queue's name in the index the reclaim timer is built from at start, and
+    /// in the timer's registry.
     fn register(&mut self) -> Result<()> {
         let name = self.name.to_vec();
-        self.ok(&[b"SADD", INDEX_KEY, &name]).map(drop)
+        self.ok(&[b"SADD", INDEX_KEY, &name])?;
+        self.server.queues.add(self.conn.db, self.name);
+        Ok(())
     }
 
     /// One setting of the queue's meta hash, as a number (0 when unset).
@@ -79,7 +84,12 @@ impl Q<'_, '_> {
         self.register()?;
         let meta = meta_key(self.name);
         let v = value.to_string();
-        self.ok(&[b"HSET", &meta, name, v.as_bytes()]).map(drop)
+        self.ok(&[b"HSET", &meta, name, v.as_bytes()])?;
+        if name == TIMEOUT_FIELD {
+            // Messages handed out may be due sooner (or later) now.
+            self.server.queues.look_now(self.conn.db, self.name);
+        }
+        Ok(())
     }
 
     /// Messages held at each level (ready and unacknowledged).
@@ -280,6 +290,9 @@ impl Q<'_, '_> {
             }
             if auto_ack {
                 self.finish(&key, &entry.id)?;
+            } else {
+                // A message that waits for its acknowledgement: the timer looks after it.
+                self.server.queues.add(self.conn.db, self.name);
             }
             return Ok(Some(Delivery {
                 token: Token {
@@ -407,7 +420,7 @@ impl Q<'_, '_> {
 
     /// The visibility timeout in ms.
     pub fn timeout_ms(&mut self) -> Result<u64> {
-        Ok(match self.setting(b"timeout_ms")? {
+        Ok(match self.setting(TIMEOUT_FIELD)? {
             n if n > 0 => n as u64,
             _ => DEFAULT_TIMEOUT_MS,
         })
@@ -446,40 +459,38 @@ impl Q<'_, '_> {
         Ok(seen)
     }
 
-    /// The timer's step: entries delivered longer ago than the visibility timeout and not
-    /// acknowledged go to the reclaim consumer (XAUTOCLAIM, which counts a delivery), from
-    /// which the next get takes them first. The number reclaimed.
-    pub fn reclaim(&mut self) -> Result<i64> {
-        let idle = self.timeout_ms()?.to_string();
+    /// The timer's step on level `p`: entries delivered longer ago than `timeout_ms` and not
+    /// acknowledged go to the reclaim consumer (XAUTOCLAIM, run through the executor), from
+    /// which the next get takes them first. At most `calls` XAUTOCLAIMs of 100: the number
+    /// reclaimed, and whether the level was finished.
+    pub fn reclaim(&mut self, p: usize, timeout_ms: u64, calls: usize) -> (i64, bool) {
+        let idle = timeout_ms.to_string();
+        let key = level_key(self.name, p);
+        let mut cursor = b"0-0".to_vec();
         let mut n = 0;
-        for p in 0..LEVELS {
-            let key = level_key(self.name, p);
-            let mut cursor = b"0-0".to_vec();
-            // Bounded per step: the rest waits for the next tick.
-            for _ in 0..10 {
-                let r = match self.run(&[
-                    b"XAUTOCLAIM",
-                    &key,
-                    GROUP,
-                    RECLAIM,
-                    idle.as_bytes(),
-                    &cursor,
-                    b"COUNT",
-                    b"100",
-                    b"JUSTID",
-                ]) {
-                    Frame::Error(_) => break,
-                    f => f,
-                };
-                let parts = items(&r);
-                n += parts.get(1).map_or(0, |ids| items(ids).len() as i64);
-                match parts.first().and_then(bytes) {
-                    Some(next) if next != b"0-0" => cursor = next.to_vec(),
-                    _ => break,
-                }
+        for _ in 0..calls {
+            let r = match self.run(&[
+                b"XAUTOCLAIM",
+                &key,
+                GROUP,
+                RECLAIM,
+                idle.as_bytes(),
+                &cursor,
+                b"COUNT",
+                b"100",
+                b"JUSTID",
+            ]) {
+                Frame::Error(_) => return (n, true),
+                f => f,
+            };
+            let parts = items(&r);
+            n += parts.get(1).map_or(0, |ids| items(ids).len() as i64);
+            match parts.first().and_then(bytes) {
+                Some(next) if next != b"0-0" => cursor = next.to_vec(),
+                _ => return (n, true),
             }
         }
-        Ok(n)
+        (n, false)
     }
 
     /// QPUB: appends to the retained window (the last `window` messages) and returns the
@@ -551,26 +562,4 @@ fn token(priority: usize, id: &Frame) -> Result<Token> {
         }),
         None => Err(Error::Static("ERR the put gave no ID")),
     }
-}
-
-/// The timer's pass over every queue of every database: reclaims what waited past its
-/// queue's visibility timeout. Runs on `conn`, a connection of the timer's own.
-pub fn reclaim_all(server: &Server, conn: &mut ConnState) -> i64 {
-    let mut n = 0;
-    for db in 0..server.keyspace.db_count() {
-        conn.db = db;
-        let names = sub::reply(server, conn, &[b"SMEMBERS", INDEX_KEY]);
-        for name in items(&names).iter().filter_map(bytes) {
-            let now_ms = larder_engine::now_ms();
-            let mut q = Q {
-                server,
-                conn: &mut *conn,
-                name,
-                now_ms,
-            };
-            n += q.reclaim().unwrap_or(0);
-        }
-    }
-    conn.db = 0;
-    n
 }

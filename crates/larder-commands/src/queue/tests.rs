@@ -105,7 +105,8 @@ fn reclaimed_messages_go_to_the_next_worker_with_one_more_delivery() {
     assert_eq!(got(&mut h, &["QGET", "q", "w2"]), None);
     std::thread::sleep(std::time::Duration::from_millis(5));
     let server = std::sync::Arc::clone(&h.server);
-    assert_eq!(super::reclaim_all(&server, &mut h.conn), 1);
+    let now = larder_engine::now_ms();
+    assert_eq!(super::timer::pass(&server, &mut h.conn, now), 1);
     let again = got(&mut h, &["QGET", "q", "w2"]).expect("redelivered");
     assert_eq!(
         (again.0.as_str(), again.1.as_str()),
@@ -190,4 +191,90 @@ fn a_blocked_get_keeps_its_deadline_and_place_across_runs() {
     assert_eq!(run_or_wait(&mut h, &get), Ok(Frame::Null));
     assert!(!h.server.blocking.is_blocked(id));
     assert_eq!(h.conn.blocked, None);
+}
+
+/// The commands INFO commandstats counts, but the test's own CONFIG and INFO.
+fn command_stats(h: &mut Harness) -> String {
+    match h.run(&["INFO", "commandstats"]) {
+        Frame::Bulk(b) => String::from_utf8_lossy(&b)
+            .lines()
+            .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_config"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_timer_sleeps_without_queues_and_looks_when_a_message_can_be_due() {
+    let mut h = Harness::new();
+    let server = std::sync::Arc::clone(&h.server);
+    let timer = &server.queues;
+    // No queue: nothing to look at, no wake-up planned, and a pass runs no command.
+    assert!(timer.is_empty());
+    assert_eq!(timer.plan(), u64::MAX);
+    assert_eq!(
+        super::timer::pass(&server, &mut h.conn, larder_engine::now_ms()),
+        0
+    );
+    assert_eq!(command_stats(&mut h), "");
+
+    h.run(&["QTIMEOUT", "q", "60000"]);
+    h.run(&["QPUT", "q", "a"]);
+    assert_eq!(timer.len(), 1);
+    assert_eq!(timer.plan(), 0, "a new queue is looked at once");
+    let delivered = larder_engine::now_ms();
+    got(&mut h, &["QGET", "q", "w"]).expect("a message");
+    h.run(&["CONFIG", "RESETSTAT"]);
+    let now = larder_engine::now_ms();
+    assert_eq!(super::timer::pass(&server, &mut h.conn, now), 0);
+    // Next: when the message handed out becomes due, no later.
+    let next = timer.plan();
+    assert!(
+        (delivered + 60_000..=now + 60_000).contains(&next),
+        "{next}"
+    );
+    // The look read the keyspace directly: no command ran.
+    assert_eq!(command_stats(&mut h), "");
+    // A pass before then looks at nothing.
+    assert_eq!(super::timer::pass(&server, &mut h.conn, next - 1), 0);
+    assert_eq!(timer.plan(), next);
+
+    // A shorter timeout: looked at once, and the message is taken back when due.
+    h.run(&["QTIMEOUT", "q", "1"]);
+    assert_eq!(timer.plan(), 0);
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    h.run(&["CONFIG", "RESETSTAT"]);
+    assert_eq!(
+        super::timer::pass(&server, &mut h.conn, larder_engine::now_ms()),
+        1
+    );
+    // The write went through the executor.
+    let stats = command_stats(&mut h);
+    assert!(stats.contains("cmdstat_xautoclaim:calls=1,"), "{stats}");
+    assert_eq!(got(&mut h, &["QGET", "q", "w2"]).map(|m| m.3), Some(2));
+
+    // A purged queue leaves the registry at its next look.
+    h.run(&["QPURGE", "q"]);
+    let later = timer.plan();
+    assert_eq!(super::timer::pass(&server, &mut h.conn, later), 0);
+    assert!(timer.is_empty());
+    assert_eq!(timer.plan(), u64::MAX);
+}
+
+#[test]
+fn the_timer_registry_is_rebuilt_from_the_index() {
+    let mut h = Harness::new();
+    // As a load leaves them: the index and a level, with no queue command run.
+    h.run(&["SELECT", "3"]);
+    h.run(&["SADD", "queue:index", "q", "7"]);
+    h.run(&["XADD", "queue:{q}:p1", "*", "payload", "x"]);
+    h.run(&["XADD", "queue:{7}:p0", "*", "payload", "y"]);
+    let server = std::sync::Arc::clone(&h.server);
+    assert!(server.queues.is_empty());
+    super::timer::rebuild(&server);
+    assert_eq!(server.queues.len(), 2);
+    // Both levels exist: the queues stay after a look.
+    super::timer::pass(&server, &mut h.conn, larder_engine::now_ms());
+    assert_eq!(server.queues.len(), 2);
 }
