@@ -151,7 +151,12 @@ fn get(cx: &mut Cx<'_, '_>, name: &[u8]) -> Action {
     }
     let reply = match run_may_block(cx, &argv) {
         Ok(reply) => reply,
-        Err(until_ms) => return Action::Wait { until_ms },
+        Err(until_ms) => {
+            // Marks the runs that wake-ups cause as the same request, as the key API's long
+            // polls are: the rate limit counted it once (`limits::screen`).
+            *cx.wait_until = Some(until_ms);
+            return Action::Wait { until_ms };
+        }
     };
     match reply {
         Frame::Array(m) => match m.as_slice() {
