@@ -204,3 +204,51 @@ def test_publish_window(http: requests.Session, srv: Server) -> None:
     assert http.get(q(srv, "news", "sub"), params={"idx": 5}).json() == [
         {"idx": 5, "payload": "/w==", "encoding": "base64"}]
     assert http.get(q(srv, "news", "sub"), params={"idx": "x"}).status_code == 400
+
+
+def test_queue_requests_have_their_own_metrics_route(http: requests.Session, srv: Server) -> None:
+    from test_http_metrics import scrape, value
+
+    def count(code: str) -> float:
+        fams, _ = scrape(srv.http_url, session=http)
+        return value(fams, "larder_http_requests_total", route="queue", code=code) or 0
+
+    before = {code: count(code) for code in ("201", "200", "204")}
+    put(http, srv, "m", "x")
+    get(http, srv, "m", worker="w", ack="auto")
+    get(http, srv, "m", worker="w")
+    assert count("201") == before["201"] + 1
+    assert count("200") == before["200"] + 1
+    assert count("204") == before["204"] + 1
+
+
+def test_a_long_poll_woken_again_and_again_passes_the_rate_limit_once(
+    http: requests.Session, srv: Server
+) -> None:
+    r = srv.client(protocol=2)
+    # A message another worker holds: the level and its group exist, and the poll gets
+    # nothing.
+    r.execute_command("QPUT", "rl", "held")
+    assert r.execute_command("QGET", "rl", "other") is not None
+    r.config_set("http-rate-limit", "3")
+    try:
+        out = {}
+
+        def poll() -> None:
+            out["r"] = requests.get(q(srv, "rl"), params={"worker": "w", "wait": "1500ms"})
+
+        t = threading.Thread(target=poll)
+        t.start()
+        time.sleep(0.2)
+        r.config_resetstat()
+        # Writes to the level wake the poll; each run finds nothing and waits on.
+        for i in range(8):
+            r.execute_command("XGROUP", "CREATECONSUMER", "queue:{rl}:p0", "workers", f"c{i}")
+            time.sleep(0.05)
+        t.join(5)
+        assert not t.is_alive()
+        assert out["r"].status_code == 204, out["r"].text
+        runs = r.info("commandstats")["cmdstat_xinfo|groups"]["calls"] // 3
+        assert runs >= 8, runs
+    finally:
+        r.config_set("http-rate-limit", "0")
