@@ -19,7 +19,7 @@ pub mod sub;
 mod tests;
 pub mod timer;
 
-pub use names::{Token, LEVELS};
+pub use names::{pub_key, Token, LEVELS};
 pub use ops::{Delivery, Got, Q};
 pub use timer::Timer;
 

@@ -495,12 +495,25 @@ impl Q<'_, '_> {
 
     /// QPUB: appends to the retained window (the last `window` messages) and returns the
     /// message's index: 1 for the first, then one more each time. The index is the entry's
-    /// ID (`<index>-0`), so an add that races another for an index fails and takes the next.
+    /// ID (`<index>-0`). The add and a PUBLISH of `<index> <payload>` to the channel named
+    /// as the window's key run as one transaction (WATCH, MULTI/EXEC, again if another
+    /// publish came between), so a reader that takes the window's shard lock sees either
+    /// both or neither: the HTTP door's event stream reads the window and subscribes under
+    /// that lock, and gets every message once.
     pub fn publish(&mut self, window: u64, payload: &[u8]) -> Result<i64> {
         self.register()?;
+        // The client's own WATCHes are set aside while the publish uses the connection's.
+        let watched = std::mem::take(&mut self.conn.watched);
+        let r = self.watched_publish(window, payload);
+        self.conn.watched = watched;
+        r
+    }
+
+    fn watched_publish(&mut self, window: u64, payload: &[u8]) -> Result<i64> {
         let key = pub_key(self.name);
         let w = window.to_string();
         for _ in 0..PUT_TRIES {
+            self.ok(&[b"WATCH", &key])?;
             let last = self.ok(&[b"XREVRANGE", &key, b"+", b"-", b"COUNT", b"1"])?;
             let idx = items(&last)
                 .first()
@@ -508,7 +521,10 @@ impl Q<'_, '_> {
                 .and_then(|e| index_of(&e.id))
                 .map_or(1, |i| i + 1);
             let id = format!("{idx}-0");
-            let r = self.run(&[
+            let mut message = format!("{idx} ").into_bytes();
+            message.extend_from_slice(payload);
+            self.ok(&[b"MULTI"])?;
+            self.ok(&[
                 b"XADD",
                 &key,
                 b"MAXLEN",
@@ -516,11 +532,17 @@ impl Q<'_, '_> {
                 id.as_bytes(),
                 PAYLOAD,
                 payload,
-            ]);
-            match r {
-                Frame::Error(e) if e.contains("equal or smaller") => continue,
-                Frame::Error(e) => return Err(Error::Owned(e)),
-                _ => return Ok(idx as i64),
+            ])?;
+            self.ok(&[b"PUBLISH", &key, &message])?;
+            match self.ok(&[b"EXEC"])? {
+                Frame::Array(replies) => {
+                    return match replies.first() {
+                        Some(Frame::Error(e)) => Err(Error::Owned(e.clone())),
+                        _ => Ok(idx as i64),
+                    };
+                }
+                // Another publish took the index between the look and EXEC.
+                _ => continue,
             }
         }
         Err(Error::Static(BUSY))

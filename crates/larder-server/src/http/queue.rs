@@ -5,6 +5,9 @@
 //! A get with `wait=` is a long poll: QGET runs with BLOCK and, when nothing is there,
 //! blocks in the blocked-clients registry like a RESP client's; the worker holds the
 //! request ([`Action::Wait`]) and runs it again when a put wakes it or at its deadline.
+//!
+//! `sub` with `Accept: text/event-stream` is an event stream of the publish window: the
+//! retained messages, then the live ones through pub/sub ([`stream_window`]).
 
 use larder_commands::{execute, Outcome};
 use larder_http::{parse_duration_ms, percent_decode, Method, Query};
@@ -330,12 +333,21 @@ fn publish(cx: &mut Cx<'_, '_>, name: &[u8]) -> Action {
 
 /// `GET /v1/queue/{name}/sub?idx=N[&count=n]`: the retained messages from index `N` on,
 /// `[{"idx": n, "payload": "..."}]` (payloads that are not UTF-8 as base64, flagged
-/// `"encoding": "base64"`).
+/// `"encoding": "base64"`). With `Accept: text/event-stream`, an event stream of them
+/// ([`stream_window`]).
 fn subscribe(cx: &mut Cx<'_, '_>, name: &[u8]) -> Action {
-    let idx = match number(cx, "idx") {
-        Ok(i) => i.unwrap_or(1).to_string(),
+    let from = match number(cx, "idx") {
+        Ok(i) => i.unwrap_or(1),
         Err(a) => return a,
     };
+    let sse = cx
+        .req
+        .header_str("accept")
+        .is_some_and(|a| a.contains("text/event-stream"));
+    if sse {
+        return stream_window(cx, name, from);
+    }
+    let idx = from.to_string();
     let count = match number(cx, "count") {
         Ok(c) => c.unwrap_or(100).clamp(1, 10_000).to_string(),
         Err(a) => return a,
@@ -367,4 +379,89 @@ fn subscribe(cx: &mut Cx<'_, '_>, name: &[u8]) -> Action {
         Frame::Error(e) => failed(cx, &e),
         _ => cx.error(500, "QSUB gave an unexpected reply"),
     }
+}
+
+/// `GET /v1/queue/{name}/sub?idx=N` with `Accept: text/event-stream`: the retained messages
+/// from index `N` on (from the one after `Last-Event-ID` when a client reconnects with it),
+/// then each message as it is published, as events ([`window_event`]), with the door's
+/// heartbeats (`heartbeat=`) and cap on open streams.
+///
+/// The retained messages are read and the connection subscribed to the window's channel
+/// under the window key's shard lock; QPUB adds to the window and publishes in one
+/// transaction, under that lock: each message comes once, either read or published.
+fn stream_window(cx: &mut Cx<'_, '_>, name: &[u8], from: u64) -> Action {
+    let from = match cx.req.header_str("last-event-id").map(str::trim) {
+        Some(id) if !id.is_empty() => match id.parse::<u64>() {
+            Ok(last) => last.saturating_add(1),
+            Err(_) => return cx.error(400, "Last-Event-ID must be a window index"),
+        },
+        _ => from.max(1),
+    };
+    let Some(every_ms) = super::watch::heartbeat(cx) else {
+        return cx.error(400, "heartbeat must be a duration from 1s to 5m");
+    };
+    let Some(action) = super::watch::open(cx, every_ms) else {
+        return super::watch::too_many(cx);
+    };
+    let handle = std::sync::Arc::clone(&cx.state.handle);
+    // Messages are written as events from here on: set before the subscription.
+    handle.resp.store(
+        larder_commands::pubsub::PROTO_EVENTS,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    let key = larder_commands::queue::pub_key(name);
+    let (shard, hash) = cx.server.keyspace.db(DB).lock_key(&key);
+    let window = shard
+        .find_raw(&key, hash)
+        .map(|slot| shard.entry(slot))
+        .filter(|e| !e.is_expired(cx.now_ms))
+        .and_then(|e| match e.object() {
+            Some(larder_engine::Object::Stream(s)) => Some(s),
+            _ => None,
+        });
+    if let Some(stream) = window {
+        let start = larder_engine::stream::StreamId { ms: from, seq: 0 };
+        for (id, mut fields) in stream.range(start, larder_engine::stream::StreamId::MAX, false) {
+            let payload = fields.find(|(f, _)| *f == larder_commands::queue::ops::PAYLOAD);
+            write_event(cx.out, id.ms, payload.map_or(&b""[..], |(_, v)| v));
+        }
+    }
+    cx.server.pubsub.subscribe_client(false, &key, &handle);
+    drop(shard);
+    cx.state.subs.channels.insert(key);
+    action
+}
+
+/// A message of a queue's publish window for an event-stream subscriber: on a channel named
+/// `queue:{name}:pub`, QPUB publishes `<index> <payload>`, written as `id: <index>`,
+/// `event: message`, `data: {"idx": n, "payload": "..."}` (a payload that is not UTF-8 as
+/// base64, with `"encoding": "base64"`). False, writing nothing, for anything else.
+pub fn window_event(channel: &[u8], message: &[u8], out: &mut Vec<u8>) -> bool {
+    let is_window = channel.starts_with(b"queue:{") && channel.ends_with(b"}:pub");
+    let Some(space) = message.iter().position(|&b| b == b' ') else {
+        return false;
+    };
+    let (idx, payload) = (&message[..space], &message[space + 1..]);
+    let idx = std::str::from_utf8(idx)
+        .ok()
+        .and_then(|i| i.parse::<u64>().ok());
+    match idx {
+        Some(idx) if is_window => {
+            write_event(out, idx, payload);
+            true
+        }
+        _ => false,
+    }
+}
+
+fn write_event(out: &mut Vec<u8>, idx: u64, payload: &[u8]) {
+    let data = match std::str::from_utf8(payload) {
+        Ok(p) => json!({ "idx": idx, "payload": p }),
+        Err(_) => json!({
+            "idx": idx,
+            "payload": super::base64_encode(payload),
+            "encoding": "base64",
+        }),
+    };
+    out.extend_from_slice(format!("id: {idx}\nevent: message\ndata: {data}\n\n").as_bytes());
 }
