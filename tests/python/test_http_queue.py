@@ -252,3 +252,65 @@ def test_a_long_poll_woken_again_and_again_passes_the_rate_limit_once(
         assert runs >= 8, runs
     finally:
         r.config_set("http-rate-limit", "0")
+
+
+def test_publish_window_over_sse(http: requests.Session, srv: Server) -> None:
+    from test_http_watch import Stream
+
+    for i in range(1, 4):
+        assert http.post(q(srv, "sse", "pub"), data=f"m{i}").json() == {"idx": i}
+    sse = {"Accept": "text/event-stream"}
+    s = Stream(q(srv, "sse", "sub") + "?idx=2", sse)
+    try:
+        assert s.response.status_code == 200
+        assert s.response.headers["Content-Type"].startswith("text/event-stream")
+        got = [(e["id"], e["event"], e["data"]) for e in s.take(2)]
+        assert got == [
+            ("2", "message", {"idx": 2, "payload": "m2"}),
+            ("3", "message", {"idx": 3, "payload": "m3"}),
+        ]
+        # Then live, from either door; a payload that is not UTF-8 comes as base64.
+        http.post(q(srv, "sse", "pub"), data="m4")
+        srv.client(protocol=2).execute_command("QPUB", "sse", b"\xff\x00")
+        got = [e["data"] for e in s.take(2)]
+        assert got == [
+            {"idx": 4, "payload": "m4"},
+            {"idx": 5, "payload": "/wA=", "encoding": "base64"},
+        ]
+        assert s.quiet(0.2) == []
+    finally:
+        s.close()
+    # A client that reconnects names the last event it got.
+    s = Stream(q(srv, "sse", "sub"), {**sse, "Last-Event-ID": "4"})
+    try:
+        assert s.next()["data"]["idx"] == 5
+        assert s.quiet(0.2) == []
+    finally:
+        s.close()
+    r = http.get(q(srv, "sse", "sub"), headers={**sse, "Last-Event-ID": "x"})
+    assert r.status_code == 400
+    # Without the header, the same path answers JSON.
+    assert [m["idx"] for m in http.get(q(srv, "sse", "sub"), params={"idx": 4}).json()] == [4, 5]
+
+
+def test_publish_window_over_sse_while_publishing_gets_each_message_once(srv: Server) -> None:
+    from test_http_watch import Stream
+
+    n = 300
+    r = srv.client(protocol=2)
+
+    def publish() -> None:
+        for i in range(n):
+            r.execute_command("QPUB", "race", f"m{i + 1}")
+
+    t = threading.Thread(target=publish)
+    t.start()
+    time.sleep(0.02)
+    s = Stream(q(srv, "race", "sub") + "?idx=1", {"Accept": "text/event-stream"})
+    try:
+        t.join(10)
+        got = [e["data"]["idx"] for e in s.take(n)]
+        assert got == list(range(1, n + 1))
+        assert s.quiet(0.2) == []
+    finally:
+        s.close()

@@ -277,3 +277,80 @@ def test_the_reclaim_timer_is_quiet_until_a_message_is_due(server) -> None:
         again = qget(r, "quiet", "w2")
     assert again is not None and again[3] == 2
     assert r.info("commandstats")["cmdstat_xautoclaim"]["calls"] == 1
+
+
+@pytest.mark.parametrize("drop_unsynced", [False, True], ids=["page-cache", "power-loss"])
+def test_acknowledged_puts_and_acks_survive_kill_9_under_always(start_server, drop_unsynced):
+    """Producers put and consumers get and acknowledge while the server is killed with
+    SIGKILL: after the restart every acknowledged put that was not acknowledged by a worker
+    is handed out again (those taken and not acknowledged once the visibility timeout
+    passes), and no message acknowledged by a worker ever is."""
+    args = ["--appendfsync", "always"]
+    if drop_unsynced:
+        args += ["--aof-test-drop-unsynced", "yes"]
+    srv = start_server(*args)
+    srv.client(protocol=2).execute_command("QTIMEOUT", "crash", 300)
+    put_ok: set[bytes] = set()
+    acked: set[bytes] = set()
+    # Acknowledgements sent, answered or not (one the kill cut off may have been done).
+    ack_sent: set[bytes] = set()
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def producer(t: int) -> None:
+        c = redis.Redis(port=srv.port, socket_timeout=5)
+        try:
+            i = 0
+            while not stop.is_set():
+                i += 1
+                payload = f"p{t}:{i}".encode()
+                c.execute_command("QPUT", "crash", "PRIORITY", i % 3, payload)
+                with lock:
+                    put_ok.add(payload)
+        except Exception:
+            pass  # killed under us
+
+    def consumer(t: int) -> None:
+        c = redis.Redis(port=srv.port, socket_timeout=5)
+        try:
+            while not stop.is_set():
+                m = c.execute_command("QGET", "crash", f"w{t}")
+                if m is None:
+                    time.sleep(0.001)
+                    continue
+                with lock:
+                    ack_sent.add(m[1])
+                if c.execute_command("QACK", "crash", m[0]) == 1:
+                    with lock:
+                        acked.add(m[1])
+        except Exception:
+            pass
+
+    threads = [threading.Thread(target=producer, args=(t,), daemon=True) for t in range(3)]
+    threads += [threading.Thread(target=consumer, args=(t,), daemon=True) for t in range(3)]
+    for th in threads:
+        th.start()
+    time.sleep(0.8)
+    assert srv.proc is not None
+    srv.proc.kill()
+    srv.proc.wait(timeout=10)
+    stop.set()
+    for th in threads:
+        th.join(10)
+    srv.stopped = False
+    srv = srv.start()
+    c = srv.client(protocol=2)
+    delivered: list[bytes] = []
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < 1.5:
+        m = c.execute_command("QGET", "crash", "after", "AUTOACK")
+        if m is None:
+            time.sleep(0.02)
+            continue
+        delivered.append(m[1])
+        quiet_since = time.monotonic()
+    assert len(put_ok) > 0 and len(acked) > 0
+    assert len(delivered) == len(set(delivered))
+    assert not set(delivered) & acked, "acknowledged messages delivered again"
+    missing = put_ok - ack_sent - set(delivered)
+    assert not missing, f"{len(missing)} acknowledged puts lost"
