@@ -143,11 +143,13 @@ def test_corrupt_dumps_name_the_offset(start_server, tmp_path):
 
 
 @pytest.mark.larder_only
-def test_streams_are_refused_by_name(start_server, tmp_path):
+def test_a_stream_loads(start_server, tmp_path):
     d = data_dir(tmp_path, "stream.rdb")
-    code, out = start_server.spawn("--dir", str(d), "--dbfilename", "dump.rdb")
-    assert code != 0
-    assert "stream" in out and "events" in out, out
+    srv = start_server("--dir", str(d), "--dbfilename", "dump.rdb")
+    c = srv.client(protocol=2)
+    assert c.get("a_string") == b"before the stream"
+    assert c.type("events") == b"stream"
+    assert c.xrange("events") == [(b"1-1", {b"f": b"v"})]
 
 
 @pytest.mark.larder_only

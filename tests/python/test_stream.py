@@ -478,9 +478,27 @@ def test_generic_commands_on_a_stream(r):
 
 
 @pytest.mark.larder_only
-def test_snapshot_of_a_stream_is_refused_until_the_codec_lands(rawp):
-    rawp.call("XADD", "s", "1-0", "f", "v")
-    assert isinstance(rawp.call("DUMP", "s"), Err)
+def fill_grouped_stream(r) -> tuple:
+    """A stream over several nodes, with a deleted entry and a group with pending entries."""
+    for i in range(300):
+        r.xadd("s", {"f": str(i), "g": "x" * (i % 5)}, id=f"{i + 1}-0")
+    r.xdel("s", "7-0")
+    r.xgroup_create("s", "g", id="0")
+    r.xreadgroup("g", "alice", {"s": ">"}, count=3)
+    return r.xrange("s"), r.xpending("s", "g")
+
+
+def test_dump_restore_keeps_a_stream(r):
+    before = fill_grouped_stream(r)
+    r.restore("copy", 0, r.dump("s"))
+    assert (r.xrange("copy"), r.xpending("copy", "g")) == before
+
+
+def test_debug_reload_keeps_a_stream(start_server):
+    r = start_server("--enable-debug-command", "yes").client()
+    before = fill_grouped_stream(r)
+    r.execute_command("DEBUG", "RELOAD")
+    assert (r.xrange("s"), r.xpending("s", "g")) == before
 
 
 @pytest.mark.larder_only

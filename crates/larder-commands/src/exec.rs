@@ -203,11 +203,18 @@ impl<'a> Cmd<'a> {
     /// such (INCRBYFLOAT as SET ... KEEPTTL). Called several times, every `argv` is recorded,
     /// in order. Costs nothing while no consumer records commands.
     pub fn propagate(&mut self, argv: &[&[u8]]) {
-        if self.server.keyspace.feed().records_commands() {
+        if self.records_commands() {
             self.conn
                 .propagate
                 .push(argv.iter().map(|a| a.to_vec()).collect());
         }
+    }
+
+    /// Whether write commands are recorded now (the log, a replica): a handler that builds
+    /// what [`Cmd::propagate`] records asks first, so it builds nothing when nobody listens.
+    #[inline]
+    pub fn records_commands(&self) -> bool {
+        self.server.keyspace.feed().records_commands()
     }
 
     /// [`Cmd::notify`] in database `db`.

@@ -352,7 +352,7 @@ fn xadd(c: &mut Cmd<'_>) -> Result<()> {
         c.notify(class::STREAM, "xtrim", key);
     }
     let generated = !matches!(spec, IdSpec::Explicit(_));
-    if generated || a.trim.approx {
+    if (generated || a.trim.approx) && c.records_commands() {
         let s = stream_at(&shard, slot)?;
         let mut record: Vec<Vec<u8>> = vec![b"XADD".to_vec(), key.to_vec()];
         if a.no_mkstream {
@@ -487,7 +487,7 @@ fn xtrim(c: &mut Cmd<'_>) -> Result<()> {
     let deleted = update(&mut shard, slot, |s| apply_trim(s, &a.trim))?;
     if deleted > 0 {
         c.notify(class::STREAM, "xtrim", key);
-        if let (true, Some(how)) = (a.trim.approx, a.trim.how) {
+        if let (true, Some(how), true) = (a.trim.approx, a.trim.how, c.records_commands()) {
             let s = stream_at(&shard, slot)?;
             let mut record: Vec<Vec<u8>> = vec![b"XTRIM".to_vec(), key.to_vec()];
             record.extend(exact_trim_args(s, how));

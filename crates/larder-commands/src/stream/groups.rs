@@ -255,6 +255,9 @@ fn propagate_claim(
     pending: PendingState<'_>,
     last_id: StreamId,
 ) {
+    if !c.records_commands() {
+        return;
+    }
     let (id, consumer, time_ms, count) = pending;
     let (id, time, count, last) = (
         id.to_string(),
@@ -288,6 +291,9 @@ fn propagate_group_id(
     last_id: StreamId,
     read: Option<u64>,
 ) {
+    if !c.records_commands() {
+        return;
+    }
     let id = last_id.to_string();
     let read = read.map_or_else(|| "-1".to_string(), |n| n.to_string());
     c.propagate(&[

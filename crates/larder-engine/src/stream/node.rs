@@ -90,14 +90,10 @@ impl<'a> Iterator for Fields<'a> {
 impl ExactSizeIterator for Fields<'_> {}
 
 impl Node {
-    /// A node whose master entry is `id` with `fields` (alternating names and values).
-    pub fn new(id: StreamId, fields: &[&[u8]]) -> Node {
-        Node::with_capacity(id, fields, 0)
-    }
-
-    /// As [`Node::new`], with room for `bytes` of entries from the start: a stream's nodes
-    /// fill to about the same size, so the previous full node's size spares the new one its
-    /// growth by doubling (and the slack that would leave).
+    /// A node whose master entry is `id` with `fields` (alternating names and values), with
+    /// room for `bytes` from the start: a stream's nodes fill to about the same size, so the
+    /// previous full node's size spares the new one its growth by doubling (and the slack that
+    /// would leave); 0 for the first node.
     pub fn with_capacity(id: StreamId, fields: &[&[u8]], bytes: usize) -> Node {
         let mut buf = Vec::with_capacity(bytes);
         let names = fields.len() / 2;
@@ -379,7 +375,7 @@ mod tests {
     #[test]
     fn entries_round_trip() {
         let master = StreamId::new(10, 5);
-        let mut node = Node::new(master, &[b"a", b"1", b"b", b"2"]);
+        let mut node = Node::with_capacity(master, &[b"a", b"1", b"b", b"2"], 0);
         node.push(master, StreamId::new(10, 6), &[b"a", b"3", b"b", b"4"]);
         node.push(master, StreamId::new(12, 0), &[b"c", b"5"]);
         let slots: Vec<Slot> = node.slots(master).collect();
