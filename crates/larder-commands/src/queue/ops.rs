@@ -92,6 +92,23 @@ impl Q<'_, '_> {
         Ok(())
     }
 
+    /// Runs `commands` in MULTI/EXEC: their replies, or `None` when EXEC found a watched key
+    /// changed. A command refused as it is queued (OOM, say) discards the transaction, so the
+    /// client's connection is never left inside MULTI.
+    fn transaction(&mut self, commands: &[&[&[u8]]]) -> Result<Option<Vec<Frame>>> {
+        self.ok(&[b"MULTI"])?;
+        for argv in commands {
+            if let Err(e) = self.ok(argv) {
+                self.run(&[b"DISCARD"]);
+                return Err(e);
+            }
+        }
+        match self.ok(&[b"EXEC"])? {
+            Frame::Array(replies) => Ok(Some(replies)),
+            _ => Ok(None),
+        }
+    }
+
     /// Messages held at each level (ready and unacknowledged).
     fn lengths(&mut self) -> Result<[i64; LEVELS]> {
         let mut out = [0; LEVELS];
@@ -145,10 +162,8 @@ impl Q<'_, '_> {
                 self.run(&[b"UNWATCH"]);
                 return Err(Error::Static(if locked { LOCKED } else { FULL }));
             }
-            self.ok(&[b"MULTI"])?;
-            self.ok(add)?;
-            match self.ok(&[b"EXEC"])? {
-                Frame::Array(replies) => {
+            match self.transaction(&[add])? {
+                Some(replies) => {
                     return match replies.first() {
                         Some(Frame::Error(e)) => Err(Error::Owned(e.clone())),
                         Some(id) => token(priority, id),
@@ -156,7 +171,7 @@ impl Q<'_, '_> {
                     };
                 }
                 // Another write to the queue came between the check and EXEC.
-                _ => continue,
+                None => continue,
             }
         }
         Err(Error::Static(BUSY))
@@ -523,8 +538,7 @@ impl Q<'_, '_> {
             let id = format!("{idx}-0");
             let mut message = format!("{idx} ").into_bytes();
             message.extend_from_slice(payload);
-            self.ok(&[b"MULTI"])?;
-            self.ok(&[
+            let add: &[&[u8]] = &[
                 b"XADD",
                 &key,
                 b"MAXLEN",
@@ -532,17 +546,16 @@ impl Q<'_, '_> {
                 id.as_bytes(),
                 PAYLOAD,
                 payload,
-            ])?;
-            self.ok(&[b"PUBLISH", &key, &message])?;
-            match self.ok(&[b"EXEC"])? {
-                Frame::Array(replies) => {
+            ];
+            match self.transaction(&[add, &[b"PUBLISH", &key, &message]])? {
+                Some(replies) => {
                     return match replies.first() {
                         Some(Frame::Error(e)) => Err(Error::Owned(e.clone())),
                         _ => Ok(idx as i64),
                     };
                 }
                 // Another publish took the index between the look and EXEC.
-                _ => continue,
+                None => continue,
             }
         }
         Err(Error::Static(BUSY))
