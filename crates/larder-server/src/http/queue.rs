@@ -465,3 +465,35 @@ fn write_event(out: &mut Vec<u8>, idx: u64, payload: &[u8]) {
     };
     out.extend_from_slice(format!("id: {idx}\nevent: message\ndata: {data}\n\n").as_bytes());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::window_event;
+
+    #[test]
+    fn window_events_only_for_window_channels_and_indexed_messages() {
+        let mut out = Vec::new();
+        assert!(window_event(
+            b"queue:{news}:pub",
+            b"7 hello world",
+            &mut out
+        ));
+        assert_eq!(
+            out,
+            b"id: 7\nevent: message\ndata: {\"idx\":7,\"payload\":\"hello world\"}\n\n"
+        );
+        out.clear();
+        assert!(window_event(b"queue:{n}:pub", b"1 \xff", &mut out));
+        assert!(out.ends_with(b"{\"encoding\":\"base64\",\"idx\":1,\"payload\":\"/w==\"}\n\n"));
+        for (channel, message) in [
+            (&b"news"[..], &b"7 hello"[..]),
+            (b"queue:{news}:meta", b"7 hello"),
+            (b"queue:{news}:pub", b"hello"),
+            (b"queue:{news}:pub", b"x7 hello"),
+        ] {
+            out.clear();
+            assert!(!window_event(channel, message, &mut out));
+            assert!(out.is_empty());
+        }
+    }
+}
