@@ -33,6 +33,7 @@ pub mod persistence;
 #[cfg(test)]
 mod propagate_tests;
 pub mod pubsub;
+pub mod queue;
 pub mod server;
 pub mod set;
 pub mod sort;
@@ -67,6 +68,7 @@ pub fn registry() -> Registry {
         geo::COMMANDS,
         stream::COMMANDS,
         stream::groups::COMMANDS,
+        queue::COMMANDS,
         bitmap::COMMANDS,
         hyperloglog::COMMANDS,
         connection::COMMANDS,

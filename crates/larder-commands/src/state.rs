@@ -285,6 +285,8 @@ pub struct Server {
     pub tracking: Arc<crate::tracking::Tracking>,
     /// Blocked clients (BLPOP and friends), woken by the change feed.
     pub blocking: Arc<crate::blocking::Blocking>,
+    /// The work queues' reclaim timer: the queues it looks after (`queue/timer.rs`).
+    pub queues: crate::queue::Timer,
     /// The persistence runtime (data directory, log, snapshots), installed by the binary.
     pub persistence: std::sync::OnceLock<Arc<dyn crate::persistence::Persistence>>,
     /// Loading and disk-error switches, and the log's durable offset.
@@ -419,6 +421,7 @@ impl Server {
             monitors: crate::monitor::Monitors::default(),
             tracking,
             blocking,
+            queues: crate::queue::Timer::default(),
             persistence: std::sync::OnceLock::new(),
             gates: crate::persistence::Gates::default(),
             active_expire: AtomicBool::new(true),

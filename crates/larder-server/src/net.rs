@@ -307,6 +307,26 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
             })?
     };
 
+    // The work queues' reclaim timer: messages idle past their queue's visibility timeout
+    // go back to the queue (larder_commands::queue::timer); it sleeps while no queue has
+    // messages.
+    let queue_timer = {
+        let (server, stopping) = (Arc::clone(&server), Arc::clone(&stopping));
+        std::thread::Builder::new()
+            .name("larder-queue".into())
+            .spawn(move || {
+                let handle = larder_commands::testing::detached_handle(&server);
+                handle.names.lock().lib_name = "queue-timer".into();
+                // The stats slot past the workers' (a thread of its own, not a worker's).
+                let slot = server.stats.threads.len() - 1;
+                let mut conn = ConnState::new(&server, handle, slot);
+                conn.authenticated = true;
+                larder_commands::queue::timer::run(&server, &mut conn, &|| {
+                    stopping.load(Ordering::Relaxed)
+                });
+            })?
+    };
+
     let mut links = Vec::new();
     let mut handles = Vec::new();
     for w in 0..threads {
@@ -411,6 +431,8 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
     }
     expiry.thread().unpark();
     let _ = expiry.join();
+    queue_timer.thread().unpark();
+    let _ = queue_timer.join();
     Ok(())
 }
 

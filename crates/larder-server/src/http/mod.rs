@@ -30,6 +30,7 @@ mod command;
 mod kv;
 mod limits;
 mod metrics;
+mod queue;
 #[cfg(test)]
 mod tests;
 mod ui;
@@ -291,6 +292,7 @@ fn route(cx: &mut Cx<'_, '_>) -> Action {
                         "keys" if rest.is_empty() => collections::keys(cx),
                         "watch" if rest.is_empty() => watch::watch(cx),
                         "subscribe" if rest.is_empty() => watch::subscribe(cx),
+                        "queue" => queue::serve(cx, &rest),
                         _ => cx.error(404, "no such endpoint"),
                     }
                 }

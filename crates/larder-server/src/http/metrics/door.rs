@@ -19,6 +19,8 @@ pub enum Route {
     Keys,
     Watch,
     Subscribe,
+    /// The work queue (`/v1/queue/...`).
+    Queue,
     /// The Upstash command API (`POST /`, `/pipeline`, `/multi-exec`, `/<command>/...`).
     Command,
     Metrics,
@@ -30,7 +32,7 @@ pub enum Route {
     Invalid,
 }
 
-const ROUTES: [Route; 13] = [
+const ROUTES: [Route; 14] = [
     Route::Kv,
     Route::Hash,
     Route::Set,
@@ -38,6 +40,7 @@ const ROUTES: [Route; 13] = [
     Route::Keys,
     Route::Watch,
     Route::Subscribe,
+    Route::Queue,
     Route::Command,
     Route::Metrics,
     Route::Health,
@@ -65,6 +68,7 @@ impl Route {
                     "keys" if !more => Route::Keys,
                     "watch" if !more => Route::Watch,
                     "subscribe" if !more => Route::Subscribe,
+                    "queue" if more => Route::Queue,
                     _ => Route::Other,
                 }
             }
@@ -81,6 +85,7 @@ impl Route {
             Route::Keys => "keys",
             Route::Watch => "watch",
             Route::Subscribe => "subscribe",
+            Route::Queue => "queue",
             Route::Command => "command",
             Route::Metrics => "metrics",
             Route::Health => "health",
@@ -244,6 +249,9 @@ mod tests {
             ("/metrics", Route::Metrics),
             ("/ui", Route::Ui),
             ("/v1/watch", Route::Watch),
+            ("/v1/queue/jobs", Route::Queue),
+            ("/v1/queue/jobs/ack", Route::Queue),
+            ("/v1/queue", Route::Other),
         ] {
             assert_eq!(Route::of(path), route, "{path}");
         }

@@ -177,7 +177,7 @@ pub fn subscribe(cx: &mut Cx<'_, '_>) -> Action {
 }
 
 /// `heartbeat=`, in ms: `None` when malformed or out of range.
-fn heartbeat(cx: &Cx<'_, '_>) -> Option<u64> {
+pub(super) fn heartbeat(cx: &Cx<'_, '_>) -> Option<u64> {
     match Query(cx.req.query).text("heartbeat") {
         None => Some(HEARTBEAT_MS),
         Some(h) => {
@@ -187,7 +187,7 @@ fn heartbeat(cx: &Cx<'_, '_>) -> Option<u64> {
 }
 
 /// Opens a stream under the cap and writes its response head; `None` at the cap.
-fn open(cx: &mut Cx<'_, '_>, every_ms: u64) -> Option<Action> {
+pub(super) fn open(cx: &mut Cx<'_, '_>, every_ms: u64) -> Option<Action> {
     let cap = cx.server.config.num(Param::HttpSseMaxWatchers).max(0) as usize;
     let inner = &cx.shared.watch.inner;
     inner.refresh_budget(cx.server);
@@ -203,7 +203,7 @@ fn open(cx: &mut Cx<'_, '_>, every_ms: u64) -> Option<Action> {
     Some(Action::Stream)
 }
 
-fn too_many(cx: &mut Cx<'_, '_>) -> Action {
+pub(super) fn too_many(cx: &mut Cx<'_, '_>) -> Action {
     let body = serde_json::json!({ "error": "too many event streams (http-sse-max-watchers)" });
     let body = body.to_string();
     let mut r = cx.start(503);

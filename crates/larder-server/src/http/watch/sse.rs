@@ -156,6 +156,10 @@ pub fn pubsub_message(parts: &[&[u8]], out: &mut Vec<u8>) {
         [_, pattern, channel, message] => (Some(*pattern), *channel, *message),
         _ => return,
     };
+    // A work queue's publish window has events of its own (`http/queue.rs`).
+    if pattern.is_none() && crate::http::queue::window_event(channel, message, out) {
+        return;
+    }
     let mut map = Map::new();
     put_bytes(&mut map, "channel", "channel_encoding", channel);
     if let Some(p) = pattern {
