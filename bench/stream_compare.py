@@ -29,8 +29,7 @@ processes' CPU, and a reply check. Tables: median [min-max] over rounds, and the
 ratio per round against the issue's targets. Results: bench/results/*.md, *.json (*.raw:
 generator output and server logs, gitignored). Standard library only. See bench/README.md.
 
-Not measured yet: the queue's end-to-end put->get latency (issue 13's queue part is not built);
-see QUEUE_TODO.
+The queue's end-to-end put->get latency is measured by bench/queue_latency.py.
 """
 
 import argparse
@@ -56,11 +55,6 @@ from datatype_memory import cmd, protocol_file, short_error  # noqa: E402
 STREAM_LEN = 1000  # entries per prefilled stream of the xrange and xadd_maxlen data sets
 CONSUMERS = (1, 10, 100)
 TARGETS = {1: 1.0, 16: 1.3}  # ops per server CPU-second, larder/redis, by pipeline
-# TODO(issue 13, the queue): the end-to-end put->get latency p50/p99 of the queue (target p99
-# <= 1 ms over the RESP door at 1,000 puts/s with 100 workers) belongs here as a third section
-# once the queue commands exist; until then the report says it was not measured.
-QUEUE_TODO = ("queue put→get latency: not measured — the queue (issue 13's queue part) is not "
-              "built yet; a `queue` section of this script will measure it")
 
 
 # ---------------------------------------------------------------- data (prefill)
@@ -419,7 +413,6 @@ def render(meta, runs, mem_runs):
     else:
         w("- date: %s; machine: %s" % (meta["date"], meta["machine"]))
         w("- command: `%s`" % meta["command"])
-    w("- %s" % QUEUE_TODO)
     for err in meta.get("errors", []):
         w("- **ERROR: %s**" % err)
     for lab, refs in (meta.get("refused") or {}).items():
