@@ -11,8 +11,9 @@ import threading
 import time
 
 import pytest
+import requests
 
-from conftest import Err, Simple
+from conftest import Err, Simple, start_with_http
 
 INVALID_ID = Err("ERR Invalid stream ID specified as stream command argument")
 WRONGTYPE = Err("WRONGTYPE Operation against a key holding the wrong kind of value")
@@ -543,3 +544,23 @@ def test_node_limits_are_config_parameters(rawp):
         assert rawp.call("XTRIM", "b", "MAXLEN", "~", "1") == 9
     finally:
         rawp.call("CONFIG", "SET", "stream-node-max-bytes", "4096")
+
+
+@pytest.mark.larder_only
+def test_blocked_readers_are_woken_across_threads_and_doors(start_server):
+    """Blocked XREAD and XREADGROUP clients on two worker threads, woken by entries added
+    through another door (the HTTP door's command API) from a third connection."""
+    srv = start_with_http(start_server, "--threads", "2")
+    r = srv.client(protocol=2)
+    r.xgroup_create("g-s", "g", id="$", mkstream=True)
+    # Connections are dealt to the two workers in turn, so the readers sit on both.
+    reader = Call(srv, "XREAD", "BLOCK", "5000", "STREAMS", "x-s", "$", protocol=2)
+    group = Call(srv, "XREADGROUP", "GROUP", "g", "alice", "BLOCK", "5000", "STREAMS", "g-s",
+                 ">", protocol=2)
+    wait_blocked(srv, 2)
+    for key in ("x-s", "g-s"):
+        resp = requests.post(srv.http_url, json=["XADD", key, "7-1", "via", "http"], timeout=5)
+        assert resp.json() == {"result": "7-1"}
+    assert reader.get() == [[b"x-s", [[b"7-1", [b"via", b"http"]]]]]
+    assert group.get() == [[b"g-s", [[b"7-1", [b"via", b"http"]]]]]
+    assert r.xpending("g-s", "g")["pending"] == 1
