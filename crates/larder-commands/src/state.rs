@@ -115,6 +115,32 @@ pub struct ClientHandle {
 }
 
 impl ClientHandle {
+    /// A client without a socket: the loader that replays the log, the queue's reclaim
+    /// timer, tests. It is not in the client list and nothing can be mailed to it.
+    pub fn detached(server: &Server) -> Arc<ClientHandle> {
+        let now = larder_engine::now_ms();
+        Arc::new(ClientHandle {
+            id: server.clients.next_id(),
+            addr: "127.0.0.1:0".into(),
+            laddr: "127.0.0.1:0".into(),
+            fd: -1,
+            created_ms: now,
+            last_interaction_ms: AtomicU64::new(now),
+            db: AtomicUsize::new(0),
+            resp: AtomicU8::new(2),
+            last_command: AtomicUsize::new(usize::MAX),
+            query_buf_bytes: AtomicUsize::new(0),
+            output_buf_bytes: AtomicUsize::new(0),
+            names: Mutex::new(ClientNames::default()),
+            killed: AtomicBool::new(false),
+            no_evict: AtomicBool::new(false),
+            no_touch: AtomicBool::new(false),
+            waker: None,
+            mail: crate::mail::Mail::default(),
+            tracking: Default::default(),
+        })
+    }
+
     /// Output not yet written: what its worker holds plus what waits in its outbox.
     pub fn output_bytes(&self) -> usize {
         self.output_buf_bytes.load(Ordering::Relaxed) + self.mail.queued()

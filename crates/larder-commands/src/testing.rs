@@ -1,6 +1,5 @@
 //! Socket-free command tests: `Harness::new().run(&["SET", "k", "v"])`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::Arc;
 
 use larder_engine::feed::{class, Change, ChangeKind, Consumer, Feed, Interest};
@@ -9,30 +8,11 @@ use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::exec::{execute, ConnState, Outcome};
-use crate::state::{ClientHandle, ClientNames, Server};
+use crate::state::{ClientHandle, Server};
 
-/// A handle for a client that has no socket.
+/// A handle for a client that has no socket ([`ClientHandle::detached`]).
 pub fn detached_handle(server: &Server) -> Arc<ClientHandle> {
-    Arc::new(ClientHandle {
-        id: server.clients.next_id(),
-        addr: "127.0.0.1:0".into(),
-        laddr: "127.0.0.1:0".into(),
-        fd: -1,
-        created_ms: larder_engine::now_ms(),
-        last_interaction_ms: AtomicU64::new(larder_engine::now_ms()),
-        db: AtomicUsize::new(0),
-        resp: AtomicU8::new(2),
-        last_command: AtomicUsize::new(usize::MAX),
-        query_buf_bytes: AtomicUsize::new(0),
-        output_buf_bytes: AtomicUsize::new(0),
-        names: Mutex::new(ClientNames::default()),
-        killed: AtomicBool::new(false),
-        no_evict: AtomicBool::new(false),
-        no_touch: AtomicBool::new(false),
-        waker: None,
-        mail: crate::mail::Mail::default(),
-        tracking: Default::default(),
-    })
+    ClientHandle::detached(server)
 }
 
 /// One server and one connection to it, without sockets.

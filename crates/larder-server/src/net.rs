@@ -315,7 +315,7 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
         std::thread::Builder::new()
             .name("larder-queue".into())
             .spawn(move || {
-                let handle = larder_commands::testing::detached_handle(&server);
+                let handle = ClientHandle::detached(&server);
                 handle.names.lock().lib_name = "queue-timer".into();
                 // The stats slot past the workers' (a thread of its own, not a worker's).
                 let slot = server.stats.threads.len() - 1;

@@ -111,7 +111,7 @@ pub fn replay_logs(
         .sum();
     let mut progress = Progress::new("log", total);
     let mut done = 0u64;
-    let handle = larder_commands::testing::detached_handle(server);
+    let handle = larder_commands::state::ClientHandle::detached(server);
     let mut conn = ConnState::new(server, handle, 0);
     conn.loader = true;
     conn.authenticated = true;
