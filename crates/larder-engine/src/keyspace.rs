@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::entry::{Entry, ObjectKind};
+use crate::entry::{Entry, Object, ObjectKind};
 use crate::evict::{lfu_decayed, random_u64, AccessPolicy, EvictionPolicy};
 use crate::feed::{ChangeKind, Feed};
 use crate::shard::{hash_key, Candidates, Shard, SlotId};
@@ -304,6 +304,23 @@ impl Db {
     pub fn lock_key(&self, key: &[u8]) -> (ShardRef<'_>, u64) {
         let (shard, hash) = Db::route(key);
         (self.lock(shard), hash)
+    }
+
+    /// Calls `f` with the object `key` holds (`None`: missing, past its deadline, or an
+    /// inline string), under its shard's lock, without side effects: no hit counted, no access
+    /// time touched, no lazy expiry (the expiry thread removes a key past its deadline). For
+    /// background readers that are not commands (a timer deciding whether a command is due).
+    pub fn peek<R>(&self, key: &[u8], f: impl FnOnce(Option<&Object>) -> R) -> R {
+        let (shard, hash) = self.lock_key(key);
+        let object = shard.find_raw(key, hash).and_then(|slot| {
+            let entry = shard.entry(slot);
+            if entry.is_expired(crate::now_ms()) {
+                None
+            } else {
+                entry.object()
+            }
+        });
+        f(object)
     }
 
     /// Number of keys (expired ones not yet reclaimed included, as Redis's DBSIZE), as of each

@@ -155,12 +155,12 @@ pub fn run(server: &Server, conn: &mut ConnState, stopping: &dyn Fn() -> bool) {
 /// Adds every queue of every database's `queue:index` to the registry.
 pub fn rebuild(server: &Server) {
     for db in 0..server.keyspace.db_count() {
-        let names = {
-            let (shard, hash) = server.keyspace.db(db).lock_key(INDEX_KEY);
-            match live(&shard, INDEX_KEY, hash) {
-                Some(Object::Set(s)) => s.to_vecs(),
-                _ => continue,
-            }
+        let names = server.keyspace.db(db).peek(INDEX_KEY, |o| match o {
+            Some(Object::Set(s)) => Some(s.to_vecs()),
+            _ => None,
+        });
+        let Some(names) = names else {
+            continue;
         };
         for name in names {
             server.queues.add(db, &name);
@@ -195,12 +195,15 @@ fn look(
     let mut any = false;
     for p in 0..LEVELS {
         let key = level_key(name, p);
-        let (shard, hash) = server.keyspace.db(db).lock_key(&key);
-        let Some(Object::Stream(s)) = live(&shard, &key, hash) else {
+        let level = server.keyspace.db(db).peek(&key, |o| match o {
+            Some(Object::Stream(s)) => Some(earliest_deadline(s, timeout)),
+            _ => None,
+        });
+        let Some(deadline) = level else {
             continue;
         };
         any = true;
-        match earliest_deadline(s, timeout) {
+        match deadline {
             Some(at) if at <= now => due.push(p),
             Some(at) => next = next.min(at),
             None => {}
@@ -240,22 +243,9 @@ fn earliest_deadline(s: &Stream, timeout: u64) -> Option<u64> {
 
 /// The queue's visibility timeout, read from its meta hash.
 fn read_timeout(server: &Server, db: usize, name: &[u8]) -> u64 {
-    let key = meta_key(name);
-    let (shard, hash) = server.keyspace.db(db).lock_key(&key);
-    let set = match live(&shard, &key, hash) {
+    let set = server.keyspace.db(db).peek(&meta_key(name), |o| match o {
         Some(Object::Hash(h)) => h.get(TIMEOUT_FIELD).and_then(crate::args::parse_u64),
         _ => None,
-    };
+    });
     set.filter(|&ms| ms > 0).unwrap_or(DEFAULT_TIMEOUT_MS)
-}
-
-/// The value of `key` unless it is missing or past its deadline, without counting a hit or
-/// touching its access time (an expired key is left to the expiry thread).
-fn live<'s>(shard: &'s larder_engine::Shard, key: &[u8], hash: u64) -> Option<&'s Object> {
-    let slot = shard.find_raw(key, hash)?;
-    let entry = shard.entry(slot);
-    if entry.is_expired(larder_engine::now_ms()) {
-        return None;
-    }
-    entry.object()
 }
