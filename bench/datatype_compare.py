@@ -19,13 +19,11 @@ See bench/README.md.
 """
 
 import argparse
-import hashlib
 import json
 import os
 import random
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
     run_lines,
     REPO, RESULTS, Resp, RespError, Server, cell, default_larder_bin, fmt_num,
-    machine_busy_seconds, machine_line, measured_run, ratio_cell)
+    machine_busy_seconds, machine_line, measured_run, ratio_cell, build_tool)
 from datatype_memory import cmd, pipe_file, protocol_file, short_error  # noqa: E402
 
 DTGEN_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtgen.c")
@@ -42,21 +40,7 @@ DTGEN_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtgen.c")
 
 def build_dtgen():
     """Compile dtgen.c once per source version into the temp dir."""
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        sys.exit("no C compiler (cc) found: apt-get install -y gcc")
-    with open(DTGEN_SRC, "rb") as f:
-        src = f.read()
-    d = os.path.join(tempfile.gettempdir(), "larder-bench")
-    os.makedirs(d, exist_ok=True)
-    exe = os.path.join(d, "dtgen-" + hashlib.sha1(src).hexdigest()[:12])
-    if not os.path.exists(exe):
-        r = subprocess.run([cc, "-O2", "-o", exe + ".tmp", DTGEN_SRC], capture_output=True,
-                           text=True)
-        if r.returncode != 0:
-            sys.exit("dtgen.c did not compile:\n" + r.stderr[-3000:])
-        os.replace(exe + ".tmp", exe)
-    return exe
+    return build_tool(DTGEN_SRC)
 
 
 # ---------------------------------------------------------------- data sets (prefill)

@@ -19,7 +19,6 @@ Standard library only; helpers come from resp_compare.py.
 """
 
 import argparse
-import hashlib
 import json
 import os
 import shlex
@@ -32,28 +31,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (HOST, RESULTS, Server, cell, default_larder_bin, fmt_num,  # noqa: E402
-                          free_port, machine_line, prefill, ratio_cell, size_label)
+                          free_port, machine_line, prefill, ratio_cell, size_label, build_tool)
 
 HTTPGEN_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "httpgen.c")
 
 
 def build_httpgen():
     """Compile bench/httpgen.c once per source version into the temp dir."""
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        sys.exit("no C compiler (cc) found")
-    with open(HTTPGEN_SRC, "rb") as f:
-        source = f.read()
-    d = os.path.join(tempfile.gettempdir(), "larder-bench")
-    os.makedirs(d, exist_ok=True)
-    exe = os.path.join(d, "httpgen-" + hashlib.sha1(source).hexdigest()[:12])
-    if not os.path.exists(exe):
-        r = subprocess.run([cc, "-O2", "-o", exe + ".tmp", HTTPGEN_SRC], capture_output=True,
-                           text=True)
-        if r.returncode != 0:
-            sys.exit("httpgen did not compile:\n" + r.stderr[-2000:])
-        os.replace(exe + ".tmp", exe)
-    return exe
+    return build_tool(HTTPGEN_SRC)
 
 
 class Webdis:

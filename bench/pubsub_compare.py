@@ -24,22 +24,19 @@ with the server's message; the other workloads still run. Results: bench/results
 """
 
 import argparse
-import hashlib
 import json
 import os
 import resource
 import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
     run_lines,
     REPO, RESULTS, Resp, RespError, Server, cell, default_larder_bin, encode, fmt_num,
-    machine_busy_seconds, machine_line, measured_run, ratio_cell)
+    machine_busy_seconds, machine_line, measured_run, ratio_cell, build_tool)
 
 HELPER_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pubsub_bench.c")
 WORKLOADS = ("publish", "expiry", "multi", "stalled")
@@ -51,21 +48,7 @@ PUBSUB_LIMIT = "pubsub 32mb 8mb 60"
 
 def build_helper():
     """Compile pubsub_bench.c once per source version into the temp dir."""
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        sys.exit("no C compiler (cc) found: apt-get install -y gcc")
-    with open(HELPER_SRC, "rb") as f:
-        src = f.read()
-    d = os.path.join(tempfile.gettempdir(), "larder-bench")
-    os.makedirs(d, exist_ok=True)
-    exe = os.path.join(d, "pubsub_bench-" + hashlib.sha1(src).hexdigest()[:12])
-    if not os.path.exists(exe):
-        r = subprocess.run([cc, "-O2", "-pthread", "-o", exe + ".tmp", HELPER_SRC],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit("pubsub_bench.c did not compile:\n" + r.stderr[-3000:])
-        os.replace(exe + ".tmp", exe)
-    return exe
+    return build_tool(HELPER_SRC, ("-pthread",))
 
 
 # ---------------------------------------------------------------- what each server supports

@@ -22,20 +22,17 @@ Results:
 
 import argparse
 import asyncio
-import hashlib
 import json
 import multiprocessing as mp
 import os
 import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
-    RESULTS, Server, default_larder_bin, encode, machine_busy_seconds, machine_line)
+    RESULTS, Server, default_larder_bin, encode, machine_busy_seconds, machine_line, build_tool)
 
 HOST = "127.0.0.1"
 
@@ -106,21 +103,7 @@ BUCKET_US = 10
 
 def build_workers():
     """Compile bench/queue_workers.c once per source version into the temp dir."""
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        sys.exit("no C compiler (cc) found")
-    with open(WORKERS_SRC, "rb") as f:
-        source = f.read()
-    d = os.path.join(tempfile.gettempdir(), "larder-bench")
-    os.makedirs(d, exist_ok=True)
-    exe = os.path.join(d, "queue_workers-" + hashlib.sha1(source).hexdigest()[:12])
-    if not os.path.exists(exe):
-        r = subprocess.run([cc, "-O2", "-o", exe + ".tmp", WORKERS_SRC],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit("queue_workers.c did not compile: " + r.stderr[-2000:])
-        os.replace(exe + ".tmp", exe)
-    return exe
+    return build_tool(WORKERS_SRC)
 
 
 def percentile(hist, q):

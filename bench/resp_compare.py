@@ -395,27 +395,40 @@ def prefill(server, keyspace, value_bytes, memtier_keys=False):
 MIXGEN_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mixgen.c")
 
 
-def build_mixgen():
-    """Compile bench/mixgen.c once per source version into the temp dir; None when no
-    compiler."""
+def compile_c(source, name, flags=()):
+    """Compile one C tool (its source as bytes) into the temp dir, once per source version:
+    (path, None), or (None, why) when there is no compiler or it fails."""
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not cc:
-        return None, "no C compiler (cc) found"
-    with open(MIXGEN_SRC, "rb") as f:
-        source = f.read()
-    digest = hashlib.sha1(source).hexdigest()[:12]
+        return None, "no C compiler (cc) found: apt-get install -y gcc"
     d = os.path.join(tempfile.gettempdir(), "larder-bench")
     os.makedirs(d, exist_ok=True)
-    exe = os.path.join(d, "mixgen-" + digest)
+    exe = os.path.join(d, name + "-" + hashlib.sha1(source).hexdigest()[:12])
     if not os.path.exists(exe):
         src = exe + ".c"
         with open(src, "wb") as f:
             f.write(source)
-        r = subprocess.run([cc, "-O2", "-o", exe + ".tmp", src], capture_output=True, text=True)
+        r = subprocess.run([cc, "-O2", *flags, "-o", exe + ".tmp", src], capture_output=True,
+                           text=True)
         if r.returncode != 0:
-            return None, "mixgen did not compile: " + r.stderr[-2000:]
+            return None, "%s did not compile:\n%s" % (name, r.stderr[-3000:])
         os.replace(exe + ".tmp", exe)
     return exe, None
+
+
+def build_tool(path, flags=()):
+    """`compile_c` of bench/<file>.c, exiting when it cannot be built."""
+    with open(path, "rb") as f:
+        exe, why = compile_c(f.read(), os.path.basename(path)[:-2], flags)
+    if not exe:
+        sys.exit(why)
+    return exe
+
+
+def build_mixgen():
+    """Compile bench/mixgen.c; (path, None) or (None, why)."""
+    with open(MIXGEN_SRC, "rb") as f:
+        return compile_c(f.read(), "mixgen")
 
 
 PCT_LINE = re.compile(r"^\s*([\d.]+)% <= ([\d.]+) milliseconds \(cumulative count (\d+)\)")

@@ -34,23 +34,20 @@ Results: `bench/results/STAMP[-TAG]-sse_fanout.md` and `.json`. Standard library
 
 import argparse
 import asyncio
-import hashlib
 import json
 import multiprocessing as mp
 import os
 import shlex
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
     RESULTS, Server, default_larder_bin, encode, free_port, machine_busy_seconds,
-    machine_line)
+    machine_line, build_tool)
 
 HOST = "127.0.0.1"
 BUCKET_US = 10
@@ -237,21 +234,7 @@ SSE_READER_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sse_r
 
 def build_reader():
     """Compile bench/sse_reader.c once per source version into the temp dir."""
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        sys.exit("no C compiler (cc): use --reader python")
-    with open(SSE_READER_SRC, "rb") as f:
-        source = f.read()
-    d = os.path.join(tempfile.gettempdir(), "larder-bench")
-    os.makedirs(d, exist_ok=True)
-    exe = os.path.join(d, "sse_reader-" + hashlib.sha1(source).hexdigest()[:12])
-    if not os.path.exists(exe):
-        r = subprocess.run([cc, "-O2", "-o", exe + ".tmp", SSE_READER_SRC],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit("sse_reader.c did not compile: " + r.stderr[-2000:])
-        os.replace(exe + ".tmp", exe)
-    return exe
+    return build_tool(SSE_READER_SRC)
 
 
 def start_c_readers(a, path, shares):
