@@ -7,7 +7,7 @@ use larder_engine::stream::{NodeLimits as EngineLimits, Stream, StreamId, Trim};
 use larder_engine::{Limits, Object};
 
 use super::super::{dump, restore, Value, ValueRef};
-use super::tests::{as_reported, goldens, hex, read_body, with_footer};
+use super::tests::{as_reported, goldens, hex, read_body, with_footer, Rng};
 use super::to_dump;
 
 fn restored(payload: &[u8]) -> Stream {
@@ -71,21 +71,6 @@ fn restored_nodes_follow_redis() {
         let s = restored(&with_footer(body.clone()));
         let d = read_body(&body).expect("valid in this test");
         assert_eq!(s.node_count(), d.nodes.len(), "{key}");
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 

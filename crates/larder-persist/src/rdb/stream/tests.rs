@@ -467,17 +467,18 @@ fn inconsistent_streams_are_bad_data() {
     );
 }
 
-struct Rng(u64);
+/// A xorshift generator: the damaged-payload tests' bytes, the same on every run.
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }
