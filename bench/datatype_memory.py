@@ -153,8 +153,8 @@ def short_error(msg):
 
 def pipe_file(port, path, commands, timeout=300):
     """Stream a file of RESP commands on one connection (sendfile, from a sender thread) while
-    this thread counts the replies, which must all be single-line (integers here). Returns
-    (seconds, first error reply or None)."""
+    this thread counts the replies: single-line ones (integers, errors) or bulk strings (an ID
+    from XADD). Returns (seconds, first error reply or None)."""
     conn = Resp(port, timeout=timeout)
     err = []
 
@@ -168,7 +168,7 @@ def pipe_file(port, path, commands, timeout=300):
     t0 = time.perf_counter()
     th = threading.Thread(target=sender, daemon=True)
     th.start()
-    replies, pending, first_error = 0, b"", None
+    replies, pending, skip, first_error = 0, b"", False, None
     try:
         while replies < commands:
             data = conn.sock.recv(1 << 20)
@@ -176,17 +176,25 @@ def pipe_file(port, path, commands, timeout=300):
                 raise ConnectionError("server closed the connection during load: %r" % err)
             lines = (pending + data).split(b"\r\n")
             pending = lines.pop()
-            replies += len(lines)
-            if first_error is None and b"-" in data:
-                first_error = next((x[:160].decode(errors="replace") for x in lines
-                                    if x[:1] == b"-"), None)
+            if not skip and b"$" not in data and b"-" not in data:
+                replies += len(lines)  # integers only: the common case, counted at once
+                continue
+            for x in lines:
+                if skip:  # the data line of a bulk reply
+                    skip = False
+                    continue
+                replies += 1
+                if x[:1] == b"$" and x != b"$-1":
+                    skip = True
+                elif x[:1] == b"-" and first_error is None:
+                    first_error = x[:160].decode(errors="replace")
     except socket.timeout:
         raise RuntimeError("no reply within %ss during the load (%d of %d replies)"
                            % (timeout, replies, commands)) from None
     finally:
         conn.close()
     th.join()
-    if replies != commands or pending:
+    if replies != commands or pending or skip:
         raise RespError("unexpected reply stream: %d replies for %d commands" % (replies, commands))
     return time.perf_counter() - t0, first_error
 

@@ -38,11 +38,9 @@ import os
 import random
 import shlex
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -50,7 +48,7 @@ from resp_compare import (  # noqa: E402
     REPO, RESULTS, Resp, RespError, Server, cell, default_larder_bin, fmt_num,
     machine_busy_seconds, machine_line, measured_run, ratio_cell, run_lines)
 from datatype_compare import build_dtgen  # noqa: E402
-from datatype_memory import cmd, protocol_file, short_error  # noqa: E402
+from datatype_memory import cmd, pipe_file, protocol_file, short_error  # noqa: E402
 
 STREAM_LEN = 1000  # entries per prefilled stream of the xrange and xadd_maxlen data sets
 CONSUMERS = (1, 10, 100)
@@ -83,55 +81,10 @@ def gen_streams(prefix, streams, per):
     return gen
 
 
-def pipe_xadds(port, path, commands, timeout=300):
-    """Stream a file of XADDs on one connection (sendfile, from a sender thread) while this
-    thread counts the replies: a bulk string (the ID) or an error line each. Returns (seconds,
-    first error reply or None)."""
-    conn = Resp(port, timeout=timeout)
-    err = []
-
-    def sender():
-        try:
-            with open(path, "rb") as f:
-                conn.sock.sendfile(f)
-        except OSError as e:
-            err.append(e)
-
-    t0 = time.perf_counter()
-    th = threading.Thread(target=sender, daemon=True)
-    th.start()
-    replies, pending, skip, first_error = 0, b"", False, None
-    try:
-        while replies < commands:
-            data = conn.sock.recv(1 << 20)
-            if not data:
-                raise ConnectionError("server closed the connection during load: %r" % err)
-            lines = (pending + data).split(b"\r\n")
-            pending = lines.pop()
-            for x in lines:
-                if skip:  # the ID line of a bulk reply
-                    skip = False
-                    continue
-                replies += 1
-                if x[:1] == b"$" and x != b"$-1":
-                    skip = True
-                elif x[:1] == b"-" and first_error is None:
-                    first_error = x[:160].decode(errors="replace")
-    except socket.timeout:
-        raise RuntimeError("no reply within %ss during the load (%d of %d replies)"
-                           % (timeout, replies, commands)) from None
-    finally:
-        conn.close()
-    th.join()
-    if replies != commands or pending or skip:
-        raise RespError("unexpected reply stream: %d replies for %d commands" % (replies, commands))
-    return time.perf_counter() - t0, first_error
-
-
 def load(server, name, gen, a):
     """Load one data set; returns seconds, or raises RespError with the server's refusal."""
     path, commands = protocol_file(name, 0, a.seed, a.tmp_dir, gen=gen, prefix="stcmp")
-    t, error = pipe_xadds(server.port, path, commands, a.run_timeout)
+    t, error = pipe_file(server.port, path, commands, a.run_timeout)
     if error:
         raise RespError(error)
     return t
