@@ -1,0 +1,15 @@
+//! Lua scripting as Redis 7.0 has it: the sandboxed interpreter, the conversions between Lua
+//! values and RESP replies, the libraries scripts may use (cjson, cmsgpack, bit, struct),
+//! and running EVAL scripts and FUNCTION libraries against a [`vm::Host`].
+//!
+//! It is not: the command handlers (EVAL, SCRIPT, FUNCTION, FCALL live in
+//! `larder-commands`, which implements [`vm::Host`] over the executor), nor the keyspace.
+//! A script reaches data only through the host's `call`.
+#![forbid(unsafe_code)]
+
+pub mod convert;
+pub mod errors;
+pub mod libs;
+pub mod sandbox;
+pub mod shebang;
+pub mod vm;
