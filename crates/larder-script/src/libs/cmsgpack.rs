@@ -68,12 +68,25 @@ fn encode(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
 }
 
 fn encode_table(t: &Table, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
-    let mut entries = Vec::new();
-    t.for_each(|k: Value, v: Value| {
-        entries.push((k, v));
+    // `table_is_an_array`: every key a positive number that an int holds, and as many keys
+    // as the largest of them. Entries are visited in place: a copy of a big table would
+    // hold a Lua reference per entry.
+    let mut max: i32 = 0;
+    let mut count: i32 = 0;
+    let mut keys: u64 = 0;
+    let mut array = true;
+    t.for_each(|k: Value, _: Value| {
+        keys += 1;
+        match as_number(&k) {
+            Some(n) if array && n > 0.0 && f64::from(c_double_to_i32(n)) == n => {
+                max = max.max(n as i32);
+                count = count.wrapping_add(1);
+            }
+            _ => array = false,
+        }
         Ok(())
     })?;
-    if is_array(&entries) {
+    if array && max == count {
         let len = t.raw_len();
         header(out, len as u64, 0x90, 0xdc, 0xdd);
         for j in 1..=len {
@@ -81,29 +94,13 @@ fn encode_table(t: &Table, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> 
             encode(&v, level + 1, out)?;
         }
     } else {
-        header(out, entries.len() as u64, 0x80, 0xde, 0xdf);
-        for (k, v) in &entries {
-            encode(k, level + 1, out)?;
-            encode(v, level + 1, out)?;
-        }
+        header(out, keys, 0x80, 0xde, 0xdf);
+        t.for_each(|k: Value, v: Value| {
+            encode(&k, level + 1, out)?;
+            encode(&v, level + 1, out)
+        })?;
     }
     Ok(())
-}
-
-/// `table_is_an_array`: every key a positive number that an int holds, and as many keys as
-/// the largest of them.
-fn is_array(entries: &[(Value, Value)]) -> bool {
-    let mut max: i32 = 0;
-    let mut count: i32 = 0;
-    for (k, _) in entries {
-        let Some(n) = as_number(k) else { return false };
-        if n <= 0.0 || n.is_infinite() || f64::from(c_double_to_i32(n)) != n {
-            return false;
-        }
-        max = max.max(n as i32);
-        count = count.wrapping_add(1);
-    }
-    max == count
 }
 
 /// An array or map header: fix form up to 15 entries, then 16 and 32 bits.
@@ -186,9 +183,8 @@ enum Stop {
     BadFormat,
 }
 
-/// An array or map being filled.
+/// An array or map being filled (its table is in `Decoder::tables`).
 struct Open {
-    table: Table,
     /// Entries still to read.
     left: u64,
     kind: OpenKind,
@@ -197,8 +193,19 @@ struct Open {
 enum OpenKind {
     /// The next element's index.
     Array(i64),
-    /// The key read, waiting for its value.
-    Map(Option<Value>),
+    /// Where the map's entry stands.
+    Map(MapKey),
+}
+
+/// A map's key between reading it and reading its value.
+#[derive(Clone, Copy)]
+enum MapKey {
+    /// The next item read is a key.
+    Awaiting,
+    /// The key is in `Decoder::keys`.
+    Held,
+    /// The key is nil or NaN, which no table can hold: an error once the value is read.
+    Invalid(&'static str),
 }
 
 /// `mp_unpack_full`. `base` is the arguments still on the C function's stack (all of them
@@ -239,6 +246,8 @@ fn unpack(a: &Args, limit: i64, offset: i64, base: usize) -> mlua::Result<Vec<Va
         pos: offset as usize,
         slots: base,
         open: Vec::new(),
+        tables: lua.create_table()?,
+        keys: lua.create_table()?,
     };
     let mut out = Vec::new();
     let mut count: i64 = 0;
@@ -268,6 +277,10 @@ struct Decoder<'a> {
     /// The Lua stack slots lua-cmsgpack would be using.
     slots: usize,
     open: Vec<Open>,
+    /// The open containers' tables at their depth, and the maps' keys waiting for their
+    /// values: two Lua references however deep the input nests.
+    tables: Table,
+    keys: Table,
 }
 
 impl Decoder<'_> {
@@ -291,11 +304,8 @@ impl Decoder<'_> {
                         ));
                     }
                     if n > 0 {
-                        self.open.push(Open {
-                            table,
-                            left: n,
-                            kind,
-                        });
+                        self.open.push(Open { left: n, kind });
+                        self.tables.raw_set(self.open.len(), table)?;
                         self.enter_entry();
                         continue;
                     }
@@ -305,48 +315,49 @@ impl Decoder<'_> {
             };
             // Store `value` in its container; containers that fill up are stored in turn.
             loop {
-                let filled = match self.open.last_mut() {
-                    None => return Ok(Ok(value)),
-                    Some(top) => match &mut top.kind {
-                        OpenKind::Array(i) => {
-                            top.table.raw_set(*i, value)?;
-                            *i += 1;
-                            top.left -= 1;
-                            self.slots -= 1;
-                            top.left == 0
-                        }
-                        OpenKind::Map(key @ None) => {
-                            *key = Some(value);
-                            self.slots += 1;
-                            false
-                        }
-                        OpenKind::Map(key) => {
-                            let k = key.take().unwrap_or(Value::Nil);
-                            match &k {
-                                Value::Nil => return Err(raise_bare("table index is nil")),
-                                Value::Number(n) if n.is_nan() => {
-                                    return Err(raise_bare("table index is NaN"));
-                                }
-                                _ => {}
-                            }
-                            top.table.raw_set(k, value)?;
-                            top.left -= 1;
-                            self.slots -= 1;
-                            top.left == 0
-                        }
-                    },
+                let depth = self.open.len();
+                let Some(top) = self.open.last_mut() else {
+                    return Ok(Ok(value));
                 };
-                if !filled {
+                match &mut top.kind {
+                    OpenKind::Array(i) => {
+                        let table: Table = self.tables.raw_get(depth)?;
+                        table.raw_set(*i, value)?;
+                        *i += 1;
+                    }
+                    OpenKind::Map(state @ MapKey::Awaiting) => {
+                        *state = match &value {
+                            Value::Nil => MapKey::Invalid("table index is nil"),
+                            Value::Number(n) if n.is_nan() => MapKey::Invalid("table index is NaN"),
+                            _ => {
+                                self.keys.raw_set(depth, value)?;
+                                MapKey::Held
+                            }
+                        };
+                        self.slots += 1;
+                        break;
+                    }
+                    OpenKind::Map(state) => {
+                        if let MapKey::Invalid(msg) = *state {
+                            return Err(raise_bare(msg));
+                        }
+                        *state = MapKey::Awaiting;
+                        let key: Value = self.keys.raw_get(depth)?;
+                        self.keys.raw_set(depth, Value::Nil)?;
+                        let table: Table = self.tables.raw_get(depth)?;
+                        table.raw_set(key, value)?;
+                    }
+                }
+                top.left -= 1;
+                self.slots -= 1;
+                if top.left > 0 {
                     self.enter_entry();
                     break;
                 }
-                value = match self.open.pop() {
-                    Some(done) => {
-                        self.slots -= 1;
-                        Value::Table(done.table)
-                    }
-                    None => Value::Nil,
-                };
+                value = self.tables.raw_get(depth)?;
+                self.tables.raw_set(depth, Value::Nil)?;
+                self.open.pop();
+                self.slots -= 1;
             }
         }
     }
@@ -438,7 +449,7 @@ impl Decoder<'_> {
                 let kind = if tag < 0xde {
                     OpenKind::Array(1)
                 } else {
-                    OpenKind::Map(None)
+                    OpenKind::Map(MapKey::Awaiting)
                 };
                 (Item::Open(len, kind), 1 + n)
             }
@@ -453,7 +464,10 @@ impl Decoder<'_> {
                 (Item::Value(Value::String(v)), 1 + len)
             }
             _ if tag & 0xf0 == 0x90 => (Item::Open(u64::from(tag & 0xf), OpenKind::Array(1)), 1),
-            _ if tag & 0xf0 == 0x80 => (Item::Open(u64::from(tag & 0xf), OpenKind::Map(None)), 1),
+            _ if tag & 0xf0 == 0x80 => (
+                Item::Open(u64::from(tag & 0xf), OpenKind::Map(MapKey::Awaiting)),
+                1,
+            ),
             _ => return Ok(Err(Stop::BadFormat)),
         };
         self.pos = p + used;

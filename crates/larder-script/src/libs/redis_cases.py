@@ -43,7 +43,9 @@ def main():
             r.eval(RESET, 0)
             return f"({raw(body)}, {raw(got.decode())})"
 
-        open(path, "w").write(CASE.sub(fill, src))
+        filled = CASE.sub(fill, src)
+        with open(path, "w") as f:
+            f.write(filled)
 
 
 if __name__ == "__main__":

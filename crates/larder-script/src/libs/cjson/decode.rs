@@ -48,12 +48,12 @@ struct Token {
     index: usize,
 }
 
-/// An open container.
+/// An open container (the table itself is in `Parser::tables`).
 enum Open {
     /// The next element's index.
-    Array(Table, i64),
+    Array(i64),
     /// The key whose value is being read.
-    Object(Table, mlua::LuaString),
+    Object(Vec<u8>),
 }
 
 impl Open {
@@ -72,6 +72,8 @@ struct Parser<'a> {
     data: &'a [u8],
     pos: usize,
     open: Vec<Open>,
+    /// The open containers' tables at their depth: one Lua reference however deep.
+    tables: Table,
     /// The decoder's Lua stack use: its argument plus what open containers hold.
     slots: usize,
 }
@@ -80,12 +82,16 @@ pub(super) fn decode(lua: &Lua, cfg: &Config, data: &[u8]) -> mlua::Result<Value
     if data.len() >= 2 && (data[0] == 0 || data[1] == 0) {
         return Err(raise(lua, "JSON parser does not support UTF-16 or UTF-32"));
     }
+    // The C parser reads a NUL-terminated string: a NUL byte ends the input.
+    let data = &data[..data.iter().position(|&b| b == 0).unwrap_or(data.len())];
+    let tables = lua.create_table()?;
     let mut p = Parser {
         lua,
         cfg,
         data,
         pos: 0,
         open: Vec::new(),
+        tables,
         slots: 1,
     };
     let mut token = p.next_token();
@@ -104,7 +110,7 @@ pub(super) fn decode(lua: &Lua, cfg: &Config, data: &[u8]) -> mlua::Result<Value
                     Value::Table(table)
                 } else {
                     let key = p.object_key(t)?;
-                    p.push(Open::Object(table, key));
+                    p.push(table, Open::Object(key))?;
                     token = p.next_token();
                     continue 'value;
                 }
@@ -116,7 +122,7 @@ pub(super) fn decode(lua: &Lua, cfg: &Config, data: &[u8]) -> mlua::Result<Value
                 if matches!(t.tok, Tok::ArrEnd) {
                     Value::Table(table)
                 } else {
-                    p.push(Open::Array(table, 1));
+                    p.push(table, Open::Array(1))?;
                     token = t;
                     continue 'value;
                 }
@@ -125,14 +131,18 @@ pub(super) fn decode(lua: &Lua, cfg: &Config, data: &[u8]) -> mlua::Result<Value
         };
         // Store the value in its container; a container that closes is itself stored.
         loop {
-            match p.open.last_mut() {
-                None => break 'value value,
-                Some(Open::Array(table, i)) => {
+            let depth = p.open.len();
+            let Some(open) = p.open.last_mut() else {
+                break 'value value;
+            };
+            let table: Table = p.tables.raw_get(depth)?;
+            match open {
+                Open::Array(i) => {
                     table.raw_set(*i, value)?;
                     *i += 1;
                     let t = p.next_token();
                     match t.tok {
-                        Tok::ArrEnd => value = p.close(),
+                        Tok::ArrEnd => value = p.close()?,
                         Tok::Comma => {
                             token = p.next_token();
                             continue 'value;
@@ -140,15 +150,15 @@ pub(super) fn decode(lua: &Lua, cfg: &Config, data: &[u8]) -> mlua::Result<Value
                         _ => return Err(p.parse_error("comma or array end", &t)),
                     }
                 }
-                Some(Open::Object(table, key)) => {
-                    table.raw_set(key.clone(), value)?;
+                Open::Object(key) => {
+                    table.raw_set(lua.create_string(&key)?, value)?;
                     let t = p.next_token();
                     match t.tok {
-                        Tok::ObjEnd => value = p.close(),
+                        Tok::ObjEnd => value = p.close()?,
                         Tok::Comma => {
                             let t = p.next_token();
                             let next_key = p.object_key(t)?;
-                            if let Some(Open::Object(_, key)) = p.open.last_mut() {
+                            if let Some(Open::Object(key)) = p.open.last_mut() {
                                 *key = next_key;
                             }
                             token = p.next_token();
@@ -188,30 +198,28 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn push(&mut self, open: Open) {
+    fn push(&mut self, table: Table, open: Open) -> mlua::Result<()> {
         self.slots += open.slots();
         self.open.push(open);
+        self.tables.raw_set(self.open.len(), table)
     }
 
-    /// Closes the innermost container and returns it as a value.
-    fn close(&mut self) -> Value {
-        match self.open.pop() {
-            Some(open) => {
-                self.slots -= open.slots();
-                match open {
-                    Open::Array(t, _) | Open::Object(t, _) => Value::Table(t),
-                }
-            }
-            None => Value::Nil,
+    /// Closes the innermost container and returns its table.
+    fn close(&mut self) -> mlua::Result<Value> {
+        let depth = self.open.len();
+        let table: Value = self.tables.raw_get(depth)?;
+        self.tables.raw_set(depth, Value::Nil)?;
+        if let Some(open) = self.open.pop() {
+            self.slots -= open.slots();
         }
+        Ok(table)
     }
 
     /// Reads an object's key and the colon after it.
-    fn object_key(&mut self, t: Token) -> mlua::Result<mlua::LuaString> {
-        let Tok::Str(s) = t.tok else {
+    fn object_key(&mut self, t: Token) -> mlua::Result<Vec<u8>> {
+        let Tok::Str(key) = t.tok else {
             return Err(self.parse_error("object key string", &t));
         };
-        let key = self.lua.create_string(s)?;
         let colon = self.next_token();
         if !matches!(colon.tok, Tok::Colon) {
             return Err(self.parse_error("colon", &colon));
@@ -311,12 +319,7 @@ impl Parser<'_> {
 
     fn number_token(&mut self) -> Token {
         let index = self.pos;
-        // `strtod` stops at a NUL as the C string would end there.
-        let end = self.data[self.pos..]
-            .iter()
-            .position(|&b| b == 0)
-            .map_or(self.data.len(), |i| i + self.pos);
-        match strtod(&self.data[..end], self.pos) {
+        match strtod(self.data, self.pos) {
             Some((n, next)) if next > self.pos => {
                 self.pos = next;
                 Token {

@@ -11,13 +11,21 @@ use crate::libs::args::{as_number, c_double_to_i32, raise, type_name, MAX_C_STAC
 /// C library would grow its buffer until the allocator failed.
 const MAX_OUTPUT_BYTES: usize = 512 * 1024 * 1024;
 
+/// A key of a table being written, copied out of Lua so that no reference is held per key.
+enum Key {
+    Str(Vec<u8>),
+    Num(f64),
+    /// A key of another type (an error once reached), by its type's name.
+    Other(&'static str),
+}
+
 /// A table being written.
 enum Frame {
     /// Elements `next..=len` are still to come.
-    Array { table: Table, len: i32, next: i32 },
-    /// The remaining entries, in `next` order.
+    Array { len: i32, next: i32 },
+    /// The remaining keys, in `next` order.
     Object {
-        entries: std::vec::IntoIter<(Value, Value)>,
+        keys: std::vec::IntoIter<Key>,
         first: bool,
     },
 }
@@ -36,6 +44,8 @@ impl Frame {
 pub(super) fn encode(lua: &Lua, cfg: &Config, root: Value) -> mlua::Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
+    // The open tables, at their depth: one Lua reference however deep the nesting.
+    let open = lua.create_table()?;
     // The encoder's Lua stack use: its argument plus what open tables hold.
     let mut slots = 1;
     let mut pending = Some(root);
@@ -44,12 +54,11 @@ pub(super) fn encode(lua: &Lua, cfg: &Config, root: Value) -> mlua::Result<Vec<u
             if let Value::Table(t) = v {
                 let depth = stack.len() + 1;
                 if depth > cfg.encode_max_depth as usize || slots + 3 > MAX_C_STACK {
-                    return Err(raise(
-                        lua,
-                        &format!("Cannot serialise, excessive nesting ({depth})"),
-                    ));
+                    let msg = format!("Cannot serialise, excessive nesting ({depth})");
+                    return Err(raise(lua, &msg));
                 }
-                let frame = open_table(lua, cfg, t, &mut out)?;
+                let frame = open_table(lua, cfg, &t, &mut out)?;
+                open.raw_set(depth, t)?;
                 slots += frame.slots();
                 stack.push(frame);
             } else {
@@ -59,33 +68,36 @@ pub(super) fn encode(lua: &Lua, cfg: &Config, root: Value) -> mlua::Result<Vec<u
                 return Err(raise(lua, "Cannot serialise, output too large"));
             }
         }
+        let depth = stack.len();
         let Some(top) = stack.last_mut() else { break };
         match top {
-            Frame::Array { table, len, next } => {
-                if *next > *len {
-                    out.push(b']');
-                } else {
+            Frame::Array { len, next } => {
+                if *next <= *len {
                     if *next > 1 {
                         out.push(b',');
                     }
-                    pending = Some(table.raw_get(*next)?);
+                    let t: Table = open.raw_get(depth)?;
+                    pending = Some(t.raw_get(*next)?);
                     *next += 1;
                     continue;
                 }
+                out.push(b']');
             }
-            Frame::Object { entries, first } => {
-                if let Some((k, v)) = entries.next() {
+            Frame::Object { keys, first } => {
+                if let Some(k) = keys.next() {
                     if !*first {
                         out.push(b',');
                     }
                     *first = false;
-                    append_key(lua, cfg, &k, &mut out)?;
-                    pending = Some(v);
+                    let key = append_key(lua, cfg, k, &mut out)?;
+                    let t: Table = open.raw_get(depth)?;
+                    pending = Some(t.raw_get(key)?);
                     continue;
                 }
                 out.push(b'}');
             }
         }
+        open.raw_set(depth, Value::Nil)?;
         if let Some(done) = stack.pop() {
             slots -= done.slots();
         }
@@ -95,21 +107,27 @@ pub(super) fn encode(lua: &Lua, cfg: &Config, root: Value) -> mlua::Result<Vec<u
 
 /// Writes a table's opening bracket and returns the frame that writes the rest:
 /// `lua_array_length` decides between array and object.
-fn open_table(lua: &Lua, cfg: &Config, t: Table, out: &mut Vec<u8>) -> mlua::Result<Frame> {
-    let mut entries = Vec::new();
-    t.for_each(|k: Value, v: Value| {
-        entries.push((k, v));
+fn open_table(lua: &Lua, cfg: &Config, t: &Table, out: &mut Vec<u8>) -> mlua::Result<Frame> {
+    let mut keys = Vec::new();
+    t.for_each(|k: Value, _: Value| {
+        keys.push(match &k {
+            Value::String(s) => Key::Str(s.as_bytes().to_vec()),
+            _ => match as_number(&k) {
+                Some(n) => Key::Num(n),
+                None => Key::Other(type_name(&k)),
+            },
+        });
         Ok(())
     })?;
     let mut max: i32 = 0;
     let mut items: i32 = 0;
     let mut is_array = true;
-    for (k, _) in &entries {
-        match as_number(k) {
-            Some(n) if n != 0.0 && n.floor() == n && n >= 1.0 => {
+    for k in &keys {
+        match k {
+            Key::Num(n) if *n != 0.0 && n.floor() == *n && *n >= 1.0 => {
                 // lua_cjson keeps the largest index in an int.
-                if n > f64::from(max) {
-                    max = c_double_to_i32(n);
+                if *n > f64::from(max) {
+                    max = c_double_to_i32(*n);
                 }
                 items = items.wrapping_add(1);
             }
@@ -134,36 +152,35 @@ fn open_table(lua: &Lua, cfg: &Config, t: Table, out: &mut Vec<u8>) -> mlua::Res
     }
     if is_array && max > 0 {
         out.push(b'[');
-        Ok(Frame::Array {
-            table: t,
-            len: max,
-            next: 1,
-        })
+        Ok(Frame::Array { len: max, next: 1 })
     } else {
         out.push(b'{');
         Ok(Frame::Object {
-            entries: entries.into_iter(),
+            keys: keys.into_iter(),
             first: true,
         })
     }
 }
 
-fn append_key(lua: &Lua, cfg: &Config, k: &Value, out: &mut Vec<u8>) -> mlua::Result<()> {
-    if let Some(n) = as_number(k) {
-        out.push(b'"');
-        append_number(lua, cfg, n, out)?;
-        out.extend_from_slice(b"\":");
-    } else if let Value::String(s) = k {
-        append_string(&s.as_bytes(), out);
-        out.push(b':');
-    } else {
-        let what = type_name(k);
-        return Err(raise(
+/// Writes an object's key and returns it as a Lua value, to look its value up with.
+fn append_key(lua: &Lua, cfg: &Config, k: Key, out: &mut Vec<u8>) -> mlua::Result<Value> {
+    match k {
+        Key::Num(n) => {
+            out.push(b'"');
+            append_number(lua, cfg, n, out)?;
+            out.extend_from_slice(b"\":");
+            Ok(Value::Number(n))
+        }
+        Key::Str(s) => {
+            append_string(&s, out);
+            out.push(b':');
+            Ok(Value::String(lua.create_string(s)?))
+        }
+        Key::Other(what) => Err(raise(
             lua,
             &format!("Cannot serialise {what}: table key must be a number or string"),
-        ));
+        )),
     }
-    Ok(())
 }
 
 fn append_scalar(lua: &Lua, cfg: &Config, v: &Value, out: &mut Vec<u8>) -> mlua::Result<()> {
