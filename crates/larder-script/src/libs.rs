@@ -15,6 +15,8 @@ mod args;
 mod bit;
 mod cjson;
 mod cmsgpack;
+#[cfg(test)]
+mod fuzz;
 mod structs;
 #[cfg(test)]
 mod testkit;

@@ -9,13 +9,13 @@ use mlua::{Error, Lua, MultiValue, Table, Value};
 pub(crate) const MAX_C_STACK: usize = 8000;
 
 /// A library function: its arguments in, its results out.
-pub(crate) type LibFn = fn(&Args) -> mlua::Result<Vec<Value>>;
+pub(crate) type LibFn = fn(&mut Args) -> mlua::Result<Vec<Value>>;
 
 /// Sets each of `funcs` as a field of `t`.
 pub(crate) fn register(lua: &Lua, t: &Table, funcs: &[(&str, LibFn)]) -> mlua::Result<()> {
     for &(name, f) in funcs {
         let func = lua.create_function(move |lua, args: MultiValue| {
-            f(&Args::new(lua, args)).map(MultiValue::from_vec)
+            f(&mut Args::new(lua, args)).map(MultiValue::from_vec)
         })?;
         t.raw_set(name, func)?;
     }
@@ -38,6 +38,12 @@ impl<'a> Args<'a> {
 
     pub(crate) fn lua(&self) -> &'a Lua {
         self.lua
+    }
+
+    /// A nil pushed after the arguments, as `struct.pack` does before reading them: a
+    /// missing argument right after the last one is then nil rather than "no value".
+    pub(crate) fn push_nil(&mut self) {
+        self.vals.push(Value::Nil);
     }
 
     /// `lua_gettop`.

@@ -65,7 +65,7 @@ fn shift(a: &Args, op: fn(u32, u32) -> u32) -> mlua::Result<Vec<Value>> {
     Ok(ret(op(b, n)))
 }
 
-fn tohex(a: &Args) -> mlua::Result<Vec<Value>> {
+fn tohex(a: &mut Args) -> mlua::Result<Vec<Value>> {
     let mut b = barg(a, 1)?;
     let mut n = if a.get(2).is_none() {
         8

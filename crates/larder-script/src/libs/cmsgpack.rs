@@ -40,7 +40,7 @@ pub(crate) fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(t)
 }
 
-fn pack(a: &Args) -> mlua::Result<Vec<Value>> {
+fn pack(a: &mut Args) -> mlua::Result<Vec<Value>> {
     let n = a.len();
     if n == 0 {
         return Err(a.arg_error(0, "MessagePack pack needs input."));

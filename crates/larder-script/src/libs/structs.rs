@@ -140,7 +140,8 @@ fn is_integer_option(opt: u8) -> bool {
     )
 }
 
-fn pack(a: &Args) -> mlua::Result<Vec<Value>> {
+fn pack(a: &mut Args) -> mlua::Result<Vec<Value>> {
+    a.push_nil();
     let lua = a.lua();
     let mut fmt = Format::new(a)?;
     let mut h = Header::new();
@@ -237,7 +238,7 @@ fn integer_at(bytes: &[u8], little: bool, signed: bool) -> f64 {
     l as i64 as f64
 }
 
-fn unpack(a: &Args) -> mlua::Result<Vec<Value>> {
+fn unpack(a: &mut Args) -> mlua::Result<Vec<Value>> {
     let lua = a.lua();
     let mut fmt = Format::new(a)?;
     let data = a.check_bytes(2)?;
@@ -317,7 +318,7 @@ fn unpack(a: &Args) -> mlua::Result<Vec<Value>> {
     Ok(results)
 }
 
-fn size(a: &Args) -> mlua::Result<Vec<Value>> {
+fn size(a: &mut Args) -> mlua::Result<Vec<Value>> {
     let lua = a.lua();
     let mut fmt = Format::new(a)?;
     let mut h = Header::new();

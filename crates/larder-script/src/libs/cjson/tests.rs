@@ -449,4 +449,12 @@ const CASES: &[(&str, &str)] = &[
         r#"local t = {} for i = 1, 20000 do t[i] = "s" .. i end return #cjson.encode(t), cjson.decode(cjson.encode(t))[20000]"#,
         r#"true 168895 "s20000""#,
     ),
+    (
+        r#"local seed = 12345 local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return math.floor(seed / 65536) % n end local function pick(t) return t[rnd(#t) + 1] end local h = 0 local function mix(ok, ...) local r = tostring(ok) for i = 1, select('#', ...) do r = r .. "|" .. render((select(i, ...))) end for k = 1, #r do h = (h * 31 + string.byte(r, k)) % 1000000007 end end local a = {'[', ']', '{', '}', ',', ':', '"', '\\', 'u', 'd', '8', '0', '1', '-', '+', 'e', '.', 'x', 't', 'r', 'n', 'f', 'a', 'l', 's', ' ', '\0', 'I', 'N', '9', 'D', 'c', 'p', '\255'} for i = 1, 3000 do local parts = {} for j = 1, rnd(14) do parts[j] = pick(a) end mix(pcall(cjson.decode, table.concat(parts))) end return h"#,
+        r#"true 15808810"#,
+    ),
+    (
+        r#"local seed = 12345 local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return math.floor(seed / 65536) % n end local function pick(t) return t[rnd(#t) + 1] end local h = 0 local function mix(ok, ...) local r = tostring(ok) for i = 1, select('#', ...) do r = r .. "|" .. render((select(i, ...))) end for k = 1, #r do h = (h * 31 + string.byte(r, k)) % 1000000007 end end local function gen(d) local c = rnd(9) if c == 0 then return rnd(1000) - 500 elseif c == 1 then return (rnd(2000000) - 1000000) / (rnd(999) + 1) elseif c == 2 then return string.char(rnd(256), rnd(256), rnd(128)) elseif c == 3 then return rnd(2) == 1 elseif c == 4 then return cjson.null elseif d < 4 then local t = {} for i = 1, rnd(6) do local k = rnd(4) if k == 0 then t[#t + 1] = gen(d + 1) elseif k == 1 then t[rnd(30) + 1] = gen(d + 1) elseif k == 2 then t["k" .. rnd(10)] = gen(d + 1) else t[rnd(7) - 3 + rnd(4) / 4] = gen(d + 1) end end return t else return 2 ^ (rnd(200) - 100) end end for i = 1, 1500 do cjson.encode_sparse_array(rnd(2) == 1, rnd(4), rnd(12)) cjson.encode_number_precision(rnd(14) + 1) cjson.encode_invalid_numbers(pick({true, false, "null"})) local v = gen(0) local ok, s = pcall(cjson.encode, v) mix(ok, s) if ok then mix(pcall(cjson.decode, s)) end end return h"#,
+        r#"true 396810312"#,
+    ),
 ];

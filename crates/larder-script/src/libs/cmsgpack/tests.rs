@@ -275,4 +275,12 @@ const CASES: &[(&str, &str)] = &[
         r#"return cmsgpack.unpack("\203\127\248\0\0\0\0\0\1\202\255\128\0\0")"#,
         r#"true nan -inf"#,
     ),
+    (
+        r#"local seed = 12345 local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return math.floor(seed / 65536) % n end local function pick(t) return t[rnd(#t) + 1] end local h = 0 local function mix(ok, ...) local r = tostring(ok) for i = 1, select('#', ...) do r = r .. "|" .. render((select(i, ...))) end for k = 1, #r do h = (h * 31 + string.byte(r, k)) % 1000000007 end end local a = {0, 1, 127, 128, 129, 130, 143, 144, 145, 146, 159, 160, 161, 163, 191, 192, 193, 194, 195, 196, 202, 203, 204, 205, 206, 207, 208, 209, 210, 211, 212, 217, 218, 219, 220, 221, 222, 223, 224, 255, 65, 0, 0, 255} for i = 1, 3000 do local b = {} for j = 1, rnd(16) do b[j] = string.char(pick(a)) end local s = table.concat(b) local k = rnd(3) if k == 0 then mix(pcall(cmsgpack.unpack, s)) elseif k == 1 then mix(pcall(cmsgpack.unpack_one, s, rnd(#s + 2) - 1)) else mix(pcall(cmsgpack.unpack_limit, s, rnd(4) - 1, rnd(#s + 2) - 1)) end end return h"#,
+        r#"true 510741322"#,
+    ),
+    (
+        r#"local seed = 12345 local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return math.floor(seed / 65536) % n end local function pick(t) return t[rnd(#t) + 1] end local h = 0 local function mix(ok, ...) local r = tostring(ok) for i = 1, select('#', ...) do r = r .. "|" .. render((select(i, ...))) end for k = 1, #r do h = (h * 31 + string.byte(r, k)) % 1000000007 end end local function gen(d) local c = rnd(8) if c == 0 then return rnd(100000) - 50000 elseif c == 1 then return (rnd(2000000) - 1000000) / (rnd(999) + 1) elseif c == 2 then return string.rep(string.char(rnd(256)), rnd(40)) elseif c == 3 then return rnd(2) == 1 elseif c == 4 then return 2 ^ (rnd(140) - 70) * (rnd(3) - 1) elseif d < 5 then local t = {} for i = 1, rnd(6) do local k = rnd(3) if k == 0 then t[#t + 1] = gen(d + 1) elseif k == 1 then t[rnd(8) + 1] = gen(d + 1) else t["k" .. rnd(10)] = gen(d + 1) end end return t else return nil end end for i = 1, 1500 do local v = gen(0) local ok, s = pcall(cmsgpack.pack, v, gen(3)) mix(ok, s) if ok then mix(pcall(cmsgpack.unpack, s)) end end return h"#,
+        r#"true 708577376"#,
+    ),
 ];
