@@ -22,6 +22,17 @@ pub(crate) fn register(lua: &Lua, t: &Table, funcs: &[(&str, LibFn)]) -> mlua::R
     Ok(())
 }
 
+/// The longest string an encoder builds (Redis's `proto-max-bulk-len` default). Tables
+/// that share subtables can describe far more output than they hold; past this the C
+/// libraries would grow their buffers until the allocator gave up, and here the call raises
+/// Lua's out-of-memory text instead.
+pub(crate) const MAX_OUTPUT_BYTES: usize = 512 * 1024 * 1024;
+
+/// The error for output past [`MAX_OUTPUT_BYTES`].
+pub(crate) fn output_too_large() -> Error {
+    raise_bare("not enough memory")
+}
+
 /// The arguments of one library call, 1-based as in Lua.
 pub(crate) struct Args<'a> {
     lua: &'a Lua,

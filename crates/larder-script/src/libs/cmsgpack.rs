@@ -10,8 +10,8 @@ mod tests;
 use mlua::{Lua, Table, Value};
 
 use super::args::{
-    as_number, c_double_to_i32, c_double_to_i64, raise, raise_bare, register, Args, LibFn,
-    MAX_C_STACK,
+    as_number, c_double_to_i32, c_double_to_i64, output_too_large, raise, raise_bare, register,
+    Args, LibFn, MAX_C_STACK, MAX_OUTPUT_BYTES,
 };
 
 /// lua-cmsgpack's `LUACMSGPACK_MAX_NESTING`.
@@ -57,6 +57,9 @@ fn pack(a: &mut Args) -> mlua::Result<Vec<Value>> {
 
 /// `mp_encode_lua_type`. Recursion is bounded by `MAX_NESTING`.
 fn encode(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
+    if out.len() > MAX_OUTPUT_BYTES {
+        return Err(output_too_large());
+    }
     match v {
         Value::String(s) => encode_bytes(&s.as_bytes(), out),
         Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),

@@ -5,11 +5,9 @@ use mlua::{Lua, Table, Value};
 
 use super::number::format_g;
 use super::{Config, InvalidNumbers};
-use crate::libs::args::{as_number, c_double_to_i32, raise, type_name, MAX_C_STACK};
-
-/// The longest text `encode` builds (Redis's `proto-max-bulk-len` default); past it the
-/// C library would grow its buffer until the allocator failed.
-const MAX_OUTPUT_BYTES: usize = 512 * 1024 * 1024;
+use crate::libs::args::{
+    as_number, c_double_to_i32, output_too_large, raise, type_name, MAX_C_STACK, MAX_OUTPUT_BYTES,
+};
 
 /// A key of a table being written, copied out of Lua so that no reference is held per key.
 enum Key {
@@ -65,7 +63,7 @@ pub(super) fn encode(lua: &Lua, cfg: &Config, root: Value) -> mlua::Result<Vec<u
                 append_scalar(lua, cfg, &v, &mut out)?;
             }
             if out.len() > MAX_OUTPUT_BYTES {
-                return Err(raise(lua, "Cannot serialise, output too large"));
+                return Err(output_too_large());
             }
         }
         let depth = stack.len();

@@ -284,3 +284,16 @@ const CASES: &[(&str, &str)] = &[
         r#"true 708577376"#,
     ),
 ];
+
+/// Shared subtables describe more output than they hold: packing stops at the output cap
+/// (Redis's server would run out of memory instead).
+#[test]
+fn pack_output_is_capped() {
+    let lua = crate::libs::testkit::lua();
+    let body = "local s = string.rep('x', 2^20) local t = {s, s, s, s} \
+                for i = 1, 8 do t = {t, t, t, t} end return pcall(cmsgpack.pack, t)";
+    assert_eq!(
+        crate::libs::testkit::run(&lua, body),
+        r#"true false "not enough memory""#
+    );
+}
