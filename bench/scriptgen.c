@@ -83,7 +83,10 @@ static void flush_out(conn_t *c, uint32_t id) {
   }
   if (c->woff == c->wlen) c->woff = c->wlen = 0;
   int more = c->wlen > 0;
-  if (more != c->want_out) { c->want_out = more; watch(c, id, more ? EPOLLIN | EPOLLOUT : EPOLLIN); }
+  if (more != c->want_out) {
+    c->want_out = more;
+    watch(c, id, more ? EPOLLIN | EPOLLOUT : EPOLLIN);
+  }
 }
 
 static void parse_template(int argc, char **argv) {

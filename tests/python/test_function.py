@@ -186,7 +186,7 @@ def test_fcall_inside_multi(rawp):
     assert rawp.call("EXEC") == [1, 2, b"2"]
 
 
-# --- FUNCTION LIST --------------------------------------------------------------------------------
+# --- FUNCTION LIST -------------------------------------------------------------------------------
 
 
 def lib_entries(frame):
@@ -271,7 +271,7 @@ def test_list_with_redis_py(r, protocol):
     assert len(entry[b"functions"]) == 2
 
 
-# --- DELETE, FLUSH, STATS ---------------------------------------------------------------------------
+# --- DELETE, FLUSH, STATS ------------------------------------------------------------------------
 
 
 def test_delete(r, rawp):
@@ -324,7 +324,7 @@ def test_kill_when_idle(rawp):
     assert rawp.call("SCRIPT", "KILL") == Err("NOTBUSY No scripts in execution right now.")
 
 
-# --- DUMP / RESTORE ---------------------------------------------------------------------------------
+# --- DUMP / RESTORE ------------------------------------------------------------------------------
 
 
 def loaded(rawp) -> dict:

@@ -23,7 +23,7 @@ def _empty_script_cache(server):
         assert conn.call("SCRIPT", "FLUSH") == "OK"
 
 
-# --- redis-py's Lock ------------------------------------------------------------------------------
+# --- redis-py's Lock -----------------------------------------------------------------------------
 
 
 def test_lock_acquire_release(r):
@@ -190,7 +190,7 @@ def test_lock_release_script(r):
     assert release(keys=["lk"], args=["token-1"]) == 0
 
 
-# --- a sliding-window rate limiter ------------------------------------------------------------------
+# --- a sliding-window rate limiter ---------------------------------------------------------------
 
 RATE_LIMIT = """
 local key = KEYS[1]
