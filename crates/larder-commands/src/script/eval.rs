@@ -108,6 +108,7 @@ pub(super) fn eval_generic(
     };
     let read_only = prepare(c.server, script.flags, mode)?;
     let job = Job {
+        argv: c.args.argv(),
         target: Target::Script {
             sha: &sha,
             body: &script.body,

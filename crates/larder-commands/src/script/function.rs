@@ -374,6 +374,7 @@ pub(super) fn fcall_generic(
     let flags = ScriptFlags(f.meta.flags.0 & !ScriptFlags::EVAL_COMPAT_MODE);
     let read_only = prepare(c.server, flags, mode)?;
     let job = Job {
+        argv: c.args.argv(),
         target: Target::Function { name: &f.meta.name },
         keys,
         args,

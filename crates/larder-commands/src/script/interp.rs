@@ -13,6 +13,8 @@ use crate::state::Server;
 /// A thread's interpreter and the generations it was built at.
 pub(crate) struct Interp {
     pub vm: Vm,
+    /// Where INFO reads this interpreter's memory.
+    memory: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     scripts_generation: u64,
     libraries_generation: u64,
 }
@@ -39,7 +41,12 @@ pub(crate) fn with<R>(server: &Server, f: impl FnOnce(&mut Interp) -> R) -> Resu
             return Err(Error::Static("ERR no interpreter"));
         };
         interp.sync(server);
-        Ok(f(interp))
+        let r = f(interp);
+        interp.memory.store(
+            interp.vm.used_memory(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(r)
     })
 }
 
@@ -62,6 +69,7 @@ impl Interp {
             .map_err(|e| Error::Owned(format!("ERR cannot start the Lua interpreter: {e}")))?;
         Ok(Interp {
             vm,
+            memory: server.scripts.vm_slot(),
             scripts_generation: server.scripts.cache_generation(),
             libraries_generation: u64::MAX,
         })

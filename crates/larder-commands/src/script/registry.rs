@@ -129,6 +129,8 @@ pub struct Scripts {
     libraries: RwLock<Libraries>,
     /// Bumped by every change of the libraries: threads reload theirs.
     library_generation: AtomicU64,
+    /// Each thread interpreter's memory as of its last script (INFO).
+    vm_bytes: parking_lot::Mutex<Vec<Arc<AtomicUsize>>>,
 }
 
 impl Scripts {
@@ -175,6 +177,29 @@ impl Scripts {
     /// Bytes the cached bodies take.
     pub fn cache_bytes(&self) -> usize {
         self.cache_bytes.load(Ordering::Relaxed)
+    }
+
+    /// A slot for a new thread interpreter to report its memory in.
+    pub(crate) fn vm_slot(&self) -> Arc<AtomicUsize> {
+        let slot = Arc::new(AtomicUsize::new(0));
+        self.vm_bytes.lock().push(Arc::clone(&slot));
+        slot
+    }
+
+    /// Memory of every thread's interpreter, as each reported it last.
+    pub fn vm_bytes(&self) -> usize {
+        self.vm_bytes
+            .lock()
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Functions, libraries, and the bytes of the libraries' code (INFO).
+    pub fn library_sizes(&self) -> (usize, usize, usize) {
+        let libs = self.libraries.read();
+        let code = libs.by_name.values().map(|l| l.code.len()).sum();
+        (libs.function_count(), libs.by_name.len(), code)
     }
 
     pub fn cache_generation(&self) -> u64 {

@@ -67,6 +67,8 @@ pub(crate) enum Target<'a> {
 /// One script run's request.
 pub(crate) struct Job<'a> {
     pub target: Target<'a>,
+    /// The whole request (EVAL ...), for MONITOR.
+    pub argv: &'a [&'a [u8]],
     pub keys: &'a [&'a [u8]],
     pub args: &'a [&'a [u8]],
     pub flags: ScriptFlags,
@@ -86,6 +88,9 @@ pub(crate) fn run(
     now_ms: u64,
     lent: Option<&mut DbGuards<'_>>,
 ) -> Result<()> {
+    if server.monitors.active() {
+        crate::monitor::feed_script_call(server, conn, job.argv, larder_engine::now_us());
+    }
     let db = conn.db;
     let was_in_exec = std::mem::replace(&mut conn.in_exec, true);
     let result = match lent {
@@ -364,7 +369,11 @@ impl Host for RunHost<'_, '_, '_> {
         };
         exec::record_command(server, self.conn, argv, resolved, since);
         let elapsed_us = larder_engine::now_us().saturating_sub(started_us);
+        let ended_us = started_us + elapsed_us;
         exec::account(server, self.conn, out, resolved, result, elapsed_us);
+        if server.monitors.active() {
+            crate::monitor::feed_script(server, self.conn.db, argv, spec.flags, ended_us);
+        }
         if !out.attached.is_empty() {
             // The interpreter reads replies as bytes: put large values inline.
             out.buf = out.attached.splice(&out.buf);
