@@ -20,24 +20,7 @@ pub struct VmOptions {
     pub memory_limit_bytes: usize,
 }
 
-/// Script flags (shebang `#!lua flags=...` for EVAL, `flags = {...}` in register_function).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ScriptFlags(pub u32);
-
-impl ScriptFlags {
-    pub const NO_WRITES: u32 = 1;
-    pub const ALLOW_OOM: u32 = 2;
-    pub const ALLOW_STALE: u32 = 4;
-    pub const NO_CLUSTER: u32 = 8;
-    pub const ALLOW_CROSS_SLOT_KEYS: u32 = 16;
-    /// An EVAL script without a shebang (Redis's compatibility mode: EVAL_RO still refuses
-    /// writes; OOM is checked per command, not at the start).
-    pub const EVAL_COMPAT_MODE: u32 = 1 << 31;
-
-    pub fn has(self, f: u32) -> bool {
-        self.0 & f != 0
-    }
-}
+pub use crate::shebang::ScriptFlags;
 
 /// Why a run ends early at the host's request. The vm makes it impossible for the script
 /// to catch (after the host returns one, every further Lua instruction raises again),
