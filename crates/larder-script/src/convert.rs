@@ -14,8 +14,9 @@ use mlua::{Lua, Table, Value};
 
 use crate::errors;
 
-/// How deep a reply from a command may nest before [`reply_to_lua`] refuses it.
-const REPLY_DEPTH_MAX: usize = 1000;
+/// How deep a reply from a command may nest before [`reply_to_lua`] refuses it (commands
+/// nest a few levels; the parser recurses, so the bound keeps the thread stack safe).
+const REPLY_DEPTH_MAX: usize = 128;
 
 /// Redis converts a result on the Lua stack, which holds at most this many slots
 /// (`LUAI_MAXCSTACK`); `luaReplyToRedisReply` asks for 4 free ones at every value.
@@ -100,27 +101,17 @@ impl<'a> Parser<'a> {
             return Err(malformed());
         };
         self.pos += 1;
+        match kind {
+            b'*' | b'%' | b'~' | b'|' => self.aggregate(kind, lua, depth),
+            _ => self.scalar(kind, lua),
+        }
+    }
+
+    /// Arrays, maps, sets and attributes: the recursive kinds, kept apart from the scalars
+    /// so each level of nesting costs a small stack frame.
+    #[inline(never)]
+    fn aggregate(&mut self, kind: u8, lua: &Lua, depth: usize) -> mlua::Result<Value> {
         Ok(match kind {
-            b':' => Value::Number(self.int()? as f64),
-            b'$' => match self.len(1)? {
-                None => Value::Boolean(false),
-                Some(n) => Value::String(lua.create_string(self.bulk(n)?)?),
-            },
-            b'+' => {
-                let t = lua.create_table_with_capacity(0, 1)?;
-                t.raw_set("ok", lua.create_string(self.line()?)?)?;
-                Value::Table(t)
-            }
-            b'-' => {
-                let line = self.line()?;
-                let mut text = String::with_capacity(line.len() + 1);
-                text.push('-');
-                text.push_str(&String::from_utf8_lossy(line));
-                let t = error_table(lua, &errors::error_table_text(&text))?;
-                // Redis marks errors that already counted in the error stats.
-                t.raw_set("ignore_error_stats_update", true)?;
-                Value::Table(t)
-            }
             b'*' => match self.len(3)? {
                 None => Value::Boolean(false),
                 Some(n) => {
@@ -148,6 +139,40 @@ impl<'a> Parser<'a> {
                     set.raw_set(self.value(lua, depth + 1)?, true)?;
                 }
                 wrap(lua, "set", Value::Table(set))?
+            }
+            _ => {
+                // Attributes are not shown to scripts: skip them, then read the reply.
+                let n = self.len(6)?.ok_or_else(malformed)?;
+                for _ in 0..2 * n {
+                    self.value(lua, depth + 1)?;
+                }
+                return self.value(lua, depth + 1);
+            }
+        })
+    }
+
+    #[inline(never)]
+    fn scalar(&mut self, kind: u8, lua: &Lua) -> mlua::Result<Value> {
+        Ok(match kind {
+            b':' => Value::Number(self.int()? as f64),
+            b'$' => match self.len(1)? {
+                None => Value::Boolean(false),
+                Some(n) => Value::String(lua.create_string(self.bulk(n)?)?),
+            },
+            b'+' => {
+                let t = lua.create_table_with_capacity(0, 1)?;
+                t.raw_set("ok", lua.create_string(self.line()?)?)?;
+                Value::Table(t)
+            }
+            b'-' => {
+                let line = self.line()?;
+                let mut text = String::with_capacity(line.len() + 1);
+                text.push('-');
+                text.push_str(&String::from_utf8_lossy(line));
+                let t = error_table(lua, &errors::error_table_text(&text))?;
+                // Redis marks errors that already counted in the error stats.
+                t.raw_set("ignore_error_stats_update", true)?;
+                Value::Table(t)
             }
             b'_' => {
                 self.line()?;
@@ -180,14 +205,6 @@ impl<'a> Parser<'a> {
                 inner.raw_set("string", lua.create_string(&body[4..])?)?;
                 inner.raw_set("format", lua.create_string(&body[..3])?)?;
                 wrap(lua, "verbatim_string", Value::Table(inner))?
-            }
-            b'|' => {
-                // Attributes are not shown to scripts: skip them, then read the reply.
-                let n = self.len(6)?.ok_or_else(malformed)?;
-                for _ in 0..2 * n {
-                    self.value(lua, depth + 1)?;
-                }
-                return self.value(lua, depth);
             }
             _ => return Err(malformed()),
         })

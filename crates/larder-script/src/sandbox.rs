@@ -21,7 +21,7 @@ use std::rc::Rc;
 use larder_resp::Protocol;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 
-pub use api::VERSION;
+pub use api::{find_raise, VERSION};
 
 /// The globals a script sees, as Redis 7.0.15 has them (besides KEYS and ARGV, which each
 /// EVAL run sets).
@@ -84,6 +84,9 @@ pub struct RunState {
     pub proto: Protocol,
     /// The host asked the run to end; every Lua line raises from then on.
     pub abort: Option<crate::vm::Abort>,
+    /// Where the error that ended an aborted run was raised (`source`, `line`), which the
+    /// killed reply names.
+    pub abort_place: Option<(String, String)>,
     /// Functions registered by the library now loading; `None` when none is loading.
     pub registered: Option<Vec<(crate::vm::FunctionMeta, Function)>>,
     /// Redis's `redisLrand48` state for math.random.
@@ -96,6 +99,7 @@ impl Default for RunState {
             running: false,
             proto: Protocol::Resp2,
             abort: None,
+            abort_place: None,
             registered: None,
             rand48: api::RAND48_SEED,
         }
@@ -127,6 +131,8 @@ pub struct Sandbox {
     /// Lua's own pcall of a function without arguments: `(ok, result or error)`.
     plain: Function,
     pub shared: Shared,
+    /// The memory cap (0: none).
+    pub memory_limit_bytes: usize,
 }
 
 impl Sandbox {
@@ -195,6 +201,7 @@ impl Sandbox {
             runner: internal.runner,
             plain: internal.plain,
             shared,
+            memory_limit_bytes,
         })
     }
 
@@ -211,6 +218,14 @@ impl Sandbox {
 }
 
 impl Sandbox {
+    /// A full garbage collection. The cap is lifted meanwhile: at the cap, the collector
+    /// itself could not start, and the garbage would stay.
+    pub fn collect_garbage(&self) {
+        let _ = self.lua.set_memory_limit(0);
+        let _ = self.lua.gc_collect();
+        let _ = self.lua.set_memory_limit(self.memory_limit_bytes);
+    }
+
     /// Calls `f` without arguments under Lua's own pcall: `(true, result)` or
     /// `(false, error value)`.
     pub fn plain_call(&self, f: &Function) -> mlua::Result<(bool, Value)> {

@@ -93,13 +93,22 @@ impl Vm {
             return Ok(());
         }
         let code = skip_shebang(body)?;
-        let f = self
-            .eval
-            .lua
-            .load(code)
-            .set_name("@user_script")
-            .into_function()
-            .map_err(|e| errors::compile_script(&lua_message(&e)))?;
+        let compile = || {
+            self.eval
+                .lua
+                .load(code)
+                .set_name("@user_script")
+                .into_function()
+        };
+        let f = match compile() {
+            // Garbage a script left may be what fills the memory cap: collect, then retry.
+            Err(mlua::Error::MemoryError(_)) => {
+                self.eval.collect_garbage();
+                compile()
+            }
+            other => other,
+        }
+        .map_err(|e| errors::compile_script(&lua_message(&e)))?;
         self.scripts.insert(sha.to_string(), f);
         Ok(())
     }
@@ -112,7 +121,7 @@ impl Vm {
     pub fn forget_scripts(&mut self) {
         self.scripts.clear();
         // A full collection gives the memory back now, as Redis's new interpreter does.
-        let _ = self.eval.lua.gc_collect();
+        self.eval.collect_garbage();
     }
 
     /// Run compiled script `sha` with KEYS and ARGV; the result or Redis's error reply is
@@ -184,7 +193,7 @@ impl Vm {
     /// Forget every library (FUNCTION FLUSH / DELETE rebuilds from the registry).
     pub fn clear_libraries(&mut self) {
         self.functions.clear();
-        let _ = self.func.lua.gc_collect();
+        self.func.collect_garbage();
     }
 
     /// Run a loaded function with `keys` and `args` (its two arguments); as run_script.
@@ -266,16 +275,17 @@ fn load_top_level(sb: &Sandbox, api: &Table, f: Function) -> Result<(), String> 
     let result = hook.and_then(|()| sb.plain_call(&f));
     sb.lua.remove_hook();
     let restored = sb.globals_read_through(&sb.globals);
-    let (ok, err) = result.map_err(fail)?;
-    restored.map_err(fail)?;
-    if ok {
-        return Ok(());
-    }
     if timed_out.get() {
+        // The error may have been raised again on its way out of the pcall.
         return Err(errors::registering(&format!(
             "ERR {}",
             errors::LOAD_TIMEOUT
         )));
+    }
+    let (ok, err) = result.map_err(fail)?;
+    restored.map_err(fail)?;
+    if ok {
+        return Ok(());
     }
     Err(errors::registering(&load_error_text(&sb.lua, err)))
 }
@@ -283,6 +293,11 @@ fn load_top_level(sb: &Sandbox, api: &Table, f: Function) -> Result<(), String> 
 /// Redis's `luaExtractErrorInformation` for an error without the handler: a string is
 /// "ERR <string>", a table its `err`.
 fn load_error_text(lua: &Lua, err: Value) -> String {
+    if let Value::Error(e) = &err {
+        if let Some(r) = crate::sandbox::find_raise(e) {
+            return r.text.clone();
+        }
+    }
     match err {
         Value::Table(t) => match t.get::<Value>("err") {
             Ok(Value::String(s)) => s.to_string_lossy(),
@@ -303,4 +318,4 @@ fn load_error_text(lua: &Lua, err: Value) -> String {
 
 #[cfg(test)]
 #[path = "vm/tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -76,6 +76,9 @@ pub struct Raise {
     pub text: String,
     /// An error reply of a command (Redis marks it `ignore_error_stats_update`).
     pub from_command: bool,
+    /// A `luaL_error` message rather than an error table: the error handler prefixes the
+    /// caller's position ("user_script:1: ") and "ERR ", as Lua and Redis do.
+    pub positioned: bool,
 }
 
 impl std::fmt::Display for Raise {
@@ -91,6 +94,16 @@ pub fn raise(msg: &str) -> mlua::Error {
     mlua::Error::external(Raise {
         text: error_table_text(msg),
         from_command: false,
+        positioned: false,
+    })
+}
+
+/// Raises a `luaL_error` message (math.random's argument errors).
+fn lua_error(msg: String) -> mlua::Error {
+    mlua::Error::external(Raise {
+        text: msg,
+        from_command: false,
+        positioned: true,
     })
 }
 
@@ -253,6 +266,7 @@ fn call_function(lua: &Lua, slot: Table, shared: Shared, raising: bool) -> mlua:
                 return Err(mlua::Error::external(Raise {
                     text: text.to_string_lossy(),
                     from_command: kind == 1,
+                    positioned: false,
                 }));
             }
         }
@@ -396,7 +410,7 @@ fn random_function(lua: &Lua, shared: Shared) -> mlua::Result<Function> {
         drop(state);
         let int_arg = |i: usize| -> mlua::Result<i32> {
             to_number(&args[i]).map(|n| n as i32).ok_or_else(|| {
-                mlua::Error::runtime(format!(
+                lua_error(format!(
                     "bad argument #{} to 'random' (number expected, got {})",
                     i + 1,
                     args[i].type_name()
@@ -408,8 +422,8 @@ fn random_function(lua: &Lua, shared: Shared) -> mlua::Result<Function> {
             1 => {
                 let u = int_arg(0)?;
                 if u < 1 {
-                    return Err(mlua::Error::runtime(
-                        "bad argument #1 to 'random' (interval is empty)",
+                    return Err(lua_error(
+                        "bad argument #1 to 'random' (interval is empty)".into(),
                     ));
                 }
                 (r * f64::from(u)).floor() + 1.0
@@ -417,13 +431,13 @@ fn random_function(lua: &Lua, shared: Shared) -> mlua::Result<Function> {
             2 => {
                 let (l, u) = (int_arg(0)?, int_arg(1)?);
                 if l > u {
-                    return Err(mlua::Error::runtime(
-                        "bad argument #2 to 'random' (interval is empty)",
+                    return Err(lua_error(
+                        "bad argument #2 to 'random' (interval is empty)".into(),
                     ));
                 }
                 (r * (f64::from(u) - f64::from(l) + 1.0)).floor() + f64::from(l)
             }
-            _ => return Err(mlua::Error::runtime("wrong number of arguments")),
+            _ => return Err(lua_error("wrong number of arguments".into())),
         };
         Ok(Value::Number(v))
     })
@@ -438,7 +452,7 @@ fn randomseed_function(lua: &Lua, shared: Shared) -> mlua::Result<Function> {
             ));
         }
         let seed = args.first().and_then(to_number).ok_or_else(|| {
-            mlua::Error::runtime("bad argument #1 to 'randomseed' (number expected, got no value)")
+            lua_error("bad argument #1 to 'randomseed' (number expected, got no value)".into())
         })? as i32;
         state.rand48 = [
             0x330E,
@@ -603,6 +617,17 @@ fn error_handler(lua: &Lua, shared: Shared, tostring: Function) -> mlua::Result<
         let t = match err {
             _ if aborted => error_table(lua, &error_table_text(errors::KILLED))?,
             Value::Table(t) => t,
+            Value::Error(e) if find_raise(&e).is_some_and(|r| r.positioned) => {
+                let text = find_raise(&e).map(|r| r.text.clone()).unwrap_or_default();
+                // luaL_where(L, 1): the position of the C function's caller.
+                let place = lua
+                    .inspect_stack(2, |d| match (d.source().short_src, d.current_line()) {
+                        (Some(src), Some(line)) => format!("{src}:{line}: "),
+                        _ => String::new(),
+                    })
+                    .unwrap_or_default();
+                error_table(lua, &format!("ERR {place}{text}"))?
+            }
             Value::Error(e) if find_raise(&e).is_some() => {
                 raise_table(lua, find_raise(&e).ok_or_else(|| raise("unreachable"))?)?
             }
@@ -631,6 +656,10 @@ fn error_handler(lua: &Lua, shared: Shared, tostring: Function) -> mlua::Result<
             (source, line)
         });
         if let Some((source, line)) = place {
+            if aborted {
+                let source = source.clone().unwrap_or_default();
+                shared.borrow_mut().abort_place = Some((source, line.to_string()));
+            }
             t.set("source", source)?;
             t.set("line", line)?;
         }

@@ -80,7 +80,9 @@ pub fn run(
         state.running = true;
         state.proto = Protocol::Resp2;
         state.abort = None;
+        state.abort_place = None;
     }
+    let start_len = out.buf.len();
     let ctx = RefCell::new((host, reuse));
     let result = sb.lua.scope(|scope| {
         let lua = &sb.lua;
@@ -140,21 +142,23 @@ pub fn run(
         }
         Ok(())
     });
-    let abort = {
+    let (abort, place) = {
         let mut state = sb.shared.borrow_mut();
         state.running = false;
-        state.abort.take()
+        (state.abort.take(), state.abort_place.take())
     };
     match abort {
         Some(Abort::Retry) => return Err(Abort::Retry),
         Some(a) => {
-            if result.is_err() {
-                out.error(&errors::run_failed(
-                    &error_table_text(errors::KILLED),
-                    None,
-                    funcname,
-                ));
-            }
+            // The error may have been raised again on its way out of the runner: the
+            // reply is the killed error, where the handler last saw it.
+            let place = place.as_ref().map(|(s, l)| (s.as_str(), l.as_str()));
+            out.truncate(start_len);
+            out.error(&errors::run_failed(
+                &error_table_text(errors::KILLED),
+                place,
+                funcname,
+            ));
             return Err(a);
         }
         None => {}
@@ -166,7 +170,21 @@ pub fn run(
         };
         out.error(&errors::run_failed_plain(&msg, funcname));
     }
+    if sb.lua.used_memory() > memory_high_water(sb) {
+        // A script that ran into the memory cap leaves its garbage: collect it now so the
+        // next run (or compile) has room.
+        sb.collect_garbage();
+    }
     Ok(())
+}
+
+/// Past this many bytes after a run, the interpreter collects its garbage at once: half
+/// its memory cap.
+fn memory_high_water(sb: &Sandbox) -> usize {
+    match sb.memory_limit_bytes {
+        0 => usize::MAX,
+        n => n / 2,
+    }
 }
 
 /// Sets KEYS and ARGV (EVAL) or builds the function's arguments, installs the count hook
