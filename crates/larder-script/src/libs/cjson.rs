@@ -9,7 +9,7 @@ pub(crate) mod number;
 #[cfg(test)]
 mod tests;
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::rc::Rc;
 
 use mlua::{Lua, MultiValue, Table, Value};
@@ -28,7 +28,7 @@ enum InvalidNumbers {
 }
 
 /// One module table's settings (lua_cjson's `json_config_t`).
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 struct Config {
     sparse_convert: bool,
     sparse_ratio: i32,
@@ -57,18 +57,20 @@ impl Default for Config {
     }
 }
 
-type Shared = Rc<RefCell<Config>>;
+/// The settings the module's functions share. A `Cell`: no borrow is held while Lua code
+/// (a finalizer during an allocation, say) could run and call back in.
+type Shared = Rc<Cell<Config>>;
 
 /// A `cjson` module table with its own settings.
 pub(crate) fn module(lua: &Lua) -> mlua::Result<Table> {
-    let cfg: Shared = Rc::new(RefCell::new(Config::default()));
+    let cfg: Shared = Rc::new(Cell::new(Config::default()));
     let t = lua.create_table()?;
     add(lua, &t, &cfg, "encode", |a, cfg| {
         if a.len() != 1 {
             return Err(a.arg_error(1, "expected 1 argument"));
         }
         let v = a.get(1).cloned().unwrap_or(Value::Nil);
-        let bytes = encode::encode(a.lua(), &cfg.borrow(), v)?;
+        let bytes = encode::encode(a.lua(), &cfg.get(), v)?;
         Ok(vec![Value::String(a.lua().create_string(bytes)?)])
     })?;
     add(lua, &t, &cfg, "decode", |a, cfg| {
@@ -76,16 +78,23 @@ pub(crate) fn module(lua: &Lua) -> mlua::Result<Table> {
             return Err(a.arg_error(1, "expected 1 argument"));
         }
         let s = a.check_bytes(1)?;
-        let v = decode::decode(a.lua(), &cfg.borrow(), &s.as_bytes())?;
+        let v = decode::decode(a.lua(), &cfg.get(), &s.as_bytes())?;
         Ok(vec![v])
     })?;
     add(lua, &t, &cfg, "encode_sparse_array", |a, cfg| {
         arg_count(a, 3)?;
-        let mut c = cfg.borrow_mut();
+        // Each setting is stored as soon as it is read, as lua_cjson does: an error in a
+        // later argument keeps the earlier ones.
+        let mut c = cfg.get();
         let convert = bool_option(a, 1, c.sparse_convert)?;
+        c.sparse_convert = convert;
+        cfg.set(c);
         let ratio = integer_option(a, 2, c.sparse_ratio, 0, i32::MAX)?;
+        c.sparse_ratio = ratio;
+        cfg.set(c);
         let safe = integer_option(a, 3, c.sparse_safe, 0, i32::MAX)?;
-        (c.sparse_convert, c.sparse_ratio, c.sparse_safe) = (convert, ratio, safe);
+        c.sparse_safe = safe;
+        cfg.set(c);
         Ok(vec![
             Value::Boolean(convert),
             Value::Number(f64::from(ratio)),
@@ -94,31 +103,35 @@ pub(crate) fn module(lua: &Lua) -> mlua::Result<Table> {
     })?;
     add(lua, &t, &cfg, "encode_max_depth", |a, cfg| {
         arg_count(a, 1)?;
-        let mut c = cfg.borrow_mut();
+        let mut c = cfg.get();
         c.encode_max_depth = integer_option(a, 1, c.encode_max_depth, 1, i32::MAX)?;
+        cfg.set(c);
         Ok(vec![Value::Number(f64::from(c.encode_max_depth))])
     })?;
     add(lua, &t, &cfg, "decode_max_depth", |a, cfg| {
         arg_count(a, 1)?;
-        let mut c = cfg.borrow_mut();
+        let mut c = cfg.get();
         c.decode_max_depth = integer_option(a, 1, c.decode_max_depth, 1, i32::MAX)?;
+        cfg.set(c);
         Ok(vec![Value::Number(f64::from(c.decode_max_depth))])
     })?;
     add(lua, &t, &cfg, "encode_number_precision", |a, cfg| {
         arg_count(a, 1)?;
-        let mut c = cfg.borrow_mut();
+        let mut c = cfg.get();
         c.encode_number_precision = integer_option(a, 1, c.encode_number_precision, 1, 14)?;
+        cfg.set(c);
         Ok(vec![Value::Number(f64::from(c.encode_number_precision))])
     })?;
     add(lua, &t, &cfg, "encode_keep_buffer", |a, cfg| {
         arg_count(a, 1)?;
-        let mut c = cfg.borrow_mut();
+        let mut c = cfg.get();
         c.encode_keep_buffer = bool_option(a, 1, c.encode_keep_buffer)?;
+        cfg.set(c);
         Ok(vec![Value::Boolean(c.encode_keep_buffer)])
     })?;
     add(lua, &t, &cfg, "encode_invalid_numbers", |a, cfg| {
         arg_count(a, 1)?;
-        let mut c = cfg.borrow_mut();
+        let mut c = cfg.get();
         let setting = if a.is_none_or_nil(1) {
             c.encode_invalid_numbers
         } else if let Some(Value::Boolean(b)) = a.get(1) {
@@ -135,6 +148,7 @@ pub(crate) fn module(lua: &Lua) -> mlua::Result<Table> {
             }
         };
         c.encode_invalid_numbers = setting;
+        cfg.set(c);
         Ok(vec![match setting {
             InvalidNumbers::Off => Value::Boolean(false),
             InvalidNumbers::On => Value::Boolean(true),
@@ -143,8 +157,9 @@ pub(crate) fn module(lua: &Lua) -> mlua::Result<Table> {
     })?;
     add(lua, &t, &cfg, "decode_invalid_numbers", |a, cfg| {
         arg_count(a, 1)?;
-        let mut c = cfg.borrow_mut();
+        let mut c = cfg.get();
         c.decode_invalid_numbers = bool_option(a, 1, c.decode_invalid_numbers)?;
+        cfg.set(c);
         Ok(vec![Value::Boolean(c.decode_invalid_numbers)])
     })?;
     t.raw_set(

@@ -457,4 +457,16 @@ const CASES: &[(&str, &str)] = &[
         r#"local seed = 12345 local function rnd(n) seed = (seed * 1103515245 + 12345) % 2147483648 return math.floor(seed / 65536) % n end local function pick(t) return t[rnd(#t) + 1] end local h = 0 local function mix(ok, ...) local r = tostring(ok) for i = 1, select('#', ...) do r = r .. "|" .. render((select(i, ...))) end for k = 1, #r do h = (h * 31 + string.byte(r, k)) % 1000000007 end end local function gen(d) local c = rnd(9) if c == 0 then return rnd(1000) - 500 elseif c == 1 then return (rnd(2000000) - 1000000) / (rnd(999) + 1) elseif c == 2 then return string.char(rnd(256), rnd(256), rnd(128)) elseif c == 3 then return rnd(2) == 1 elseif c == 4 then return cjson.null elseif d < 4 then local t = {} for i = 1, rnd(6) do local k = rnd(4) if k == 0 then t[#t + 1] = gen(d + 1) elseif k == 1 then t[rnd(30) + 1] = gen(d + 1) elseif k == 2 then t["k" .. rnd(10)] = gen(d + 1) else t[rnd(7) - 3 + rnd(4) / 4] = gen(d + 1) end end return t else return 2 ^ (rnd(200) - 100) end end for i = 1, 1500 do cjson.encode_sparse_array(rnd(2) == 1, rnd(4), rnd(12)) cjson.encode_number_precision(rnd(14) + 1) cjson.encode_invalid_numbers(pick({true, false, "null"})) local v = gen(0) local ok, s = pcall(cjson.encode, v) mix(ok, s) if ok then mix(pcall(cjson.decode, s)) end end return h"#,
         r#"true 396810312"#,
     ),
+    (
+        r#"return cjson.encode_sparse_array(true, -1)"#,
+        r#"false "user_script:34: bad argument #1 to 'encode_sparse_array' (expected integer between 0 and 2147483647)""#,
+    ),
+    (
+        r#"local ok = pcall(cjson.encode_sparse_array, true, -1) return ok, cjson.encode_sparse_array()"#,
+        r#"true false true 2 10"#,
+    ),
+    (
+        r#"local ok = pcall(cjson.encode_sparse_array, true, 5, -1) return ok, cjson.encode_sparse_array()"#,
+        r#"true false true 5 10"#,
+    ),
 ];
