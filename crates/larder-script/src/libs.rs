@@ -8,8 +8,11 @@
 //! holding the exact text Redis's library raises; [`raised_text`] gets it back.
 //!
 //! Every entry point is total: inputs are read with bounds checks, nothing is allocated from
-//! a length field before the data behind it is there, and nesting is walked with explicit
-//! stacks whose depth is capped where the C code would run out of Lua stack.
+//! a length field before the data behind it is there, the decoders and the JSON encoder walk
+//! nesting with explicit stacks capped where the C code would run out of Lua stack (msgpack
+//! packing recurses at most 16 deep), walks hold a fixed number of Lua references however big
+//! or deep the data (mlua's reference stack is as small as Lua's C stack), and encoders stop
+//! at 512 MiB of output.
 
 mod args;
 mod bit;
