@@ -7,6 +7,8 @@ mod function;
 mod interp;
 mod registry;
 mod run;
+#[cfg(test)]
+mod tests;
 
 pub use registry::{Clash, Function, Libraries, Library, Restore, Script, Scripts};
 
