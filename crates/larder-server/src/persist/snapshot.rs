@@ -77,7 +77,7 @@ fn write(
             if let Some(log) = log {
                 log.rotate(seq);
             }
-            seq
+            (seq, Vec::new())
         },
         progress,
     )
@@ -116,7 +116,7 @@ pub fn load(
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let limits = larder_commands::config::limits(&server.config);
     let mut loaded = 0;
-    let meta = snapshot::load_snapshot(
+    let (meta, _) = snapshot::load_snapshot(
         BufReader::with_capacity(WRITE_BUFFER, file),
         &server.keyspace,
         &limits,
