@@ -140,13 +140,17 @@ pub fn check(path: &Path) -> anyhow::Result<String> {
     let mut reader =
         SnapshotReader::open(BufReader::new(file), &limits).map_err(|e| anyhow::anyhow!("{e}"))?;
     let meta = *reader.meta();
+    let libraries = match reader.libraries().len() {
+        0 => String::new(),
+        n => format!(" and {n} function libraries"),
+    };
     let mut keys = 0u64;
     for record in reader.by_ref() {
         record.map_err(|e| anyhow::anyhow!("{e}"))?;
         keys += 1;
     }
     Ok(format!(
-        "{keys} keys in {} databases, consistent at sequence {}",
+        "{keys} keys{libraries} in {} databases, consistent at sequence {}",
         meta.databases, meta.feed_seq
     ))
 }
