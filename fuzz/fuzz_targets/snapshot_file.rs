@@ -77,6 +77,7 @@ fn check(data: &[u8]) {
         zset_max_listpack_entries: 2,
         zset_max_listpack_value: 4,
         list_max_listpack_size: 2,
+        ..Limits::default()
     };
     for limits in [Limits::default(), tiny] {
         let Ok(mut reader) = SnapshotReader::open(data, &limits) else {
