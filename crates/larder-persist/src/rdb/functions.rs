@@ -17,8 +17,8 @@ use super::file::{OPCODE_FUNCTION2, OPCODE_FUNCTION_PRE_GA};
 use super::length::{put_string, Reader};
 use super::{crc64, verify, RDB_VERSION};
 
-/// Why a FUNCTION RESTORE payload could not be read. [`FunctionsError::reply`] is the error
-/// reply Redis 7.0 gives for it.
+/// Why a FUNCTION RESTORE payload could not be read. Its `Display` is Redis 7.0's error
+/// text for it, without the "ERR " the reply starts with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FunctionsError {
@@ -34,32 +34,25 @@ pub enum FunctionsError {
     NotUtf8,
 }
 
-impl FunctionsError {
-    /// The error reply, as Redis 7.0 writes it (without the leading `-`).
-    pub fn reply(&self) -> &'static str {
-        match self {
-            FunctionsError::VersionOrChecksum => "ERR DUMP payload version or checksum are wrong",
-            FunctionsError::NotAFunction => "ERR given type is not a function",
-            FunctionsError::Load(what) => what,
-            FunctionsError::NotUtf8 => "ERR library code is not valid UTF-8",
-        }
-    }
-}
-
 impl std::fmt::Display for FunctionsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.reply())
+        f.write_str(match self {
+            FunctionsError::VersionOrChecksum => "DUMP payload version or checksum are wrong",
+            FunctionsError::NotAFunction => "given type is not a function",
+            FunctionsError::Load(what) => what,
+            FunctionsError::NotUtf8 => "library code is not valid UTF-8",
+        })
     }
 }
 
 impl std::error::Error for FunctionsError {}
 
-const LOAD_PAYLOAD: &str = "ERR Failed loading library payload";
-const LOAD_NAME: &str = "ERR Failed loading library name";
-const LOAD_ENGINE: &str = "ERR Failed loading engine name";
-const LOAD_DESC_FLAG: &str = "ERR Failed loading library description indicator";
-const LOAD_DESC: &str = "ERR Failed loading library description";
-const LOAD_BLOB: &str = "ERR Failed loading library blob";
+const LOAD_PAYLOAD: &str = "Failed loading library payload";
+const LOAD_NAME: &str = "Failed loading library name";
+const LOAD_ENGINE: &str = "Failed loading engine name";
+const LOAD_DESC_FLAG: &str = "Failed loading library description indicator";
+const LOAD_DESC: &str = "Failed loading library description";
+const LOAD_BLOB: &str = "Failed loading library blob";
 
 /// The FUNCTION DUMP payload of libraries `codes`, in that order: byte for byte what Redis
 /// 7.0 writes for them when its libraries iterate in that order (codes over 20 bytes are
