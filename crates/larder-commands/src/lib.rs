@@ -13,6 +13,7 @@
 pub mod args;
 pub mod bitmap;
 pub mod blocking;
+pub mod busy;
 mod collection;
 pub mod config;
 pub mod connection;
@@ -34,6 +35,7 @@ pub mod persistence;
 mod propagate_tests;
 pub mod pubsub;
 pub mod queue;
+pub mod script;
 pub mod server;
 pub mod set;
 pub mod sort;
@@ -74,6 +76,7 @@ pub fn registry() -> Registry {
         connection::COMMANDS,
         server::COMMANDS,
         transaction::COMMANDS,
+        script::COMMANDS,
         pubsub::COMMANDS,
         latency::COMMANDS,
         monitor::COMMANDS,

@@ -313,6 +313,10 @@ pub struct Server {
     pub blocking: Arc<crate::blocking::Blocking>,
     /// The work queues' reclaim timer: the queues it looks after (`queue/timer.rs`).
     pub queues: crate::queue::Timer,
+    /// The EVAL script cache and the FUNCTION libraries.
+    pub scripts: crate::script::Scripts,
+    /// Scripts running now, and whether one has made the server busy.
+    pub busy: crate::busy::Busy,
     /// The persistence runtime (data directory, log, snapshots), installed by the binary.
     pub persistence: std::sync::OnceLock<Arc<dyn crate::persistence::Persistence>>,
     /// Loading and disk-error switches, and the log's durable offset.
@@ -448,6 +452,8 @@ impl Server {
             tracking,
             blocking,
             queues: crate::queue::Timer::default(),
+            scripts: crate::script::Scripts::default(),
+            busy: crate::busy::Busy,
             persistence: std::sync::OnceLock::new(),
             gates: crate::persistence::Gates::default(),
             active_expire: AtomicBool::new(true),
