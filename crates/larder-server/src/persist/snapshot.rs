@@ -147,7 +147,7 @@ pub fn restore_libraries(
     let n = codes.len();
     server
         .scripts
-        .restore_libraries(codes, policy)
+        .restore_libraries(server, codes, policy)
         .map_err(|e| anyhow::anyhow!("{}: loading its function libraries: {e}", path.display()))?;
     if n > 0 {
         tracing::info!(file = %path.display(), libraries = n, "function libraries loaded");
