@@ -50,7 +50,9 @@ pub(crate) fn scratch_vm(server: &Server) -> std::result::Result<Vm, String> {
 }
 
 /// Record a FUNCTION command that changed the libraries for replay (the log, replicas): it
-/// changes no key, so the executor would not record it.
+/// changes no key, so the executor would not record it. Called while the libraries are
+/// still locked for the change, so two threads' changes are logged in the order they
+/// were made.
 fn record(c: &Cmd<'_>) {
     let feed = c.server.keyspace.feed();
     if feed.records_commands() {
@@ -97,7 +99,10 @@ pub(super) fn function_load(c: &mut Cmd<'_>) -> Result<()> {
     c.server
         .scripts
         .change_libraries(|libs| match libs.add(lib, replace) {
-            Ok(()) => (Ok(()), true),
+            Ok(()) => {
+                record(c);
+                (Ok(()), true)
+            }
             Err(e) => (Err(e), false),
         })
         .map_err(|clash| {
@@ -106,7 +111,6 @@ pub(super) fn function_load(c: &mut Cmd<'_>) -> Result<()> {
                 Clash::Function(f) => format!("ERR Function {f} already exists"),
             })
         })?;
-    record(c);
     c.out.bulk(name.as_bytes());
     Ok(())
 }
