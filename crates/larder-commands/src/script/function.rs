@@ -120,12 +120,14 @@ pub(super) fn function_delete(c: &mut Cmd<'_>) -> Result<()> {
     let name = String::from_utf8_lossy(c.args.next_arg()?).into_owned();
     let found = c.server.scripts.change_libraries(|libs| {
         let found = libs.remove(&name);
+        if found {
+            record(c);
+        }
         (found, found)
     });
     if !found {
         return Err(Error::Static("ERR Library not found"));
     }
-    record(c);
     c.out.simple("OK");
     Ok(())
 }
@@ -143,9 +145,9 @@ pub(super) fn function_flush(c: &mut Cmd<'_>) -> Result<()> {
     }
     c.server.scripts.change_libraries(|libs| {
         *libs = Default::default();
+        record(c);
         ((), true)
     });
-    record(c);
     c.out.simple("OK");
     Ok(())
 }
@@ -244,9 +246,8 @@ pub(super) fn function_restore(c: &mut Cmd<'_>) -> Result<()> {
         .map_err(|e| Error::Owned(format!("ERR {e}")))?;
     c.server
         .scripts
-        .restore_libraries(c.server, codes, policy)
+        .restore_libraries_then(c.server, codes, policy, || record(c))
         .map_err(Error::Owned)?;
-    record(c);
     c.out.simple("OK");
     Ok(())
 }
