@@ -71,6 +71,7 @@ pub enum Param {
     KeyLoadDelay,
     EnableDebugCommand,
     SnapshotCompression,
+    BusyReplyThreshold,
 }
 
 /// How a parameter's value is parsed and shown.

@@ -13,6 +13,7 @@
 pub mod args;
 pub mod bitmap;
 pub mod blocking;
+pub mod busy;
 mod collection;
 pub mod config;
 pub mod connection;
