@@ -18,6 +18,8 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
+use parking_lot::Mutex;
+
 use crate::config::Param;
 use crate::error::Error;
 use crate::exec::ConnState;
@@ -70,6 +72,11 @@ const GEN_SHIFT: u32 = 8;
 struct Slot {
     word: AtomicU64,
     client_id: AtomicU64,
+    /// When the script started (Unix ms), set once it passes the threshold.
+    started_ms: AtomicU64,
+    /// A function's name and the command that called it ([`Running::describe`]), for
+    /// FUNCTION STATS; the buffers are reused from script to script.
+    described: Mutex<(String, Vec<Vec<u8>>)>,
 }
 
 /// The scripts running now, server-wide (`server.busy`).
@@ -182,6 +189,20 @@ impl Busy {
         })
     }
 
+    /// The function past the threshold, for FUNCTION STATS: its name, the command that
+    /// called it, and how long it has run (ms). `None` while no function is busy.
+    pub fn running_function(&self) -> Option<(String, Vec<Vec<u8>>, u64)> {
+        self.slots.iter().find_map(|s| {
+            let busy_function = TAKEN | PAST | FUNCTION;
+            if s.word.load(Ordering::Acquire) & busy_function != busy_function {
+                return None;
+            }
+            let (name, argv) = s.described.lock().clone();
+            let started = s.started_ms.load(Ordering::Acquire);
+            Some((name, argv, larder_engine::now_ms().saturating_sub(started)))
+        })
+    }
+
     /// Whether `client_id` is running a script now (its own commands are never refused).
     fn runs_script(&self, client_id: u64) -> bool {
         self.slots.iter().any(|s| {
@@ -199,6 +220,24 @@ pub struct Running<'a> {
 }
 
 impl Running<'_> {
+    /// A function's name and the command that called it (FCALL's argv), which FUNCTION STATS
+    /// shows while the function is busy.
+    pub fn describe(&self, name: &str, argv: &[&[u8]]) {
+        let mut d = self.slot.described.lock();
+        d.0.clear();
+        d.0.push_str(name);
+        d.1.truncate(argv.len());
+        for (i, a) in argv.iter().enumerate() {
+            match d.1.get_mut(i) {
+                Some(v) => {
+                    v.clear();
+                    v.extend_from_slice(a);
+                }
+                None => d.1.push(a.to_vec()),
+            }
+        }
+    }
+
     /// The script ran a write command: it can no longer be killed (`-UNKILLABLE`).
     pub fn wrote(&self) {
         self.slot.word.fetch_or(WROTE, Ordering::AcqRel);
@@ -218,6 +257,8 @@ impl Running<'_> {
             if elapsed_ms < server.config.num(Param::BusyReplyThreshold).max(0) as u128 {
                 return Ok(());
             }
+            let started_ms = larder_engine::now_ms().saturating_sub(elapsed_ms as u64);
+            self.slot.started_ms.store(started_ms, Ordering::Release);
             self.slot.word.fetch_or(PAST, Ordering::AcqRel);
             self.busy.past.fetch_add(1, Ordering::AcqRel);
             tracing::warn!(
@@ -316,8 +357,9 @@ pub fn kill(server: &Server, kind: ScriptKind) -> Result<(), Error> {
 /// The `-BUSY` refusal `exec::execute` makes while a script is past the threshold: every
 /// command without ALLOW_BUSY, except those of the client running the script. Of the
 /// allow-busy commands, WATCH is refused too (it would wait for the busy script's shards,
-/// which on the script's own thread never come free), and so is SHUTDOWN without NOSAVE, as
-/// Redis refuses it (after its syntax check, which comes first there).
+/// which on the script's own thread never come free), and so are SHUTDOWN without NOSAVE
+/// (after its syntax check, which comes first) and FUNCTION STATS while an EVAL script is
+/// busy, as Redis refuses them.
 #[inline]
 pub fn gate(server: &Server, conn: &ConnState, spec_flags: u32, argv: &[&[u8]]) -> Option<Error> {
     if !server.busy.is_busy() {
@@ -329,8 +371,12 @@ pub fn gate(server: &Server, conn: &ConnState, spec_flags: u32, argv: &[&[u8]]) 
 #[inline(never)]
 fn refuse(server: &Server, conn: &ConnState, spec_flags: u32, argv: &[&[u8]]) -> Option<Error> {
     let name = argv.first().copied().unwrap_or_default();
+    let sub = argv.get(1).copied().unwrap_or_default();
     let refused_anyway = name.eq_ignore_ascii_case(b"watch")
-        || (name.eq_ignore_ascii_case(b"shutdown") && shutdown_may_save(&argv[1..]));
+        || (name.eq_ignore_ascii_case(b"shutdown") && shutdown_may_save(&argv[1..]))
+        || (name.eq_ignore_ascii_case(b"function")
+            && sub.eq_ignore_ascii_case(b"stats")
+            && server.busy.busy_error() == Some(Error::Static(BUSY_EVAL)));
     let allowed = spec_flags & flags::ALLOW_BUSY != 0 && !refused_anyway;
     if allowed || conn.loader || server.busy.runs_script(conn.id) {
         return None;

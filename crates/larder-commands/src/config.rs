@@ -57,6 +57,7 @@ pub enum Param {
     ZsetMaxListpackValue,
     ListMaxListpackSize,
     HllSparseMaxBytes,
+    LuaMemoryLimit,
     StreamNodeMaxBytes,
     StreamNodeMaxEntries,
     Dir,

@@ -410,12 +410,7 @@ pub fn execute(
         };
     if max > 0 {
         const MAX_EVICT_PER_COMMAND: usize = 64;
-        // The allocator's count when the binary installs one; otherwise (unit tests, embedded
-        // use) the keyspace's own accounting, which is only summed when a limit is set.
-        let measure = || match (server.used_memory)() {
-            0 => server.keyspace.used_bytes(),
-            hooked => hooked,
-        };
+        let measure = || used_memory(server);
         let used = measure();
         if used as i64 > max {
             let need = used - max as usize;
@@ -494,6 +489,22 @@ pub fn execute(
     }
     finish_reply(conn, out, reply_start);
     Outcome::Continue
+}
+
+/// Bytes in use as `maxmemory` counts them: the allocator's count when the binary installs
+/// one; otherwise (unit tests, embedded use) the keyspace's own accounting.
+pub(crate) fn used_memory(server: &Server) -> usize {
+    match (server.used_memory)() {
+        0 => server.keyspace.used_bytes(),
+        hooked => hooked,
+    }
+}
+
+/// Whether memory in use is over a `maxmemory` that is set (a script's OOM state, taken
+/// when it starts, as Redis's `pre_command_oom_state`).
+pub(crate) fn over_maxmemory(server: &Server) -> bool {
+    let max = server.config.num(Param::Maxmemory);
+    max > 0 && used_memory(server) as i64 > max
 }
 
 /// Redis's refusals while the dataset loads (`-LOADING`, for commands without the LOADING
@@ -687,7 +698,7 @@ fn needs_plan(keys: &crate::table::KeySpec, argv: &[&[u8]]) -> bool {
     match keys.scope {
         Scope::Keys => keys.first > 0 && keys.key_count(argv.len()) > 1,
         Scope::NumKeys { .. } | Scope::Db | Scope::All | Scope::OtherDb { .. } => true,
-        Scope::WalkDb => false,
+        Scope::WalkDb | Scope::Script { .. } => false,
         Scope::AfterWords { .. } => !keys.scope.option_keys(argv).is_empty(),
         Scope::Streams => true,
     }

@@ -379,6 +379,29 @@ fn memory_section(cx: &Ctx<'_>, out: &mut String) {
         "total_system_memory_human",
         bytes_to_human(m.system_bytes),
     );
+    // One interpreter per worker thread runs both EVAL scripts and functions: their memory
+    // is reported as the eval VMs', and the function VMs' as 0.
+    let scripts = &s.scripts;
+    let vm = scripts.vm_bytes() as u64;
+    let (functions, libraries, functions_bytes) = scripts.library_sizes();
+    let cache = scripts.cache_bytes() as u64;
+    field(out, "used_memory_lua", vm);
+    field(out, "used_memory_vm_eval", vm);
+    field(out, "used_memory_lua_human", bytes_to_human(vm));
+    field(out, "used_memory_scripts_eval", cache);
+    field(out, "number_of_cached_scripts", scripts.cached());
+    field(out, "number_of_functions", functions);
+    field(out, "number_of_libraries", libraries);
+    field(out, "used_memory_vm_functions", 0);
+    field(out, "used_memory_vm_total", vm);
+    field(out, "used_memory_vm_total_human", bytes_to_human(vm));
+    field(out, "used_memory_functions", functions_bytes);
+    field(out, "used_memory_scripts", cache + functions_bytes as u64);
+    field(
+        out,
+        "used_memory_scripts_human",
+        bytes_to_human(cache + functions_bytes as u64),
+    );
     field(out, "maxmemory", maxmemory);
     field(out, "maxmemory_human", bytes_to_human(maxmemory));
     field(

@@ -35,6 +35,7 @@ pub mod persistence;
 mod propagate_tests;
 pub mod pubsub;
 pub mod queue;
+pub mod script;
 pub mod server;
 pub mod set;
 pub mod sort;
@@ -75,6 +76,7 @@ pub fn registry() -> Registry {
         connection::COMMANDS,
         server::COMMANDS,
         transaction::COMMANDS,
+        script::COMMANDS,
         pubsub::COMMANDS,
         latency::COMMANDS,
         monitor::COMMANDS,

@@ -43,6 +43,11 @@ pub enum Scope {
     /// The key arguments, plus the argument after each option word in `words` (GEORADIUS's
     /// STORE and STOREDIST destinations, which sit among its options).
     AfterWords { words: &'static [&'static str] },
+    /// A script's declared keys: `argv[at]` says how many follow it (EVAL's and FCALL's
+    /// `numkeys`). A script locks its own shards (`script/run.rs`), so the executor plans
+    /// nothing for it on its own; inside EXEC it plans every shard, because a script may
+    /// reach keys it did not declare and a transaction cannot start again with more.
+    Script { at: u8 },
     /// The keys after the first `STREAMS` word: the first half of the arguments that follow
     /// it (XREAD, XREADGROUP), which always run planned.
     Streams,
@@ -91,7 +96,7 @@ impl Plan {
     /// `db` is selected.
     pub fn add(&mut self, spec: &KeySpec, argv: &[&[u8]], db: usize) {
         match spec.scope {
-            Scope::All => self.all = true,
+            Scope::All | Scope::Script { .. } => self.all = true,
             Scope::Db | Scope::WalkDb => self.shards.extend((0..SHARDS_PER_DB).map(|s| (db, s))),
             Scope::OtherDb { at } => {
                 let keys = spec.keys(argv);
@@ -172,9 +177,29 @@ impl<'a> Held<'a> {
         Held::Many(shards)
     }
 
+    /// Lend some locked shards, sorted by `(db, shard)` (`DbGuards::subset`).
+    pub fn from_shards(shards: Vec<((usize, usize), &'a mut Shard)>) -> Held<'a> {
+        Held::Many(
+            shards
+                .into_iter()
+                .map(|(k, shard)| (k, RefCell::new(shard)))
+                .collect(),
+        )
+    }
+
     /// Lend one locked shard, `shard` of database `db`.
     pub fn one(db: usize, shard: usize, locked: &'a mut Shard) -> Held<'a> {
         Held::One((db, shard), RefCell::new(locked))
+    }
+
+    /// Whether the plan holds shard `shard` of database `db`.
+    pub fn contains(&self, db: usize, shard: usize) -> bool {
+        match self {
+            Held::One(k, _) => *k == (db, shard),
+            Held::Many(shards) => shards
+                .binary_search_by_key(&(db, shard), |(k, _)| *k)
+                .is_ok(),
+        }
     }
 
     /// The held shard `shard` of database `db`, if the plan has it.

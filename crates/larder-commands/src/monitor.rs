@@ -165,6 +165,37 @@ pub fn feed_command(server: &Server, conn: &ConnState, argv: &[&[u8]], flags: u3
     server.monitors.send(&line);
 }
 
+/// Show a command a script ran, as Redis does: from client `lua`, in the script's database.
+pub fn feed_script(server: &Server, db: usize, argv: &[&[u8]], flags: u32, now_us: u64) {
+    if !shown(flags) {
+        return;
+    }
+    let redacted = redacted(argv);
+    let mut line = Vec::with_capacity(64);
+    format_line(
+        &mut line,
+        now_us,
+        db,
+        "lua",
+        argv.iter().enumerate().map(|(i, a)| {
+            if redacted.contains(&i) {
+                &b"(redacted)"[..]
+            } else {
+                a
+            }
+        }),
+    );
+    server.monitors.send(&line);
+}
+
+/// Show EVAL or FCALL (`skip_monitor` commands) before the commands of their script, as
+/// Redis does.
+pub fn feed_script_call(server: &Server, conn: &ConnState, argv: &[&[u8]], now_us: u64) {
+    let mut line = Vec::with_capacity(64);
+    format_line(&mut line, now_us, conn.db, &conn.handle.addr, argv.iter().copied());
+    server.monitors.send(&line);
+}
+
 /// Show a memcached-door request (its words, see the module's docs) from `addr`.
 pub fn feed_memcached<'a>(
     server: &Server,

@@ -313,6 +313,8 @@ pub struct Server {
     pub blocking: Arc<crate::blocking::Blocking>,
     /// The work queues' reclaim timer: the queues it looks after (`queue/timer.rs`).
     pub queues: crate::queue::Timer,
+    /// The EVAL script cache and the FUNCTION libraries.
+    pub scripts: crate::script::Scripts,
     /// The persistence runtime (data directory, log, snapshots), installed by the binary.
     pub persistence: std::sync::OnceLock<Arc<dyn crate::persistence::Persistence>>,
     /// Loading and disk-error switches, and the log's durable offset.
@@ -451,6 +453,7 @@ impl Server {
             tracking,
             blocking,
             queues: crate::queue::Timer::default(),
+            scripts: crate::script::Scripts::default(),
             persistence: std::sync::OnceLock::new(),
             gates: crate::persistence::Gates::default(),
             active_expire: AtomicBool::new(true),

@@ -71,6 +71,7 @@ pub enum Group {
     Hyperloglog,
     Geo,
     Stream,
+    Scripting,
 }
 
 impl Group {
@@ -90,6 +91,7 @@ impl Group {
             Group::Hyperloglog => "hyperloglog",
             Group::Geo => "geo",
             Group::Stream => "stream",
+            Group::Scripting => "scripting",
         }
     }
 
@@ -110,6 +112,7 @@ impl Group {
             Group::Hyperloglog => "@hyperloglog",
             Group::Geo => "@geo",
             Group::Stream => "@stream",
+            Group::Scripting => "@scripting",
         }
     }
 }

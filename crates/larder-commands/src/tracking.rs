@@ -185,7 +185,7 @@ pub fn remember(server: &Server, conn: &ConnState, argv: &[&[u8]], resolved: Res
     }
     let spec = &resolved.spec.keys;
     let mut keys = spec.keys(argv);
-    if let Scope::NumKeys { at } = spec.scope {
+    if let Scope::NumKeys { at } | Scope::Script { at } = spec.scope {
         let at = usize::from(at);
         let n = argv
             .get(at)

@@ -216,8 +216,13 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
         let since = larder_engine::feed::data_changes();
         let result = {
             // A view of the held shards per command: a handler's borrows end with it.
-            let held = Held::new(&mut guards);
-            let result = exec::call(server, c.conn, argv, c.out, r, c.now_ms, Some(&held));
+            let result = if crate::script::runs_script(&r) {
+                // A script takes the shards as they are, to lock nothing more while it runs.
+                crate::script::run_queued(server, c.conn, argv, c.out, r, c.now_ms, &mut guards)
+            } else {
+                let held = Held::new(&mut guards);
+                exec::call(server, c.conn, argv, c.out, r, c.now_ms, Some(&held))
+            };
             // A tracking client's reads are remembered while their shards are held.
             if c.conn.handle.tracking.on() {
                 crate::tracking::remember(server, c.conn, argv, r);

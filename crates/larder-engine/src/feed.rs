@@ -482,6 +482,33 @@ pub fn data_changes() -> usize {
     PENDING.with(|p| p.borrow().data)
 }
 
+/// Where this thread's open group stands now, for [`rollback`].
+pub fn mark() -> usize {
+    PENDING.with(|p| p.borrow().changes.len())
+}
+
+/// Drop what this thread recorded in its open group since `mark`, except removals of keys
+/// past their deadline or evicted: they happened whatever becomes of the rest. For a script
+/// run that is abandoned before its group commits, after its keys were put back.
+pub fn rollback(mark: usize) {
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let mut kept = 0;
+        let mut i = mark;
+        while i < p.changes.len() {
+            let kind = p.changes[i].kind;
+            if matches!(kind, ChangeKind::Expired | ChangeKind::Evicted) {
+                p.changes.swap(mark + kept, i);
+                kept += 1;
+            } else if !matches!(kind, ChangeKind::Notice | ChangeKind::Command) {
+                p.data -= 1;
+            }
+            i += 1;
+        }
+        p.changes.truncate(mark + kept);
+    });
+}
+
 #[inline]
 fn push(change: Change) {
     PENDING.with(|p| {
@@ -552,6 +579,36 @@ mod tests {
         feed.record(ChangeKind::Written, 0, &e);
         feed.unlocked();
         assert_eq!(c.0.lock().len(), 1);
+    }
+
+    #[test]
+    fn rollback_keeps_expirations_and_drops_the_rest() {
+        let feed = Arc::new(Feed::new());
+        let c = Arc::new(Collect::default());
+        feed.subscribe(Interest::CHANGES, c.clone());
+        let e = Entry::new_string(b"k", b"v");
+        {
+            let _group = feed.group();
+            feed.record(ChangeKind::Written, 0, &e);
+            let mark = mark();
+            let before = data_changes();
+            feed.record(ChangeKind::Written, 1, &e);
+            feed.record(ChangeKind::Expired, 2, &e);
+            feed.record(ChangeKind::Deleted, 3, &e);
+            feed.record(ChangeKind::Evicted, 4, &e);
+            rollback(mark);
+            assert_eq!(data_changes(), before + 2);
+        }
+        let got = c.0.lock().clone();
+        let kinds: Vec<_> = got[0].1.iter().map(|c| (c.kind, c.db)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (ChangeKind::Written, 0),
+                (ChangeKind::Expired, 2),
+                (ChangeKind::Evicted, 4)
+            ]
+        );
     }
 
     #[test]

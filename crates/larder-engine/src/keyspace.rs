@@ -159,6 +159,31 @@ impl<'a> DbGuards<'a> {
         }
     }
 
+    /// Whether shard `shard` of database `db` is among the locked ones.
+    pub fn holds(&self, db: usize, shard: usize) -> bool {
+        self.guards
+            .binary_search_by_key(&(db, shard), |(k, _)| *k)
+            .is_ok()
+    }
+
+    /// The locked shards among `wanted` (sorted, without duplicates), with their
+    /// `(db, shard)`, in that order; shards not locked are left out.
+    pub fn subset(&mut self, wanted: &[(usize, usize)]) -> Vec<((usize, usize), &mut Shard)> {
+        let mut out = Vec::with_capacity(wanted.len());
+        let mut rest: &mut [((usize, usize), ShardRef<'a>)] = &mut self.guards;
+        for &k in wanted {
+            let Ok(i) = rest.binary_search_by_key(&k, |(g, _)| *g) else {
+                continue;
+            };
+            let Some((found, tail)) = std::mem::take(&mut rest)[i..].split_first_mut() else {
+                break;
+            };
+            out.push((found.0, &mut *found.1));
+            rest = tail;
+        }
+        out
+    }
+
     /// All locked shards with their `(db, shard)`, in that order.
     pub fn iter_keyed(
         &mut self,

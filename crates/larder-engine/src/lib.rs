@@ -44,5 +44,5 @@ pub use hash::Hash;
 pub use keyspace::{Db, DbGuards, Eviction, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
 pub use list::{List, Place};
 pub use set::Set;
-pub use shard::{Access, RestoreValue, Restored, Shard, SlotId};
+pub use shard::{Access, KeyImage, RestoreValue, Restored, Shard, SlotId};
 pub use zset::ZSet;

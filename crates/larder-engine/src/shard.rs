@@ -425,6 +425,11 @@ impl Shard {
     pub fn remove_as(&mut self, slot: SlotId, kind: ChangeKind) -> Entry {
         debug_assert!(kind.removes());
         self.record(kind, slot);
+        self.unlink(slot)
+    }
+
+    /// Take a live entry out of the shard (index, deadlines, memory) without recording it.
+    fn unlink(&mut self, slot: SlotId) -> Entry {
         let tag = self.slot(slot).hash_tag;
         self.note_removed(tag);
         if !self.index.remove(table_hash(tag), slot) {
@@ -822,8 +827,10 @@ impl Shard {
     }
 }
 
+mod image;
 mod prefetch;
 mod snapshot;
+pub use image::KeyImage;
 pub(crate) use prefetch::Candidates;
 pub(crate) use snapshot::Orphan;
 pub use snapshot::{RestoreValue, Restored};

@@ -9,6 +9,7 @@
 
 pub mod crc64;
 pub mod file;
+pub mod functions;
 pub mod intset;
 pub mod length;
 pub mod listpack;

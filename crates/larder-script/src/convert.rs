@@ -1,1 +1,378 @@
-//! Being written.
+//! Conversions between RESP replies and Lua values, as Redis 7.0's `script_lua.c` does them.
+//!
+//! - [`reply_to_lua`]: the bytes of one reply a command wrote (in the script's protocol) to
+//!   the Lua value redis.call returns, decoded straight from the bytes as Redis's
+//!   `redisProtocolToLuaType` does: integers to numbers, bulk strings to strings, nil bulk and
+//!   nil array to `false`, status to `{ok=...}`, errors to `{err=...}`, and under RESP3 null
+//!   to `nil`, booleans to booleans, doubles to `{double=n}`, maps to `{map={...}}`, sets to
+//!   `{set={...}}`, big numbers to `{big_number=s}`, verbatim strings to
+//!   `{verbatim_string={format=, string=}}`; attributes are skipped.
+//! - [`lua_to_reply`]: a script's result to the client's reply, as `luaReplyToRedisReply`.
+
+use larder_resp::{Protocol, ReplyBuf};
+use mlua::{Lua, Table, Value};
+
+use crate::errors;
+
+/// How deep a reply from a command may nest before [`reply_to_lua`] refuses it.
+const REPLY_DEPTH_MAX: usize = 1000;
+
+/// Redis converts a result on the Lua stack, which holds at most this many slots
+/// (`LUAI_MAXCSTACK`); `luaReplyToRedisReply` asks for 4 free ones at every value.
+const LUA_STACK_SLOTS: usize = 8000;
+/// Slots in use when the conversion of a script's result starts (error handler, result).
+const FIRST_SLOT: usize = 2;
+
+/// Decodes the one reply at the start of `bytes` into a Lua value. Returns it, and whether
+/// it was an error reply (which redis.call raises). Malformed bytes are an error, never a
+/// panic: the host wrote them, but nothing here trusts a length field.
+pub fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<(Value, bool)> {
+    let mut p = Parser { bytes, pos: 0 };
+    let is_error = bytes.first() == Some(&b'-');
+    let value = p.value(lua, 0)?;
+    Ok((value, is_error))
+}
+
+/// A table `{err = text}` as Redis builds for an error reply, `text` already in
+/// [`errors::error_table_text`] form.
+pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 2)?;
+    t.raw_set("err", text)?;
+    Ok(t)
+}
+
+struct Parser<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+fn malformed() -> mlua::Error {
+    mlua::Error::runtime("malformed reply from a script's command")
+}
+
+impl<'a> Parser<'a> {
+    /// The line after the type byte, without its CRLF.
+    fn line(&mut self) -> mlua::Result<&'a [u8]> {
+        let rest = &self.bytes[self.pos..];
+        let end = memchr_crlf(rest).ok_or_else(malformed)?;
+        self.pos += end + 2;
+        Ok(&rest[..end])
+    }
+
+    fn int(&mut self) -> mlua::Result<i64> {
+        let line = self.line()?;
+        std::str::from_utf8(line)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(malformed)
+    }
+
+    /// A length that must be no more than what remains (each element takes at least 3
+    /// bytes, each byte of a string one).
+    fn len(&mut self, per_item: usize) -> mlua::Result<Option<usize>> {
+        let n = self.int()?;
+        if n < 0 {
+            return Ok(None);
+        }
+        let n = usize::try_from(n).map_err(|_| malformed())?;
+        let remaining = self.bytes.len() - self.pos;
+        if n.checked_mul(per_item).is_none_or(|need| need > remaining) {
+            return Err(malformed());
+        }
+        Ok(Some(n))
+    }
+
+    fn bulk(&mut self, n: usize) -> mlua::Result<&'a [u8]> {
+        let end = self.pos + n;
+        if self.bytes.get(end..end + 2) != Some(b"\r\n") {
+            return Err(malformed());
+        }
+        let s = &self.bytes[self.pos..end];
+        self.pos = end + 2;
+        Ok(s)
+    }
+
+    fn value(&mut self, lua: &Lua, depth: usize) -> mlua::Result<Value> {
+        if depth > REPLY_DEPTH_MAX {
+            return Err(malformed());
+        }
+        let Some(&kind) = self.bytes.get(self.pos) else {
+            return Err(malformed());
+        };
+        self.pos += 1;
+        Ok(match kind {
+            b':' => Value::Number(self.int()? as f64),
+            b'$' => match self.len(1)? {
+                None => Value::Boolean(false),
+                Some(n) => Value::String(lua.create_string(self.bulk(n)?)?),
+            },
+            b'+' => {
+                let t = lua.create_table_with_capacity(0, 1)?;
+                t.raw_set("ok", lua.create_string(self.line()?)?)?;
+                Value::Table(t)
+            }
+            b'-' => {
+                let line = self.line()?;
+                let mut text = String::with_capacity(line.len() + 1);
+                text.push('-');
+                text.push_str(&String::from_utf8_lossy(line));
+                let t = error_table(lua, &errors::error_table_text(&text))?;
+                // Redis marks errors that already counted in the error stats.
+                t.raw_set("ignore_error_stats_update", true)?;
+                Value::Table(t)
+            }
+            b'*' => match self.len(3)? {
+                None => Value::Boolean(false),
+                Some(n) => {
+                    let t = lua.create_table_with_capacity(n, 0)?;
+                    for i in 1..=n {
+                        t.raw_set(i, self.value(lua, depth + 1)?)?;
+                    }
+                    Value::Table(t)
+                }
+            },
+            b'%' => {
+                let n = self.len(6)?.ok_or_else(malformed)?;
+                let map = lua.create_table_with_capacity(0, n)?;
+                for _ in 0..n {
+                    let k = self.value(lua, depth + 1)?;
+                    let v = self.value(lua, depth + 1)?;
+                    map.raw_set(k, v)?;
+                }
+                wrap(lua, "map", Value::Table(map))?
+            }
+            b'~' => {
+                let n = self.len(3)?.ok_or_else(malformed)?;
+                let set = lua.create_table_with_capacity(0, n)?;
+                for _ in 0..n {
+                    set.raw_set(self.value(lua, depth + 1)?, true)?;
+                }
+                wrap(lua, "set", Value::Table(set))?
+            }
+            b'_' => {
+                self.line()?;
+                Value::Nil
+            }
+            b'#' => match self.line()? {
+                b"t" => Value::Boolean(true),
+                b"f" => Value::Boolean(false),
+                _ => return Err(malformed()),
+            },
+            b',' => {
+                let line = self.line()?;
+                let d = std::str::from_utf8(line)
+                    .ok()
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .ok_or_else(malformed)?;
+                wrap(lua, "double", Value::Number(d))?
+            }
+            b'(' => {
+                let s = lua.create_string(self.line()?)?;
+                wrap(lua, "big_number", Value::String(s))?
+            }
+            b'=' => {
+                let n = self.len(1)?.ok_or_else(malformed)?;
+                let body = self.bulk(n)?;
+                if body.len() < 4 || body[3] != b':' {
+                    return Err(malformed());
+                }
+                let inner = lua.create_table_with_capacity(0, 2)?;
+                inner.raw_set("string", lua.create_string(&body[4..])?)?;
+                inner.raw_set("format", lua.create_string(&body[..3])?)?;
+                wrap(lua, "verbatim_string", Value::Table(inner))?
+            }
+            b'|' => {
+                // Attributes are not shown to scripts: skip them, then read the reply.
+                let n = self.len(6)?.ok_or_else(malformed)?;
+                for _ in 0..2 * n {
+                    self.value(lua, depth + 1)?;
+                }
+                return self.value(lua, depth);
+            }
+            _ => return Err(malformed()),
+        })
+    }
+}
+
+fn memchr_crlf(s: &[u8]) -> Option<usize> {
+    s.windows(2).position(|w| w == b"\r\n")
+}
+
+/// C's `printf("%.<precision>g", n)`: Lua prints numbers with precision 14, Redis passes
+/// numbers to commands with 17.
+pub fn format_g(n: f64, precision: usize) -> String {
+    if n.is_nan() {
+        return if n.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    if n.is_infinite() {
+        return if n < 0.0 { "-inf" } else { "inf" }.to_string();
+    }
+    if n == 0.0 {
+        return if n.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let p = precision.max(1);
+    let sci = format!("{:.*e}", p - 1, n);
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i64 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= p as i64 {
+        let mantissa = strip_zeros(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        let decimals = (p as i64 - 1 - exp).max(0) as usize;
+        strip_zeros(&format!("{n:.decimals$}")).to_string()
+    }
+}
+
+/// `1.500` -> `1.5`, `2.000` -> `2`; integers unchanged.
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// `{name = value}`.
+fn wrap(lua: &Lua, name: &str, value: Value) -> mlua::Result<Value> {
+    let t = lua.create_table_with_capacity(0, 1)?;
+    t.raw_set(name, value)?;
+    Ok(Value::Table(t))
+}
+
+/// What is left to write for [`lua_to_reply`]'s explicit stack (results nest as deep as a
+/// script likes, so the conversion does not recurse).
+struct Pending {
+    value: Value,
+    /// The Lua stack slot Redis would hold this value in.
+    slot: usize,
+}
+
+/// Writes a script's result `value` into `out` (the client's protocol) as Redis's
+/// `luaReplyToRedisReply`. `script_proto` is the protocol the script chose with
+/// redis.setresp: under RESP2 `true` is `:1` and `false` a null; under RESP3 they are
+/// booleans (which a RESP2 client sees as `:1` / `:0`).
+pub fn lua_to_reply(value: Value, script_proto: Protocol, out: &mut ReplyBuf) -> mlua::Result<()> {
+    let mut stack = vec![Pending {
+        value,
+        slot: FIRST_SLOT,
+    }];
+    while let Some(Pending { value, slot }) = stack.pop() {
+        if slot + 4 > LUA_STACK_SLOTS {
+            out.error(errors::STACK_LIMIT);
+            continue;
+        }
+        match value {
+            Value::String(s) => out.bulk(&s.as_bytes()),
+            Value::Boolean(b) => match script_proto {
+                Protocol::Resp2 if b => out.int(1),
+                Protocol::Resp2 => out.null(),
+                Protocol::Resp3 => out.boolean(b),
+            },
+            Value::Number(n) => out.int(number_to_int(n)),
+            Value::Integer(n) => out.int(n),
+            Value::Table(t) => table_to_reply(t, slot, out, &mut stack)?,
+            _ => out.null(),
+        }
+    }
+    Ok(())
+}
+
+/// A Lua number as C's `(long long)` cast on x86-64 gives it: truncated toward zero, and
+/// `i64::MIN` for NaN and values out of range.
+fn number_to_int(n: f64) -> i64 {
+    // 2^63: the first double past i64::MAX.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if !(-LIMIT..LIMIT).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
+fn table_to_reply(
+    t: Table,
+    slot: usize,
+    out: &mut ReplyBuf,
+    stack: &mut Vec<Pending>,
+) -> mlua::Result<()> {
+    if let Value::String(err) = t.raw_get::<Value>("err")? {
+        out.error(&format!("-{}", err.to_string_lossy()));
+        return Ok(());
+    }
+    if let Value::String(ok) = t.raw_get::<Value>("ok")? {
+        out.simple(&ok.to_string_lossy());
+        return Ok(());
+    }
+    if let Value::Number(d) = t.raw_get::<Value>("double")? {
+        out.score(d);
+        return Ok(());
+    }
+    if let Value::String(digits) = t.raw_get::<Value>("big_number")? {
+        let digits = digits.to_string_lossy().replace(['\r', '\n'], " ");
+        out.big_number(&digits);
+        return Ok(());
+    }
+    if let Value::Table(v) = t.raw_get::<Value>("verbatim_string")? {
+        if let (Value::String(format), Value::String(text)) =
+            (v.raw_get::<Value>("format")?, v.raw_get::<Value>("string")?)
+        {
+            let format = format.to_string_lossy();
+            out.verbatim(
+                if format.len() == 3 { &format } else { "txt" },
+                &text.as_bytes(),
+            );
+            return Ok(());
+        }
+    }
+    if let Value::Table(map) = t.raw_get::<Value>("map")? {
+        let pairs: Vec<(Value, Value)> = map.pairs().collect::<mlua::Result<_>>()?;
+        out.map(pairs.len());
+        // Key before value, first pair first: push in reverse.
+        for (k, v) in pairs.into_iter().rev() {
+            stack.push(Pending {
+                value: v,
+                slot: slot + 3,
+            });
+            stack.push(Pending {
+                value: k,
+                slot: slot + 4,
+            });
+        }
+        return Ok(());
+    }
+    if let Value::Table(set) = t.raw_get::<Value>("set")? {
+        let members: Vec<Value> = set
+            .pairs::<Value, Value>()
+            .map(|kv| kv.map(|(k, _)| k))
+            .collect::<mlua::Result<_>>()?;
+        out.set(members.len());
+        for m in members.into_iter().rev() {
+            stack.push(Pending {
+                value: m,
+                slot: slot + 3,
+            });
+        }
+        return Ok(());
+    }
+    // An array, cut at the first nil.
+    let mut items = Vec::new();
+    loop {
+        match t.raw_get::<Value>(items.len() + 1)? {
+            Value::Nil => break,
+            v => items.push(v),
+        }
+    }
+    out.array(items.len());
+    for v in items.into_iter().rev() {
+        stack.push(Pending {
+            value: v,
+            slot: slot + 1,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "convert/tests.rs"]
+mod tests;

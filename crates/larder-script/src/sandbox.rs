@@ -1,1 +1,245 @@
-//! Being written.
+//! The sandboxed interpreter, as Redis 7.0.15 builds it (`script_lua.c`, `eval.c`,
+//! `function_lua.c`).
+//!
+//! Loaded: Lua's base, table, string and math libraries, and [`crate::libs::install`]'s
+//! cjson, cmsgpack, bit and struct. The globals are exactly Redis's (no `os`, `io`,
+//! `print`, `dofile`, `loadfile`, `require`, `package`, `module`, `debug`, `getfenv`,
+//! `setfenv`, `newproxy`). Every table reachable from the globals, their metatables and the
+//! string metatable are read-only (Redis's patched Lua, vendored in `vendor/lua-src`):
+//! writing them raises "Attempt to modify a readonly table"; reading a global that does not
+//! exist raises "Script attempted to access nonexistent global variable". Precompiled chunks
+//! are never loaded.
+//!
+//! The `redis` table's functions that reach the host go through per-run functions kept in a
+//! private table ([`Sandbox::slot`]) that no script can reach, which `vm` fills for each run.
+
+mod api;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use larder_resp::Protocol;
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
+
+pub use api::VERSION;
+
+/// The globals a script sees, as Redis 7.0.15 has them (besides KEYS and ARGV, which each
+/// EVAL run sets).
+const GLOBALS: &[&str] = &[
+    "_G",
+    "_VERSION",
+    "assert",
+    "bit",
+    "cjson",
+    "cmsgpack",
+    "collectgarbage",
+    "coroutine",
+    "error",
+    "gcinfo",
+    "getmetatable",
+    "ipairs",
+    "load",
+    "loadstring",
+    "math",
+    "next",
+    "pairs",
+    "pcall",
+    "rawequal",
+    "rawget",
+    "rawset",
+    "redis",
+    "select",
+    "setmetatable",
+    "string",
+    "struct",
+    "table",
+    "tonumber",
+    "tostring",
+    "type",
+    "unpack",
+    "xpcall",
+];
+
+/// The chunk name of larder's own Lua code; the error handler skips its frames when it
+/// looks for the line a script failed on.
+pub const INTERNAL_CHUNK: &str = "=larder";
+
+/// Which of Redis's two interpreters this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// EVAL's: scripts are chunks of the globals; KEYS and ARGV are globals.
+    Eval,
+    /// Functions': an empty read-only globals table over the real globals, and while a
+    /// library loads, over the library API (only `redis.register_function`, `redis.log`,
+    /// the log levels and the version) instead.
+    Function,
+}
+
+/// What a run shares with the `redis` API functions and the hooks.
+#[derive(Debug)]
+pub struct RunState {
+    /// A script (or library) is running.
+    pub running: bool,
+    /// The protocol the script chose with redis.setresp.
+    pub proto: Protocol,
+    /// The host asked the run to end; every Lua line raises from then on.
+    pub abort: Option<crate::vm::Abort>,
+    /// Functions registered by the library now loading; `None` when none is loading.
+    pub registered: Option<Vec<(crate::vm::FunctionMeta, Function)>>,
+    /// Redis's `redisLrand48` state for math.random.
+    pub rand48: [u32; 3],
+}
+
+impl Default for RunState {
+    fn default() -> Self {
+        RunState {
+            running: false,
+            proto: Protocol::Resp2,
+            abort: None,
+            registered: None,
+            rand48: api::RAND48_SEED,
+        }
+    }
+}
+
+/// Shared between the interpreter's callbacks and its owner.
+pub type Shared = Rc<RefCell<RunState>>;
+
+/// One sandboxed interpreter.
+pub struct Sandbox {
+    pub lua: Lua,
+    pub flavor: Flavor,
+    /// Redis's read-only switch: `readonly(t, enabled)`.
+    pub readonly: Function,
+    /// The real globals (EVAL's `_G`; for functions, what the visible globals read through).
+    pub globals: Table,
+    /// Functions only: the metatable of the visible globals, whose `__index` is the real
+    /// globals or, while a library loads, the library API.
+    pub globals_meta: Option<Table>,
+    /// Functions only: the globals a loading library sees.
+    pub library_api: Option<Table>,
+    /// The private table of per-run functions (`call`, `ctl`).
+    pub slot: Table,
+    /// Redis's `__redis__err__handler`.
+    pub handler: Function,
+    /// Runs `f` (with `keys, args` for functions) under the handler: `(ok, result)`.
+    pub runner: Function,
+    /// Lua's own pcall of a function without arguments: `(ok, result or error)`.
+    plain: Function,
+    pub shared: Shared,
+}
+
+impl Sandbox {
+    /// A fresh interpreter of `flavor`; `memory_limit_bytes` caps it (0: no cap).
+    pub fn new(flavor: Flavor, memory_limit_bytes: usize) -> mlua::Result<Sandbox> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::new(),
+        )?;
+        let shared: Shared = Rc::new(RefCell::new(RunState::default()));
+        let globals = lua.globals();
+        let readonly: Function = globals.raw_get("__readonlytable")?;
+        globals.raw_set("__readonlytable", Value::Nil)?;
+        crate::libs::install(&lua)?;
+
+        let slot = lua.create_table()?;
+        let internal = api::install(&lua, &globals, &slot, &shared, flavor)?;
+
+        // Exactly Redis's globals.
+        let present: Vec<Value> = globals
+            .pairs::<Value, Value>()
+            .map(|kv| kv.map(|(k, _)| k))
+            .collect::<mlua::Result<_>>()?;
+        for k in present {
+            let keep = matches!(&k, Value::String(s) if GLOBALS.contains(&&*s.to_string_lossy()));
+            if !keep {
+                globals.raw_set(k, Value::Nil)?;
+            }
+        }
+        globals.set_metatable(Some(internal.error_meta.clone()))?;
+
+        let mut globals_meta = None;
+        let mut library_api = None;
+        if flavor == Flavor::Function {
+            let lib = internal.library_api;
+            lib.set_metatable(Some(internal.error_meta.clone()))?;
+            protect(&readonly, &lib)?;
+            library_api = Some(lib);
+        }
+        protect(&readonly, &globals)?;
+        if let Some(m) = &internal.string_meta {
+            protect(&readonly, m)?;
+        }
+        if flavor == Flavor::Function {
+            let visible = lua.create_table()?;
+            let meta = lua.create_table()?;
+            meta.raw_set("__index", globals.clone())?;
+            readonly.call::<()>((meta.clone(), true))?;
+            visible.set_metatable(Some(meta.clone()))?;
+            readonly.call::<()>((visible.clone(), true))?;
+            lua.set_globals(visible)?;
+            globals_meta = Some(meta);
+        }
+        if memory_limit_bytes > 0 {
+            lua.set_memory_limit(memory_limit_bytes)?;
+        }
+        Ok(Sandbox {
+            lua,
+            flavor,
+            readonly,
+            globals,
+            globals_meta,
+            library_api,
+            slot,
+            handler: internal.handler,
+            runner: internal.runner,
+            plain: internal.plain,
+            shared,
+        })
+    }
+
+    /// Points the visible globals of a function interpreter at `target` (the library API
+    /// while a library loads, the real globals otherwise).
+    pub fn globals_read_through(&self, target: &Table) -> mlua::Result<()> {
+        if let Some(meta) = &self.globals_meta {
+            self.readonly.call::<()>((meta.clone(), false))?;
+            meta.raw_set("__index", target.clone())?;
+            self.readonly.call::<()>((meta.clone(), true))?;
+        }
+        Ok(())
+    }
+}
+
+impl Sandbox {
+    /// Calls `f` without arguments under Lua's own pcall: `(true, result)` or
+    /// `(false, error value)`.
+    pub fn plain_call(&self, f: &Function) -> mlua::Result<(bool, Value)> {
+        self.plain.call(f.clone())
+    }
+}
+
+/// Makes `t`, every table reachable from it and their metatables read-only, as Redis's
+/// `luaSetTableProtectionRecursively`.
+fn protect(readonly: &Function, t: &Table) -> mlua::Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    let mut todo = vec![t.clone()];
+    while let Some(t) = todo.pop() {
+        if !seen.insert(t.to_pointer() as usize) {
+            continue;
+        }
+        for kv in t.pairs::<Value, Value>() {
+            if let (_, Value::Table(v)) = kv? {
+                todo.push(v);
+            }
+        }
+        if let Some(m) = t.metatable() {
+            todo.push(m);
+        }
+        readonly.call::<()>((t, true))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "sandbox/tests.rs"]
+mod tests;

@@ -1,1 +1,306 @@
-//! Being written.
+//! One interpreter pair (Redis keeps one Lua state for EVAL and one for functions) and
+//! running scripts and functions in it against a [`Host`].
+
+mod run;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
+
+use crate::errors;
+use crate::sandbox::{Flavor, Sandbox};
+
+pub use run::Host;
+
+/// What [`Vm::new`] needs.
+#[derive(Clone, Debug, Default)]
+pub struct VmOptions {
+    /// Cap on each interpreter's memory (mlua `set_memory_limit`); 0 = none.
+    pub memory_limit_bytes: usize,
+}
+
+pub use crate::shebang::ScriptFlags;
+
+/// Why a run ends early at the host's request. The vm makes it impossible for the script
+/// to catch (after the host returns one, every further Lua instruction raises again),
+/// writes nothing into the client's reply for `Retry`, and returns it from `run_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abort {
+    /// The host must run the script again with more shards locked; the client sees
+    /// nothing of this run.
+    Retry,
+    /// SCRIPT KILL / FUNCTION KILL: the vm writes Redis's "killed" error reply.
+    Killed,
+    /// The server is shutting down: the vm writes the same error as Killed.
+    Shutdown,
+}
+
+/// What the script ran as, for error texts.
+pub enum Origin<'a> {
+    /// An EVAL script: its SHA1 in lower-case hex.
+    Eval { sha: &'a str },
+    /// FCALL: the function's name.
+    Function { name: &'a str },
+}
+
+/// One function a library registered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionMeta {
+    pub name: String,
+    pub description: Option<String>,
+    pub flags: ScriptFlags,
+}
+
+/// A loaded function: its library and its callback.
+struct Loaded {
+    library: String,
+    callback: Function,
+}
+
+/// How long a library's top level may run (Redis's `LOAD_TIMEOUT_MS`).
+const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// One interpreter pair (the lead keeps one per worker thread, in a thread-local).
+pub struct Vm {
+    eval: Sandbox,
+    func: Sandbox,
+    scripts: HashMap<String, Function>,
+    functions: HashMap<String, Loaded>,
+    run: run::Reuse,
+}
+
+impl Vm {
+    /// The count hook's period: the host's `tick` runs every this many Lua instructions
+    /// (Redis's count hook period).
+    pub const TICK_INSTRUCTIONS: u32 = 100_000;
+
+    pub fn new(opts: &VmOptions) -> mlua::Result<Vm> {
+        Ok(Vm {
+            eval: Sandbox::new(Flavor::Eval, opts.memory_limit_bytes)?,
+            func: Sandbox::new(Flavor::Function, opts.memory_limit_bytes)?,
+            scripts: HashMap::new(),
+            functions: HashMap::new(),
+            run: run::Reuse::default(),
+        })
+    }
+
+    /// Compile an EVAL body as Redis does (`f_<sha>`, chunk name `@user_script`, a shebang
+    /// line skipped but its line feed kept so line numbers stay); the error is the client's
+    /// error text, e.g. "ERR Error compiling script (new function): ...".
+    pub fn compile_script(&mut self, sha: &str, body: &[u8]) -> Result<(), String> {
+        if self.scripts.contains_key(sha) {
+            return Ok(());
+        }
+        let code = skip_shebang(body)?;
+        let f = self
+            .eval
+            .lua
+            .load(code)
+            .set_name("@user_script")
+            .into_function()
+            .map_err(|e| errors::compile_script(&lua_message(&e)))?;
+        self.scripts.insert(sha.to_string(), f);
+        Ok(())
+    }
+
+    pub fn has_script(&self, sha: &str) -> bool {
+        self.scripts.contains_key(sha)
+    }
+
+    /// Drop every compiled script (SCRIPT FLUSH).
+    pub fn forget_scripts(&mut self) {
+        self.scripts.clear();
+        // A full collection gives the memory back now, as Redis's new interpreter does.
+        let _ = self.eval.lua.gc_collect();
+    }
+
+    /// Run compiled script `sha` with KEYS and ARGV; the result or Redis's error reply is
+    /// written into `out` (the client's protocol is `out.proto`). A script error is an
+    /// error reply and `Ok(())`; a script that is not compiled gets Redis's NOSCRIPT error.
+    pub fn run_script(
+        &mut self,
+        sha: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        out: &mut larder_resp::ReplyBuf,
+    ) -> Result<(), Abort> {
+        let Some(f) = self.scripts.get(sha) else {
+            out.error("NOSCRIPT No matching script. Please use EVAL.");
+            return Ok(());
+        };
+        run::run(
+            &self.eval,
+            &mut self.run,
+            f,
+            Origin::Eval { sha },
+            keys,
+            args,
+            host,
+            out,
+        )
+    }
+
+    /// Load one library's code (shebang line included, already checked by the lead) into
+    /// the function interpreter: runs its top level with only the library API
+    /// (`redis.register_function`, `redis.log`, the log levels, the version) reachable, and
+    /// returns what it registered, or Redis's error text. Replaces a library of the same
+    /// name; on error nothing changes.
+    pub fn load_library(&mut self, name: &str, code: &str) -> Result<Vec<FunctionMeta>, String> {
+        let body = skip_shebang(code.as_bytes())?;
+        let sb = &self.func;
+        let Some(api) = sb.library_api.clone() else {
+            return Err(errors::registering("ERR no function interpreter"));
+        };
+        let f = sb
+            .lua
+            .load(body)
+            .set_name("@user_function")
+            .into_function()
+            .map_err(|e| errors::compile_function(&lua_message(&e)))?;
+        sb.shared.borrow_mut().registered = Some(Vec::new());
+        let outcome = load_top_level(sb, &api, f);
+        let registered = sb.shared.borrow_mut().registered.take().unwrap_or_default();
+        outcome?;
+        if registered.is_empty() {
+            return Err(errors::NO_FUNCTIONS.to_string());
+        }
+        self.functions.retain(|_, l| l.library != name);
+        let mut metas = Vec::with_capacity(registered.len());
+        for (meta, callback) in registered {
+            self.functions.insert(
+                meta.name.clone(),
+                Loaded {
+                    library: name.to_string(),
+                    callback,
+                },
+            );
+            metas.push(meta);
+        }
+        Ok(metas)
+    }
+
+    /// Forget every library (FUNCTION FLUSH / DELETE rebuilds from the registry).
+    pub fn clear_libraries(&mut self) {
+        self.functions.clear();
+        let _ = self.func.lua.gc_collect();
+    }
+
+    /// Run a loaded function with `keys` and `args` (its two arguments); as run_script.
+    pub fn run_function(
+        &mut self,
+        name: &str,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        host: &mut dyn Host,
+        out: &mut larder_resp::ReplyBuf,
+    ) -> Result<(), Abort> {
+        let Some(loaded) = self.functions.get(name) else {
+            out.error("ERR Function not found");
+            return Ok(());
+        };
+        let origin = Origin::Function { name };
+        run::run(
+            &self.func,
+            &mut self.run,
+            &loaded.callback,
+            origin,
+            keys,
+            args,
+            host,
+            out,
+        )
+    }
+
+    /// Bytes both interpreters use (INFO used_memory_lua / used_memory_vm_functions).
+    pub fn used_memory(&self) -> usize {
+        self.eval.lua.used_memory() + self.func.lua.used_memory()
+    }
+}
+
+/// The body with a `#!` line cut, its line feed kept (Redis keeps line numbers).
+fn skip_shebang(body: &[u8]) -> Result<&[u8], String> {
+    if !body.starts_with(b"#!") {
+        return Ok(body);
+    }
+    match body.iter().position(|&b| b == b'\n') {
+        Some(nl) => Ok(&body[nl..]),
+        None => Err("ERR Invalid script shebang".to_string()),
+    }
+}
+
+/// Lua's own message for a compile error (mlua wraps it).
+fn lua_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::MemoryError(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Runs a library's top level with the library API as its globals, under Redis's load
+/// time limit; the error is FUNCTION LOAD's text.
+fn load_top_level(sb: &Sandbox, api: &Table, f: Function) -> Result<(), String> {
+    let fail = |e: mlua::Error| errors::registering(&format!("ERR {}", lua_message(&e)));
+    sb.globals_read_through(api).map_err(fail)?;
+    let started = Instant::now();
+    let timed_out = std::rc::Rc::new(std::cell::Cell::new(false));
+    let flag = timed_out.clone();
+    let hook = sb.lua.set_hook(
+        HookTriggers::new().every_nth_instruction(Vm::TICK_INSTRUCTIONS),
+        move |lua: &Lua, _| {
+            if flag.get() || started.elapsed() > LOAD_TIMEOUT {
+                flag.set(true);
+                // Every instruction from now on, as Redis's line hook: pcall cannot hold it.
+                let again = flag.clone();
+                lua.set_hook(HookTriggers::new().every_nth_instruction(1), move |_, _| {
+                    again.set(true);
+                    Err(mlua::Error::runtime(errors::LOAD_TIMEOUT))
+                })?;
+                return Err(mlua::Error::runtime(errors::LOAD_TIMEOUT));
+            }
+            Ok(VmState::Continue)
+        },
+    );
+    let result = hook.and_then(|()| sb.plain_call(&f));
+    sb.lua.remove_hook();
+    let restored = sb.globals_read_through(&sb.globals);
+    let (ok, err) = result.map_err(fail)?;
+    restored.map_err(fail)?;
+    if ok {
+        return Ok(());
+    }
+    if timed_out.get() {
+        return Err(errors::registering(&format!(
+            "ERR {}",
+            errors::LOAD_TIMEOUT
+        )));
+    }
+    Err(errors::registering(&load_error_text(&sb.lua, err)))
+}
+
+/// Redis's `luaExtractErrorInformation` for an error without the handler: a string is
+/// "ERR <string>", a table its `err`.
+fn load_error_text(lua: &Lua, err: Value) -> String {
+    match err {
+        Value::Table(t) => match t.get::<Value>("err") {
+            Ok(Value::String(s)) => s.to_string_lossy(),
+            Ok(Value::Number(n)) => crate::convert::format_g(n, 14),
+            _ => "ERR unknown error".to_string(),
+        },
+        other => {
+            let text = lua
+                .coerce_string(other.clone())
+                .ok()
+                .flatten()
+                .map(|s| s.to_string_lossy())
+                .unwrap_or_else(|| other.to_string().unwrap_or_default());
+            format!("ERR {text}")
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "vm/tests.rs"]
+mod tests;

@@ -449,6 +449,17 @@ pub static PARAMS: &[ParamDef] = &[
         "a HyperLogLog's sparse representation past this many bytes turns dense",
     ),
     def(
+        Param::LuaMemoryLimit,
+        "lua-memory-limit",
+        Kind::Memory {
+            min: 0,
+            max: i64::MAX,
+        },
+        "256mb",
+        Mutability::Immutable,
+        "memory cap of each worker thread's Lua interpreter (a script past it gets an error); 0 for no cap",
+    ),
+    def(
         Param::StreamNodeMaxBytes,
         "stream-node-max-bytes",
         Kind::Memory {

@@ -546,7 +546,9 @@ fn keys_of<'a>(c: &Cmd<'_>, argv: &[&'a [u8]]) -> Result<(Found, Vec<&'a [u8]>)>
     }
     let mut keys = spec.keys.keys(argv);
     keys.extend(spec.keys.scope.option_keys(argv));
-    if let crate::locks::Scope::NumKeys { at } = spec.keys.scope {
+    if let crate::locks::Scope::NumKeys { at } | crate::locks::Scope::Script { at } =
+        spec.keys.scope
+    {
         // The keys after a `numkeys` argument (ZUNIONSTORE's, LMPOP's, SINTERCARD's).
         let at = usize::from(at);
         let n = argv

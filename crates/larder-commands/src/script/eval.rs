@@ -1,0 +1,245 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT: scripts by body or by SHA1, and the cache.
+
+use std::sync::Arc;
+
+use larder_engine::DbGuards;
+use larder_script::shebang::{self, ScriptFlags};
+
+use super::registry::Script;
+use super::run::{self, Job, Target};
+use crate::busy::ScriptKind;
+use crate::error::{Error, Result};
+use crate::exec::Cmd;
+use crate::state::Server;
+
+pub(super) const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+pub(super) const TOO_MANY_KEYS: &str = "ERR Number of keys can't be greater than number of args";
+pub(super) const NEGATIVE_KEYS: &str = "ERR Number of keys can't be negative";
+pub(super) const RO_WITH_WRITE: &str =
+    "ERR Can not execute a script with write flag using *_ro command.";
+const OOM_FLAG: &str =
+    "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'";
+
+/// The SHA1 of `body` in lower-case hex, as scripts are named.
+pub(crate) fn sha1_hex(body: &[u8]) -> String {
+    use sha1::{Digest, Sha1};
+    let digest = Sha1::digest(body);
+    let mut s = String::with_capacity(40);
+    for b in digest {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+pub(super) fn eval(c: &mut Cmd<'_>) -> Result<()> {
+    eval_generic(c, By::Body, Mode::ReadWrite, None)
+}
+
+pub(super) fn evalsha(c: &mut Cmd<'_>) -> Result<()> {
+    eval_generic(c, By::Sha, Mode::ReadWrite, None)
+}
+
+pub(super) fn eval_ro(c: &mut Cmd<'_>) -> Result<()> {
+    eval_generic(c, By::Body, Mode::ReadOnly, None)
+}
+
+pub(super) fn evalsha_ro(c: &mut Cmd<'_>) -> Result<()> {
+    eval_generic(c, By::Sha, Mode::ReadOnly, None)
+}
+
+/// How EVAL names its script.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum By {
+    Body,
+    Sha,
+}
+
+/// The `_RO` forms refuse scripts that may write.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    ReadWrite,
+    ReadOnly,
+}
+
+/// A script's KEYS and ARGV.
+pub(super) type KeysAndArgs<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+
+/// `numkeys` and the keys and arguments after it (Redis's checks and texts).
+pub(super) fn split_keys<'a>(
+    numkeys: &[u8],
+    rest: &'a [&'a [u8]],
+    not_integer: &'static str,
+) -> Result<KeysAndArgs<'a>> {
+    let n = crate::args::parse_i64(numkeys).ok_or(Error::Static(not_integer))?;
+    if n > rest.len() as i64 {
+        return Err(Error::Static(TOO_MANY_KEYS));
+    }
+    if n < 0 {
+        return Err(Error::Static(NEGATIVE_KEYS));
+    }
+    Ok(rest.split_at(n as usize))
+}
+
+/// EVAL and friends; `lent`: the shards EXEC holds when the script is queued in MULTI.
+pub(super) fn eval_generic(
+    c: &mut Cmd<'_>,
+    by: By,
+    mode: Mode,
+    lent: Option<&mut DbGuards<'_>>,
+) -> Result<()> {
+    let named = c.args.next_arg()?;
+    let numkeys = c.args.next_arg()?;
+    let rest = c.args.rest();
+    let (keys, args) = split_keys(numkeys, rest, crate::error::NOT_INTEGER)?;
+    let (sha, script) = match by {
+        By::Sha => {
+            let sha = String::from_utf8_lossy(named).to_ascii_lowercase();
+            let script = c.server.scripts.get(&sha).ok_or(Error::Static(NOSCRIPT))?;
+            (sha, script)
+        }
+        By::Body => {
+            let sha = sha1_hex(named);
+            let script = match c.server.scripts.get(&sha) {
+                Some(s) => s,
+                None => create(c.server, &sha, named)?,
+            };
+            (sha, script)
+        }
+    };
+    let read_only = prepare(c.server, script.flags, mode)?;
+    let job = Job {
+        argv: c.args.argv(),
+        target: Target::Script {
+            sha: &sha,
+            body: &script.body,
+        },
+        keys,
+        args,
+        flags: script.flags,
+        read_only,
+        width: &script.width,
+    };
+    run::run(c.server, c.conn, c.out, &job, c.now_ms, lent)
+}
+
+/// Compile `body` on this thread and cache it as `sha` (EVAL of a new script, SCRIPT LOAD).
+fn create(server: &Server, sha: &str, body: &[u8]) -> Result<Arc<Script>> {
+    let flags = shebang::script_flags(body).map_err(|e| Error::Owned(format!("ERR {e}")))?;
+    super::interp::with(server, |i| i.vm.compile_script(sha, body))?.map_err(Error::Owned)?;
+    Ok(server.scripts.insert(sha, body, flags))
+}
+
+/// Redis's checks before a script runs (`scriptPrepareForRun`); whether it runs read-only.
+pub(super) fn prepare(server: &Server, flags: ScriptFlags, mode: Mode) -> Result<bool> {
+    let ro = mode == Mode::ReadOnly;
+    if flags.has(ScriptFlags::EVAL_COMPAT_MODE) {
+        return Ok(ro);
+    }
+    if !flags.has(ScriptFlags::NO_WRITES) {
+        if server
+            .gates
+            .write_failed
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Err(crate::persistence::misconf(server));
+        }
+        if ro {
+            return Err(Error::Static(RO_WITH_WRITE));
+        }
+    }
+    if !flags.has(ScriptFlags::ALLOW_OOM)
+        && !flags.has(ScriptFlags::NO_WRITES)
+        && crate::exec::over_maxmemory(server)
+    {
+        return Err(Error::Static(OOM_FLAG));
+    }
+    Ok(ro || flags.has(ScriptFlags::NO_WRITES))
+}
+
+/// SCRIPT LOAD script
+pub(super) fn script_load(c: &mut Cmd<'_>) -> Result<()> {
+    let body = c.args.next_arg()?;
+    let sha = sha1_hex(body);
+    if c.server.scripts.get(&sha).is_none() {
+        create(c.server, &sha, body)?;
+    }
+    c.out.bulk(sha.as_bytes());
+    Ok(())
+}
+
+/// SCRIPT EXISTS sha1 [sha1 ...]
+pub(super) fn script_exists(c: &mut Cmd<'_>) -> Result<()> {
+    let shas = c.args.rest();
+    c.out.array(shas.len());
+    for sha in shas {
+        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        c.out.int(i64::from(c.server.scripts.exists(&sha)));
+    }
+    Ok(())
+}
+
+/// SCRIPT FLUSH [ASYNC|SYNC]
+pub(super) fn script_flush(c: &mut Cmd<'_>) -> Result<()> {
+    match c.args.rest() {
+        [] => {}
+        [mode] if mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async") => {}
+        _ => {
+            return Err(Error::Static(
+                "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+            ))
+        }
+    }
+    c.server.scripts.flush();
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// SCRIPT KILL
+pub(super) fn script_kill(c: &mut Cmd<'_>) -> Result<()> {
+    crate::busy::kill(c.server, ScriptKind::Eval)?;
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO: larder has no Lua debugger; NO (debugging off) is its state.
+pub(super) fn script_debug(c: &mut Cmd<'_>) -> Result<()> {
+    let mode = c.args.next_arg()?;
+    if mode.eq_ignore_ascii_case(b"no") {
+        c.out.simple("OK");
+        return Ok(());
+    }
+    if mode.eq_ignore_ascii_case(b"yes") || mode.eq_ignore_ascii_case(b"sync") {
+        return Err(Error::Static(
+            "ERR SCRIPT DEBUG YES|SYNC is not supported: larder has no Lua debugger",
+        ));
+    }
+    Err(Error::Static("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+}
+
+/// SCRIPT HELP
+pub(super) fn script_help(c: &mut Cmd<'_>) -> Result<()> {
+    const LINES: &[&str] = &[
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DEBUG (YES|SYNC|NO)",
+        "    Set the debug mode for subsequent scripts executed (larder supports NO only).",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache. Very dangerous on replicas.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the scripts cache.",
+        "    * SYNC: Synchronously flush the scripts cache.",
+        "KILL",
+        "    Kill the currently executing Lua script.",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    c.out.array(LINES.len());
+    for l in LINES {
+        c.out.simple(l);
+    }
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! Each worker thread's interpreter, kept in step with the shared script cache and
+//! libraries (`registry.rs`): a thread compiles a script the first time it runs it here, and
+//! reloads the libraries when their generation moved.
+
+use std::cell::RefCell;
+
+use larder_script::vm::{Vm, VmOptions};
+
+use crate::config::Param;
+use crate::error::{Error, Result};
+use crate::state::Server;
+
+/// A thread's interpreter and the generations it was built at.
+pub(crate) struct Interp {
+    pub vm: Vm,
+    /// Where INFO reads this interpreter's memory.
+    memory: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    scripts_generation: u64,
+    libraries_generation: u64,
+}
+
+thread_local! {
+    static INTERP: RefCell<Option<Interp>> = const { RefCell::new(None) };
+}
+
+/// Run `f` with this thread's interpreter, made first if need be and brought up to date
+/// with the script cache and the libraries.
+pub(crate) fn with<R>(server: &Server, f: impl FnOnce(&mut Interp) -> R) -> Result<R> {
+    INTERP.with(|cell| {
+        // A script's own commands never start another script (EVAL and FCALL are
+        // `noscript`), and a busy thread's other clients get -BUSY before reaching here.
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return Err(Error::Static(
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+            ));
+        };
+        if slot.is_none() {
+            *slot = Some(Interp::new(server)?);
+        }
+        let Some(interp) = slot.as_mut() else {
+            return Err(Error::Static("ERR no interpreter"));
+        };
+        interp.sync(server);
+        let r = f(interp);
+        interp.memory.store(
+            interp.vm.used_memory(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(r)
+    })
+}
+
+/// Bytes this thread's interpreter uses (0 before its first script).
+pub(crate) fn used_memory() -> usize {
+    INTERP.with(|cell| {
+        cell.try_borrow()
+            .ok()
+            .and_then(|s| s.as_ref().map(|i| i.vm.used_memory()))
+            .unwrap_or(0)
+    })
+}
+
+impl Interp {
+    fn new(server: &Server) -> Result<Interp> {
+        let opts = VmOptions {
+            memory_limit_bytes: server.config.num(Param::LuaMemoryLimit).max(0) as usize,
+        };
+        let vm = Vm::new(&opts)
+            .map_err(|e| Error::Owned(format!("ERR cannot start the Lua interpreter: {e}")))?;
+        Ok(Interp {
+            vm,
+            memory: server.scripts.vm_slot(),
+            scripts_generation: server.scripts.cache_generation(),
+            libraries_generation: u64::MAX,
+        })
+    }
+
+    /// Drop compiled scripts after SCRIPT FLUSH; reload the libraries after they changed.
+    fn sync(&mut self, server: &Server) {
+        let g = server.scripts.cache_generation();
+        if g != self.scripts_generation {
+            self.vm.forget_scripts();
+            self.scripts_generation = g;
+        }
+        let g = server.scripts.library_generation();
+        if g != self.libraries_generation {
+            self.vm.clear_libraries();
+            let libs = server.scripts.libraries();
+            for lib in libs.by_name.values() {
+                // Each was loaded once already (FUNCTION LOAD checked it); a library that
+                // fails here only leaves its functions out of this thread.
+                if let Err(e) = self.vm.load_library(&lib.name, &lib.code) {
+                    tracing::warn!("library {} failed to load on this thread: {e}", lib.name);
+                }
+            }
+            self.libraries_generation = g;
+        }
+    }
+}
