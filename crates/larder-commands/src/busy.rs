@@ -384,6 +384,24 @@ fn refuse(server: &Server, conn: &ConnState, spec_flags: u32, argv: &[&[u8]]) ->
     server.busy.busy_error()
 }
 
+/// Redis's `rejectCommand` for a command the gate refused: a refused EXEC discards its
+/// transaction (and the watched keys) and says why; any other command refused inside MULTI
+/// makes EXEC fail.
+pub fn reject(conn: &mut ConnState, full_name: &str, e: Error) -> Error {
+    if full_name != "exec" {
+        if let Some(m) = conn.multi.as_mut() {
+            m.dirty = true;
+        }
+        return e;
+    }
+    conn.multi = None;
+    conn.watched.clear();
+    Error::Owned(format!(
+        "EXECABORT Transaction discarded because of: {}",
+        e.message()
+    ))
+}
+
 /// Whether SHUTDOWN's arguments are a valid request that may save: neither NOSAVE nor ABORT
 /// (which Redis answers while busy) nor a syntax error (which Redis answers first).
 fn shutdown_may_save(args: &[&[u8]]) -> bool {

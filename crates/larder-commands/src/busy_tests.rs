@@ -77,6 +77,15 @@ fn allow_busy_commands_run_and_the_rest_are_refused_as_redis_does() {
     assert_eq!(h.run(&["MULTI"]), ok());
     assert_eq!(h.run(&["SET", "k", "v"]), err(BUSY_FUNCTION));
     assert_eq!(h.run(&["DISCARD"]), ok());
+    // A refused EXEC discards the transaction and says why.
+    assert_eq!(h.run(&["MULTI"]), ok());
+    assert_eq!(
+        h.run(&["EXEC"]),
+        err(&format!(
+            "EXECABORT Transaction discarded because of: {BUSY_FUNCTION}"
+        ))
+    );
+    assert!(h.conn.multi.is_none());
     assert_eq!(h.run(&["UNWATCH"]), ok());
     // WATCH would wait for the script's shards; plain SHUTDOWN is refused as Redis does.
     assert_eq!(h.run(&["WATCH", "k"]), err(BUSY_FUNCTION));

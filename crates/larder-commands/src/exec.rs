@@ -375,7 +375,7 @@ pub fn execute(
     if let Some(e) = crate::busy::gate(server, conn, spec.flags, argv) {
         let e = persistence_gate(server, spec.flags).unwrap_or(e);
         bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
-        flag_transaction(conn);
+        let e = crate::busy::reject(conn, resolved.full_name, e);
         reply_error(server, conn, out, &e);
         finish_reply(conn, out, reply_start);
         return Outcome::Continue;

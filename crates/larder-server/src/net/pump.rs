@@ -62,31 +62,27 @@ impl Pump {
         let committed = larder_commands::persistence::take_committed();
         let now_ms = larder_engine::now_ms();
         self.touched.clear();
-        let mut woken = false;
-        let ready: Vec<(usize, bool)> = self
-            .events
-            .iter()
-            .filter_map(|ev| {
-                if ev.token() == WAKER {
-                    woken = true;
-                    None
-                } else {
-                    Some((ev.token().0, ev.is_read_closed()))
-                }
-            })
-            .collect();
+        // New readiness, the rest of the loop's batch (its events will not come again), and
+        // connections with input left.
+        let ready: Vec<(usize, bool)> = {
+            let st = &mut *w.st.borrow_mut();
+            let retry = std::mem::take(&mut st.retry)
+                .into_iter()
+                .map(|t| (t, false));
+            self.events
+                .iter()
+                .filter(|ev| ev.token() != WAKER)
+                .map(|ev| (ev.token().0, ev.is_read_closed()))
+                .chain(st.batch.drain(..))
+                .chain(retry)
+                .collect()
+        };
         for (t, read_closed) in ready {
             self.serve(server, t, read_closed, now_ms);
         }
-        let retry = std::mem::take(&mut w.st.borrow_mut().retry);
-        for t in retry {
-            if !self.touched.contains(&t) {
-                self.serve(server, t, false, now_ms);
-            }
-        }
-        if woken {
-            self.read_letters(now_ms);
-        }
+        // Always: the loop may have taken the waker's event in the poll that started the
+        // script, and will not read the mailbox before the script ends.
+        self.read_letters(now_ms);
         while w.link.posted_by_self.swap(false, Ordering::AcqRel) {
             self.read_letters(now_ms);
         }

@@ -6,6 +6,7 @@
 //! connection running the script, borrowed by the loop, is the one the pump cannot borrow.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -41,6 +42,14 @@ pub(super) struct Worker {
     pub(super) st: RefCell<State>,
 }
 
+/// When the earliest pause holding one of the worker's connections ends (Unix ms).
+fn earliest_pause_end(st: &State) -> Option<u64> {
+    st.paused
+        .iter()
+        .filter_map(|&t| st.conns.get(t).and_then(|c| c.borrow().paused_until_ms))
+        .min()
+}
+
 pub(super) struct State {
     pub(super) poll: Poll,
     pub(super) conns: slab::Slab<Shared>,
@@ -51,6 +60,8 @@ pub(super) struct State {
     pub(super) paused: Vec<usize>,
     /// Connections whose replies wait for the log to be durable (`appendfsync always`).
     pub(super) held_for_log: Vec<usize>,
+    /// The connections the loop is running this turn, each with whether the peer closed.
+    pub(super) batch: VecDeque<(usize, bool)>,
     /// Readiness the pump took from the poll for connections it does not serve (the one
     /// running the script, other doors, held requests), with whether the peer closed: the
     /// loop runs them as soon as the script ends, since no new event will announce it.
@@ -84,6 +95,7 @@ impl Worker {
                 retry: Vec::new(),
                 paused: Vec::new(),
                 held_for_log: Vec::new(),
+                batch: VecDeque::new(),
                 deferred: Vec::new(),
                 letters: Vec::new(),
             }),
@@ -124,36 +136,38 @@ impl Worker {
             let now_ms = larder_engine::now_ms();
             touched.clear();
             let mut woken = false;
-            for ev in events.iter() {
-                if ev.token() == WAKER {
-                    woken = true;
-                    continue;
+            {
+                // This turn's readiness, then what the pump left while a script ran.
+                let st = &mut *self.st.borrow_mut();
+                for ev in events.iter() {
+                    if ev.token() == WAKER {
+                        woken = true;
+                    } else {
+                        st.batch.push_back((ev.token().0, ev.is_read_closed()));
+                    }
                 }
-                let t = ev.token().0;
-                self.ready(t, ev.is_read_closed(), &mut scratch, now_ms, &mut touched);
+                st.batch.extend(std::mem::take(&mut st.deferred));
             }
-            // What the pump left while a script ran (in this turn or the last).
-            let deferred = std::mem::take(&mut self.st.borrow_mut().deferred);
-            for (t, read_closed) in deferred {
-                self.ready(t, read_closed, &mut scratch, now_ms, &mut touched);
-            }
+            self.run_batch(&mut scratch, now_ms, &mut touched);
             woken |= !self.st.borrow().letters.is_empty();
             let mut resume = false;
             if woken {
                 resume = self.read_letters(now_ms, &mut touched, &mut scratch);
                 self.check_killed(&mut touched);
             }
-            if resume || self.earliest_pause_end().is_some_and(|at| at <= now_ms) {
+            {
                 let st = &mut *self.st.borrow_mut();
-                st.retry.append(&mut st.paused);
-            }
-            // Connections that stopped before draining their socket, or are paused.
-            let retry = std::mem::take(&mut self.st.borrow_mut().retry);
-            for t in retry {
-                if !touched.contains(&t) {
-                    self.ready(t, false, &mut scratch, now_ms, &mut touched);
+                if resume || earliest_pause_end(st).is_some_and(|at| at <= now_ms) {
+                    st.retry.append(&mut st.paused);
+                }
+                // Connections that stopped before draining their socket, or are paused.
+                for t in std::mem::take(&mut st.retry) {
+                    if !touched.contains(&t) {
+                        st.batch.push_back((t, false));
+                    }
                 }
             }
+            self.run_batch(&mut scratch, now_ms, &mut touched);
             // Letters this worker posted to itself while it ran requests (`posted_by_self`).
             while self.link.posted_by_self.swap(false, Ordering::AcqRel) {
                 if self.read_letters(now_ms, &mut touched, &mut scratch) {
@@ -180,20 +194,21 @@ impl Worker {
         }
     }
 
-    /// Run connection `t` after readiness (or to continue its input).
-    fn ready(
-        &self,
-        t: usize,
-        read_closed: bool,
-        scratch: &mut Vec<u8>,
-        now_ms: u64,
-        touched: &mut Vec<usize>,
-    ) {
-        if let Some(c) = self.conn(t) {
-            let mut c = c.borrow_mut();
-            c.read_closed |= read_closed;
-            c.on_ready(&self.server, scratch, now_ms);
-            touched.push(t);
+    /// Run the connections in `batch` (readiness, or input to continue) one by one. A
+    /// script that gets busy among them has the pump serve the rest (`pump.rs`), which takes
+    /// them off the batch: their readiness events will not come again.
+    fn run_batch(&self, scratch: &mut Vec<u8>, now_ms: u64, touched: &mut Vec<usize>) {
+        loop {
+            let next = self.st.borrow_mut().batch.pop_front();
+            let Some((t, read_closed)) = next else {
+                return;
+            };
+            if let Some(c) = self.conn(t) {
+                let mut c = c.borrow_mut();
+                c.read_closed |= read_closed;
+                c.on_ready(&self.server, scratch, now_ms);
+                touched.push(t);
+            }
         }
     }
 
@@ -215,27 +230,15 @@ impl Worker {
         if !st.retry.is_empty() {
             return Some(Duration::from_millis(1));
         }
-        drop(st);
         // Held requests wake at the pause's end, or earlier by a `Letter::Resume`.
-        let pause = self
-            .earliest_pause_end()
+        let pause = earliest_pause_end(&st)
             .map(|at| Duration::from_millis(at.saturating_sub(larder_engine::now_ms()).max(1)));
-        let idle = (self.server.config.num(Param::Timeout) > 0
-            && !self.st.borrow().conns.is_empty())
-        .then_some(Duration::from_millis(500));
+        let idle = (self.server.config.num(Param::Timeout) > 0 && !st.conns.is_empty())
+            .then_some(Duration::from_millis(500));
         match (pause, idle) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
-    }
-
-    /// When the earliest pause holding one of this worker's connections ends (Unix ms).
-    fn earliest_pause_end(&self) -> Option<u64> {
-        let st = self.st.borrow();
-        st.paused
-            .iter()
-            .filter_map(|&t| st.conns.get(t).and_then(|c| c.borrow().paused_until_ms))
-            .min()
     }
 
     /// The letters the pump left, then everything in the mailbox: new connections, and
