@@ -290,6 +290,10 @@ fn guards_lend_a_subset_of_their_shards() {
         .into_iter()
         .map(|(k, _)| k)
         .collect();
-    assert_eq!(lent, vec![(0, 1), (0, 7), (1, 0)], "the unlocked (0, 2) is left out");
+    assert_eq!(
+        lent,
+        vec![(0, 1), (0, 7), (1, 0)],
+        "the unlocked (0, 2) is left out"
+    );
     assert!(guards.subset(&[]).is_empty());
 }
