@@ -359,11 +359,14 @@ impl Host for RunHost<'_, '_, '_> {
         let started_us = larder_engine::now_us();
         let since = feed::data_changes();
         let result = {
-            let held = Held::from_shards(if self.plan.all {
-                self.guards.iter_keyed().collect()
-            } else {
-                self.guards.subset(&self.plan.shards)
-            });
+            let held = match self.plan.shards[..] {
+                // Most commands touch one shard: lend it without building a list.
+                [(db, shard)] if !self.plan.all => {
+                    Held::one(db, shard, &mut **self.guards.get(db, shard))
+                }
+                _ if self.plan.all => Held::from_shards(self.guards.iter_keyed().collect()),
+                _ => Held::from_shards(self.guards.subset(&self.plan.shards)),
+            };
             exec::call(
                 server,
                 self.conn,
