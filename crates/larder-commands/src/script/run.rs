@@ -362,7 +362,7 @@ impl Host for RunHost<'_, '_, '_> {
             let held = match self.plan.shards[..] {
                 // Most commands touch one shard: lend it without building a list.
                 [(db, shard)] if !self.plan.all => {
-                    Held::one(db, shard, &mut **self.guards.get(db, shard))
+                    Held::one(db, shard, self.guards.get(db, shard))
                 }
                 _ if self.plan.all => Held::from_shards(self.guards.iter_keyed().collect()),
                 _ => Held::from_shards(self.guards.subset(&self.plan.shards)),
