@@ -1,11 +1,9 @@
 //! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT: scripts by body or by SHA1, and the cache.
 
-use std::sync::Arc;
-
 use larder_engine::DbGuards;
 use larder_script::shebang::{self, ScriptFlags};
 
-use super::registry::Script;
+use super::interp::Interp;
 use super::run::{self, Job, Target};
 use crate::busy::ScriptKind;
 use crate::error::{Error, Result};
@@ -91,42 +89,50 @@ pub(super) fn eval_generic(
     let numkeys = c.args.next_arg()?;
     let rest = c.args.rest();
     let (keys, args) = split_keys(numkeys, rest, crate::error::NOT_INTEGER)?;
-    let (sha, script) = match by {
-        By::Sha => {
-            let sha = String::from_utf8_lossy(named).to_ascii_lowercase();
-            let script = c.server.scripts.get(&sha).ok_or(Error::Static(NOSCRIPT))?;
-            (sha, script)
-        }
-        By::Body => {
-            let sha = sha1_hex(named);
-            let script = match c.server.scripts.get(&sha) {
-                Some(s) => s,
-                None => create(c.server, &sha, named)?,
-            };
-            (sha, script)
-        }
-    };
-    let read_only = prepare(c.server, script.flags, mode)?;
-    let job = Job {
-        argv: c.args.argv(),
-        target: Target::Script {
-            sha: &sha,
-            body: &script.body,
+    let sha = match by {
+        By::Sha => match std::str::from_utf8(named) {
+            Ok(s) if !s.bytes().any(|b| b.is_ascii_uppercase()) => s.to_string(),
+            _ => String::from_utf8_lossy(named).to_ascii_lowercase(),
         },
-        keys,
-        args,
-        flags: script.flags,
-        read_only,
-        width: &script.width,
+        By::Body => sha1_hex(named),
     };
-    run::run(c.server, c.conn, c.out, &job, c.now_ms, lent)
+    let (server, now_ms, argv) = (c.server, c.now_ms, c.args.argv());
+    let (conn, out) = (&mut *c.conn, &mut *c.out);
+    super::interp::with(server, |interp| {
+        let script = match (interp.script(server, &sha), by) {
+            (Some(s), _) => s,
+            (None, By::Sha) => return Err(Error::Static(NOSCRIPT)),
+            (None, By::Body) => {
+                create(interp, server, &sha, named)?;
+                interp.script(server, &sha).ok_or(Error::Static(NOSCRIPT))?
+            }
+        };
+        let shared = &script.shared;
+        let read_only = prepare(server, shared.flags, mode)?;
+        let job = Job {
+            argv,
+            target: Target::Script {
+                sha: &sha,
+                body: &shared.body,
+            },
+            keys,
+            args,
+            flags: shared.flags,
+            read_only,
+            width: &script.width,
+            shared_width: &shared.width,
+            now_ms,
+        };
+        run::run(server, conn, out, &job, lent, interp)
+    })?
 }
 
 /// Compile `body` on this thread and cache it as `sha` (EVAL of a new script, SCRIPT LOAD).
-fn create(server: &Server, sha: &str, body: &[u8]) -> Result<Arc<Script>> {
+fn create(interp: &mut Interp, server: &Server, sha: &str, body: &[u8]) -> Result<()> {
     let flags = shebang::script_flags(body).map_err(|e| Error::Owned(format!("ERR {e}")))?;
-    super::interp::with(server, |i| i.vm.compile_script(sha, body))?.map_err(Error::Owned)?;
-    Ok(server.scripts.insert(sha, body, flags))
+    interp.vm.compile_script(sha, body).map_err(Error::Owned)?;
+    server.scripts.insert(sha, body, flags);
+    Ok(())
 }
 
 /// Redis's checks before a script runs (`scriptPrepareForRun`); whether it runs read-only.
@@ -161,7 +167,7 @@ pub(super) fn script_load(c: &mut Cmd<'_>) -> Result<()> {
     let body = c.args.next_arg()?;
     let sha = sha1_hex(body);
     if c.server.scripts.get(&sha).is_none() {
-        create(c.server, &sha, body)?;
+        super::interp::with(c.server, |i| create(i, c.server, &sha, body))??;
     }
     c.out.bulk(sha.as_bytes());
     Ok(())

@@ -362,30 +362,27 @@ pub(super) fn fcall_generic(
     let name = String::from_utf8_lossy(c.args.next_arg()?).into_owned();
     let numkeys = c.args.next_arg()?;
     let rest = c.args.rest();
-    let (lib, index) = {
-        let libs = c.server.scripts.libraries();
-        let Some((lib, f)) = libs.function(&name) else {
+    let (server, now_ms, argv) = (c.server, c.now_ms, c.args.argv());
+    let (conn, out) = (&mut *c.conn, &mut *c.out);
+    super::interp::with(server, |interp| {
+        let Some(local) = interp.function(server, &name) else {
             return Err(Error::Static("ERR Function not found"));
         };
-        let index = lib
-            .functions
-            .iter()
-            .position(|g| std::ptr::eq(g, f))
-            .unwrap_or_default();
-        (std::sync::Arc::clone(lib), index)
-    };
-    let (keys, args) = split_keys(numkeys, rest, "ERR Bad number of keys provided")?;
-    let f = &lib.functions[index];
-    let flags = ScriptFlags(f.meta.flags.0 & !ScriptFlags::EVAL_COMPAT_MODE);
-    let read_only = prepare(c.server, flags, mode)?;
-    let job = Job {
-        argv: c.args.argv(),
-        target: Target::Function { name: &f.meta.name },
-        keys,
-        args,
-        flags,
-        read_only,
-        width: &f.width,
-    };
-    run::run(c.server, c.conn, c.out, &job, c.now_ms, lent)
+        let (keys, args) = split_keys(numkeys, rest, "ERR Bad number of keys provided")?;
+        let f = &local.lib.functions[local.index];
+        let flags = ScriptFlags(f.meta.flags.0 & !ScriptFlags::EVAL_COMPAT_MODE);
+        let read_only = prepare(server, flags, mode)?;
+        let job = Job {
+            argv,
+            target: Target::Function { name: &f.meta.name },
+            keys,
+            args,
+            flags,
+            read_only,
+            width: &local.width,
+            shared_width: &f.width,
+            now_ms,
+        };
+        run::run(server, conn, out, &job, lent, interp)
+    })?
 }

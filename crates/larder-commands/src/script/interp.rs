@@ -2,17 +2,42 @@
 //! libraries (`registry.rs`): a thread compiles a script the first time it runs it here, and
 //! reloads the libraries when their generation moved.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
 
 use larder_script::vm::{Vm, VmOptions};
 
+use std::sync::atomic::Ordering;
+
+use super::registry::{Library, Script};
 use crate::config::Param;
 use crate::error::{Error, Result};
 use crate::state::Server;
 
+/// A script as this thread knows it: the shared one, and the width this thread runs it at
+/// (learned on this thread, or from the shared width when first seen here), so a run reads
+/// and bumps nothing other threads write.
+pub(crate) struct LocalScript {
+    pub shared: Arc<Script>,
+    pub width: Cell<u8>,
+}
+
+/// A function as this thread knows it (see [`LocalScript`]).
+pub(crate) struct LocalFunction {
+    pub lib: Arc<Library>,
+    /// The function's position in `lib.functions`.
+    pub index: usize,
+    pub width: Cell<u8>,
+}
+
 /// A thread's interpreter and the generations it was built at.
 pub(crate) struct Interp {
     pub vm: Vm,
+    /// Scripts run on this thread since the last SCRIPT FLUSH.
+    scripts: hashbrown::HashMap<String, Rc<LocalScript>>,
+    /// Functions called on this thread since the libraries last changed (lower-cased names).
+    functions: hashbrown::HashMap<String, Rc<LocalFunction>>,
     /// Where INFO reads this interpreter's memory.
     memory: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     scripts_generation: u64,
@@ -69,6 +94,8 @@ impl Interp {
             .map_err(|e| Error::Owned(format!("ERR cannot start the Lua interpreter: {e}")))?;
         Ok(Interp {
             vm,
+            scripts: hashbrown::HashMap::new(),
+            functions: hashbrown::HashMap::new(),
             memory: server.scripts.vm_slot(),
             scripts_generation: server.scripts.cache_generation(),
             libraries_generation: u64::MAX,
@@ -80,11 +107,13 @@ impl Interp {
         let g = server.scripts.cache_generation();
         if g != self.scripts_generation {
             self.vm.forget_scripts();
+            self.scripts.clear();
             self.scripts_generation = g;
         }
         let g = server.scripts.library_generation();
         if g != self.libraries_generation {
             self.vm.clear_libraries();
+            self.functions.clear();
             let libs = server.scripts.libraries();
             for lib in libs.by_name.values() {
                 // Each was loaded once already (FUNCTION LOAD checked it); a library that
@@ -95,5 +124,42 @@ impl Interp {
             }
             self.libraries_generation = g;
         }
+    }
+}
+
+impl Interp {
+    /// The cached script `sha` (lower-case hex), as this thread knows it.
+    pub(crate) fn script(&mut self, server: &Server, sha: &str) -> Option<Rc<LocalScript>> {
+        if let Some(s) = self.scripts.get(sha) {
+            return Some(Rc::clone(s));
+        }
+        let shared = server.scripts.get(sha)?;
+        let local = Rc::new(LocalScript {
+            width: Cell::new(shared.width.load(Ordering::Relaxed)),
+            shared,
+        });
+        self.scripts.insert(sha.to_string(), Rc::clone(&local));
+        Some(local)
+    }
+
+    /// The function `name` (any case), as this thread knows it.
+    pub(crate) fn function(&mut self, server: &Server, name: &str) -> Option<Rc<LocalFunction>> {
+        if let Some(f) = self.functions.get(name) {
+            return Some(Rc::clone(f));
+        }
+        let lower = name.to_ascii_lowercase();
+        if let Some(f) = self.functions.get(&lower) {
+            return Some(Rc::clone(f));
+        }
+        let libs = server.scripts.libraries();
+        let (lib, f) = libs.function(name)?;
+        let index = lib.functions.iter().position(|g| std::ptr::eq(g, f))?;
+        let local = Rc::new(LocalFunction {
+            lib: Arc::clone(lib),
+            index,
+            width: Cell::new(f.width.load(Ordering::Relaxed)),
+        });
+        self.functions.insert(lower, Rc::clone(&local));
+        Some(local)
     }
 }

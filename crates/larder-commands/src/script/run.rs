@@ -19,6 +19,7 @@
 //! its width (`Script::width`, `Function::width`), so only its first wider run pays twice.
 //! A run at `All` never starts again and takes no images.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use larder_engine::{feed, Db, DbGuards, KeyImage};
@@ -42,8 +43,8 @@ pub enum Width {
 }
 
 impl Width {
-    fn load(a: &AtomicU8) -> Width {
-        match a.load(Ordering::Relaxed) {
+    pub(super) fn from_u8(w: u8) -> Width {
+        match w {
             0 => Width::Keys,
             1 => Width::Db,
             _ => Width::All,
@@ -74,8 +75,12 @@ pub(crate) struct Job<'a> {
     pub flags: ScriptFlags,
     /// EVAL_RO, FCALL_RO, or a `no-writes` script: write commands are refused.
     pub read_only: bool,
-    /// The script's remembered width.
-    pub width: &'a AtomicU8,
+    /// The width this thread knows for the script.
+    pub width: &'a Cell<u8>,
+    /// The width every thread learns from (new threads start from it).
+    pub shared_width: &'a AtomicU8,
+    /// When the command started (Unix ms).
+    pub now_ms: u64,
 }
 
 /// Run `job` for the client `conn`, writing its reply into `out`. `lent`: the shards EXEC
@@ -85,8 +90,8 @@ pub(crate) fn run(
     conn: &mut ConnState,
     out: &mut ReplyBuf,
     job: &Job<'_>,
-    now_ms: u64,
     lent: Option<&mut DbGuards<'_>>,
+    interp: &mut super::interp::Interp,
 ) -> Result<()> {
     if server.monitors.active() {
         crate::monitor::feed_script_call(server, conn, job.argv, larder_engine::now_us());
@@ -94,9 +99,9 @@ pub(crate) fn run(
     let db = conn.db;
     let was_in_exec = std::mem::replace(&mut conn.in_exec, true);
     let result = match lent {
-        Some(guards) => run_once(server, conn, out, job, now_ms, Width::All, guards).map(|_| ()),
+        Some(guards) => run_once(server, conn, out, job, Width::All, guards, interp).map(|_| ()),
         None => loop {
-            let width = Width::load(job.width);
+            let width = Width::from_u8(job.width.get());
             let mut plan = Plan::default();
             match width {
                 Width::Keys => plan
@@ -107,7 +112,7 @@ pub(crate) fn run(
             }
             let mut guards = exec::lock_plan(plan, &server.keyspace);
             let group = server.keyspace.feed().group();
-            let outcome = run_once(server, conn, out, job, now_ms, width, &mut guards);
+            let outcome = run_once(server, conn, out, job, width, &mut guards, interp);
             // Commits the run's group (or, after a rollback, only its expirations) while
             // every shard is still locked.
             drop(group);
@@ -116,7 +121,8 @@ pub(crate) fn run(
             match outcome {
                 Ok(Ran::Done) => break Ok(()),
                 Ok(Ran::Wider(w)) => {
-                    job.width.fetch_max(w as u8, Ordering::Relaxed);
+                    job.width.set(job.width.get().max(w as u8));
+                    job.shared_width.fetch_max(w as u8, Ordering::Relaxed);
                 }
                 Err(e) => break Err(e),
             }
@@ -140,9 +146,9 @@ fn run_once(
     conn: &mut ConnState,
     out: &mut ReplyBuf,
     job: &Job<'_>,
-    now_ms: u64,
     width: Width,
     guards: &mut DbGuards<'_>,
+    interp: &mut super::interp::Interp,
 ) -> Result<Ran> {
     let mark = feed::mark();
     let kind = match job.target {
@@ -162,7 +168,7 @@ fn run_once(
             && !job.flags.has(ScriptFlags::EVAL_COMPAT_MODE),
         oom: exec::over_maxmemory(server),
         wrote: false,
-        now_ms,
+        now_ms: job.now_ms,
         wider: width,
         running: server.busy.start(kind, client_id),
         plan: Plan::default(),
@@ -171,7 +177,7 @@ fn run_once(
             Target::Script { .. } => None,
         },
     };
-    let ran = super::interp::with(server, |interp| -> std::result::Result<(), Abort> {
+    let ran = (|| -> std::result::Result<(), Abort> {
         let vm: &mut Vm = &mut interp.vm;
         match job.target {
             Target::Script { sha, body } => {
@@ -187,7 +193,7 @@ fn run_once(
             }
             Target::Function { name } => vm.run_function(name, job.keys, job.args, &mut host, out),
         }
-    })?;
+    })();
     match ran {
         Ok(()) | Err(Abort::Killed) => Ok(Ran::Done),
         Err(Abort::Shutdown) => {
@@ -361,9 +367,7 @@ impl Host for RunHost<'_, '_, '_> {
         let result = {
             let held = match self.plan.shards[..] {
                 // Most commands touch one shard: lend it without building a list.
-                [(db, shard)] if !self.plan.all => {
-                    Held::one(db, shard, self.guards.get(db, shard))
-                }
+                [(db, shard)] if !self.plan.all => Held::one(db, shard, self.guards.get(db, shard)),
                 _ if self.plan.all => Held::from_shards(self.guards.iter_keyed().collect()),
                 _ => Held::from_shards(self.guards.subset(&self.plan.shards)),
             };
