@@ -23,7 +23,7 @@ const REPL_ALL: u8 = 3;
 /// `pcall`, the protected-table `__index` and the runner.
 const PRELUDE: &str = r#"
 local unwrap = ...
-local type, rawpcall, xpcall = type, pcall, xpcall
+local type, rawpcall, rawxpcall, rawresume = type, pcall, xpcall, coroutine.resume
 local function pcall_result(ok, ...)
   if ok then return true, ... end
   local e = ...
@@ -35,8 +35,21 @@ local function pcall_result(ok, ...)
   end
   return false, e
 end
+local function resume_result(ok, ...)
+  if ok then return true, ... end
+  local e = ...
+  if type(e) == 'userdata' then e = unwrap(e) end
+  return false, e
+end
 local api = {}
 function api.pcall(f, ...) return pcall_result(rawpcall(f, ...)) end
+function api.xpcall(f, h)
+  return rawxpcall(f, function(e)
+    if type(e) == 'userdata' then e = unwrap(e) end
+    return h(e)
+  end)
+end
+function api.resume(co, ...) return resume_result(rawresume(co, ...)) end
 function api.protected_index(t, k)
   local kt = type(k)
   if kt ~= 'string' and kt ~= 'number' then
@@ -45,8 +58,8 @@ function api.protected_index(t, k)
   error("Script attempted to access nonexistent global variable '" .. k .. "'", 2)
 end
 function api.runner(f, h, k, a)
-  if k then return xpcall(function() return f(k, a) end, h) end
-  return xpcall(f, h)
+  if k then return rawxpcall(function() return f(k, a) end, h) end
+  return rawxpcall(f, h)
 end
 function api.plain(f) return rawpcall(f) end
 api.string_meta = getmetatable('')
@@ -116,6 +129,22 @@ pub fn find_raise(e: &mlua::Error) -> Option<&Raise> {
     }
 }
 
+/// The Lua value Redis's C code would have raised where a Rust function raised `err`: the
+/// error table of a [`Raise`] (Lua's own string for a positioned one), or the string a
+/// library raised ([`crate::libs::raised_text`]); `None` for any other error.
+pub fn lua_error_value(lua: &Lua, err: &mlua::Error) -> mlua::Result<Option<Value>> {
+    if let Some(r) = find_raise(err) {
+        if r.positioned {
+            return Ok(Some(Value::String(lua.create_string(&r.text)?)));
+        }
+        return Ok(Some(Value::Table(raise_table(lua, r)?)));
+    }
+    match crate::libs::raised_text(err) {
+        Some(text) => Ok(Some(Value::String(lua.create_string(text)?))),
+        None => Ok(None),
+    }
+}
+
 /// The table Redis raises for `r`.
 pub fn raise_table(lua: &Lua, r: &Raise) -> mlua::Result<Table> {
     let t = error_table(lua, &r.text)?;
@@ -162,12 +191,10 @@ pub fn install(
     shared: &Shared,
     flavor: Flavor,
 ) -> mlua::Result<Internal> {
-    // Redis's pcall shows a raised error table as its `err` text.
+    // What Lua code sees of an error a Rust function raised: Redis's error table, or the
+    // string a library raised.
     let unwrap = lua.create_function(|lua, e: Value| match &e {
-        Value::Error(err) => match find_raise(err) {
-            Some(r) => Ok(Value::String(lua.create_string(&r.text)?)),
-            None => Ok(e),
-        },
+        Value::Error(err) => lua_error_value(lua, err).map(|v| v.unwrap_or(e)),
         _ => Ok(e),
     })?;
     let prelude: Table = lua.load(PRELUDE).set_name(INTERNAL_CHUNK).call(unwrap)?;
@@ -223,6 +250,9 @@ pub fn install(
     }
     globals.raw_set("redis", redis)?;
     globals.raw_set("pcall", prelude.raw_get::<Function>("pcall")?)?;
+    globals.raw_set("xpcall", prelude.raw_get::<Function>("xpcall")?)?;
+    let coroutine: Table = globals.raw_get("coroutine")?;
+    coroutine.raw_set("resume", prelude.raw_get::<Function>("resume")?)?;
 
     let math: Table = globals.raw_get("math")?;
     math.raw_set("random", random_function(lua, shared.clone())?)?;
@@ -630,6 +660,11 @@ fn error_handler(lua: &Lua, shared: Shared, tostring: Function) -> mlua::Result<
             }
             Value::Error(e) if find_raise(&e).is_some() => {
                 raise_table(lua, find_raise(&e).ok_or_else(|| raise("unreachable"))?)?
+            }
+            // A library's error: its text already says where it was raised.
+            Value::Error(e) if crate::libs::raised_text(&e).is_some() => {
+                let text = crate::libs::raised_text(&e).unwrap_or_default();
+                error_table(lua, &format!("ERR {text}"))?
             }
             other => {
                 let text: mlua::LuaString = tostring.call(other)?;
