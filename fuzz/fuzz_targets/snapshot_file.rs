@@ -11,8 +11,8 @@ use larder_persist::rdb::{Value, ValueRef};
 use larder_persist::snapshot::{Record, SnapshotReader, SnapshotWriter};
 use libfuzzer_sys::fuzz_target;
 
-/// Recompute the header checksum, each block's checksum and the trailer's digest, as far as
-/// the block structure can be followed.
+/// Recompute the header checksum, the library section's and each block's checksum and the
+/// trailer's digest, as far as the structure can be followed.
 fn fix_checksums(f: &mut [u8]) {
     let le = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
     if f.len() < 40 {
@@ -24,6 +24,19 @@ fn fix_checksums(f: &mut [u8]) {
     let mut at = 40;
     while at < f.len() {
         match f[at] {
+            b'F' if at == 40 && at + 17 <= f.len() => {
+                let end = usize::try_from(le(&f[at + 1..at + 9]))
+                    .ok()
+                    .and_then(|len| (at + 17).checked_add(len))
+                    .filter(|&end| end <= f.len());
+                let Some(end) = end else {
+                    return;
+                };
+                let crc = crc64(crc64(0, &f[at..at + 9]), &f[at + 17..end]);
+                f[at + 9..at + 17].copy_from_slice(&crc.to_le_bytes());
+                digest = crc64(digest, &crc.to_le_bytes());
+                at = end;
+            }
             b'B' if at + 21 <= f.len() => {
                 let end = usize::try_from(le(&f[at + 5..at + 13]))
                     .ok()
@@ -64,16 +77,19 @@ fn check(data: &[u8]) {
         zset_max_listpack_entries: 2,
         zset_max_listpack_value: 4,
         list_max_listpack_size: 2,
+        ..Limits::default()
     };
     for limits in [Limits::default(), tiny] {
-        let Ok(reader) = SnapshotReader::open(data, &limits) else {
+        let Ok(mut reader) = SnapshotReader::open(data, &limits) else {
             continue;
         };
         let meta = *reader.meta();
+        let libraries = reader.take_libraries();
         let Ok(records) = reader.collect::<Result<Vec<Record>, _>>() else {
             continue;
         };
-        let Ok(mut w) = SnapshotWriter::new(Vec::new(), &meta, &limits) else {
+        let Ok(mut w) = SnapshotWriter::with_libraries(Vec::new(), &meta, &limits, &libraries)
+        else {
             continue;
         };
         let mut written = true;
@@ -95,8 +111,10 @@ fn check(data: &[u8]) {
         let Ok((file, _)) = w.finish() else {
             continue;
         };
-        let again = SnapshotReader::open(&file[..], &limits)
-            .and_then(|r| r.collect::<Result<Vec<Record>, _>>());
-        assert!(matches!(again, Ok(ref a) if *a == records));
+        let again = SnapshotReader::open(&file[..], &limits).and_then(|mut r| {
+            let libs = r.take_libraries();
+            r.collect::<Result<Vec<Record>, _>>().map(|recs| (libs, recs))
+        });
+        assert!(matches!(again, Ok((ref l, ref a)) if *a == records && *l == libraries));
     }
 }

@@ -400,3 +400,16 @@ def test_restore_errors(rawp):
     corrupt = payload[:-1] + bytes([payload[-1] ^ 0xFF])
     assert rawp.call("FUNCTION", "RESTORE", corrupt) == \
         Err("ERR DUMP payload version or checksum are wrong")
+
+
+def test_script_and_function_help(r):
+    script_help = r.execute_command("SCRIPT", "HELP")
+    lines = [x.decode() if isinstance(x, bytes) else x for x in script_help]
+    assert lines[0] == "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    for word in ("DEBUG", "EXISTS", "FLUSH", "KILL", "LOAD", "HELP"):
+        assert any(line.startswith(word) for line in lines), word
+    function_help = r.execute_command("FUNCTION", "HELP")
+    lines = [x.decode() if isinstance(x, bytes) else x for x in function_help]
+    assert lines[0] == "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    for word in ("LOAD", "DELETE", "LIST", "STATS", "KILL", "FLUSH", "DUMP", "RESTORE", "HELP"):
+        assert any(line.startswith(word) for line in lines), word

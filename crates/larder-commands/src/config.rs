@@ -72,6 +72,7 @@ pub enum Param {
     KeyLoadDelay,
     EnableDebugCommand,
     SnapshotCompression,
+    BusyReplyThreshold,
 }
 
 /// How a parameter's value is parsed and shown.

@@ -369,6 +369,17 @@ pub fn execute(
         finish_reply(conn, out, reply_start);
         return Outcome::Continue;
     }
+    // A script past `busy-reply-threshold` (`busy.rs`). Redis checks this after the loading
+    // and disk-error refusals, which then win, and evicts nothing while busy: so before
+    // eviction (which would lock shards the script may hold) and before the pause.
+    if let Some(e) = crate::busy::gate(server, conn, spec.flags, argv) {
+        let e = persistence_gate(server, spec.flags).unwrap_or(e);
+        bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
+        let e = crate::busy::reject(conn, resolved.full_name, e);
+        reply_error(server, conn, out, &e);
+        finish_reply(conn, out, reply_start);
+        return Outcome::Continue;
+    }
     // One clock read serves the command's notion of now and the start of its duration; in a
     // batch, the previous command's end is that read.
     let mut started_us = match conn.clock_us.take() {
@@ -389,12 +400,14 @@ pub fn execute(
     // keys per command, so a large overshoot is worked off over several commands instead of
     // stalling this worker (Redis bounds it by time, `maxmemory-eviction-tenacity`).
     // Nothing is evicted while the data loads (Redis's `isSafeToPerformEvictions`), and the
-    // log's replay is never refused: the data was accepted once.
-    let max = if conn.loader || server.gates.loading.load(Ordering::Relaxed) {
-        0
-    } else {
-        server.config.num(Param::Maxmemory)
-    };
+    // log's replay is never refused: the data was accepted once. Nor while a script is busy
+    // (Redis's `isInsideYieldingLongCommand`): its shards stay locked.
+    let max =
+        if conn.loader || server.gates.loading.load(Ordering::Relaxed) || server.busy.is_busy() {
+            0
+        } else {
+            server.config.num(Param::Maxmemory)
+        };
     if max > 0 {
         const MAX_EVICT_PER_COMMAND: usize = 64;
         let measure = || used_memory(server);

@@ -192,7 +192,13 @@ pub fn feed_script(server: &Server, db: usize, argv: &[&[u8]], flags: u32, now_u
 /// Redis does.
 pub fn feed_script_call(server: &Server, conn: &ConnState, argv: &[&[u8]], now_us: u64) {
     let mut line = Vec::with_capacity(64);
-    format_line(&mut line, now_us, conn.db, &conn.handle.addr, argv.iter().copied());
+    format_line(
+        &mut line,
+        now_us,
+        conn.db,
+        &conn.handle.addr,
+        argv.iter().copied(),
+    );
     server.monitors.send(&line);
 }
 

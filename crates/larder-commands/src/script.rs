@@ -7,6 +7,8 @@ mod function;
 mod interp;
 mod registry;
 mod run;
+#[cfg(test)]
+mod tests;
 
 pub use registry::{Clash, Function, Libraries, Library, Restore, Script, Scripts};
 
@@ -52,7 +54,6 @@ pub(crate) fn run_queued(
         resolved,
         held: None,
     };
-    c.args.skip(1);
     match resolved.full_name {
         "eval" => eval::eval_generic(&mut c, By::Body, Mode::ReadWrite, Some(guards)),
         "evalsha" => eval::eval_generic(&mut c, By::Sha, Mode::ReadWrite, Some(guards)),

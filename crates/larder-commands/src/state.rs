@@ -315,8 +315,6 @@ pub struct Server {
     pub queues: crate::queue::Timer,
     /// The EVAL script cache and the FUNCTION libraries.
     pub scripts: crate::script::Scripts,
-    /// Scripts running now, and whether one has made the server busy.
-    pub busy: crate::busy::Busy,
     /// The persistence runtime (data directory, log, snapshots), installed by the binary.
     pub persistence: std::sync::OnceLock<Arc<dyn crate::persistence::Persistence>>,
     /// Loading and disk-error switches, and the log's durable offset.
@@ -324,6 +322,8 @@ pub struct Server {
     /// Whether the expiry thread removes due keys (DEBUG SET-ACTIVE-EXPIRE turns it off;
     /// lazy expiry on access goes on regardless).
     pub active_expire: AtomicBool,
+    /// Running scripts, and whether one is past `busy-reply-threshold` (`busy.rs`).
+    pub busy: crate::busy::Busy,
 }
 
 /// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
@@ -411,6 +411,7 @@ impl Server {
             })
             .collect::<Box<[ThreadStats]>>();
         let latency = crate::latency::Latency::new(threads.len(), commands);
+        let busy = crate::busy::Busy::new(threads.len());
         let databases = config.num(Param::Databases).max(1) as usize;
         let now = larder_engine::now_ms();
         let keyspace = Keyspace::new(databases);
@@ -453,10 +454,10 @@ impl Server {
             blocking,
             queues: crate::queue::Timer::default(),
             scripts: crate::script::Scripts::default(),
-            busy: crate::busy::Busy,
             persistence: std::sync::OnceLock::new(),
             gates: crate::persistence::Gates::default(),
             active_expire: AtomicBool::new(true),
+            busy,
         };
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();

@@ -403,11 +403,9 @@ impl Feed {
     /// Open a group spanning several shard locks: everything recorded on this thread until the
     /// returned scope is dropped commits as one group. Take every lock first and drop the
     /// scope before unlocking.
-    pub fn group(self: &Arc<Self>) -> GroupScope {
+    pub fn group(&self) -> GroupScope<'_> {
         PENDING.with(|p| p.borrow_mut().depth += 1);
-        GroupScope {
-            feed: Arc::clone(self),
-        }
+        GroupScope { feed: self }
     }
 
     /// A shard locked on its own is being unlocked: commit what it recorded, unless a group
@@ -521,11 +519,11 @@ fn push(change: Change) {
 }
 
 /// An open group (see [`Feed::group`]); dropping the outermost one commits it.
-pub struct GroupScope {
-    feed: Arc<Feed>,
+pub struct GroupScope<'a> {
+    feed: &'a Feed,
 }
 
-impl Drop for GroupScope {
+impl Drop for GroupScope<'_> {
     fn drop(&mut self) {
         PENDING.with(|p| {
             let mut p = p.borrow_mut();

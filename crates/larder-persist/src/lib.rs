@@ -6,11 +6,12 @@
 //! larder value, accepting every encoding a Redis 7.0 server loads (listpacks, ziplists,
 //! intsets, LZF-compressed strings, the older list and sorted-set forms). The value codec is
 //! also exposed on its own ([`rdb::write_value`], [`rdb::read_value`]) for whole-file
-//! snapshots.
+//! snapshots. [`rdb::functions`] is the FUNCTION DUMP / RESTORE payload.
 //!
 //! [`snapshot`] is larder's own snapshot file (`docs/snapshot-format.md`): written from a
 //! fork-less point-in-time capture of a live keyspace ([`snapshot::write_snapshot`]) and
-//! loaded back with versions, deadlines and memcached flags ([`snapshot::load_snapshot`]).
+//! loaded back with versions, deadlines, memcached flags and the function libraries' codes
+//! ([`snapshot::load_snapshot`]).
 //!
 //! The reader parses untrusted bytes: it never panics and never allocates more than the input
 //! can justify (every length is checked against the bytes that remain before anything is

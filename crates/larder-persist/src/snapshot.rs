@@ -3,7 +3,7 @@
 //!
 //! The format (`docs/snapshot-format.md` has the bytes): a header (magic `LARDSNAP`, format
 //! version, number of databases, creation time, the feed sequence the snapshot is consistent
-//! at), blocks of entry records each with its length, record count and CRC-64, and a trailer
+//! at), in version 2 the function libraries' codes with their checksum, blocks of entry records each with its length, record count and CRC-64, and a trailer
 //! (entry and block counts, and a digest chained over the header's and every block's
 //! checksum). A record is a database number, a key, the value as [`rdb::write_value`] writes
 //! it, the version, and the deadline and memcached flags when set. Records come in any order.
@@ -35,8 +35,12 @@ use writer::BLOCK_TARGET;
 
 /// The first bytes of every snapshot file.
 pub const MAGIC: &[u8; 8] = b"LARDSNAP";
-/// The format version this code writes, and the only one it reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this code writes when the snapshot holds function libraries, and the
+/// newest it reads.
+pub const FORMAT_VERSION: u32 = 2;
+/// The format version without function libraries: what this code writes when there are
+/// none (version 2 is version 1 with a library section after the header).
+pub const FIRST_FORMAT_VERSION: u32 = 1;
 
 /// What a snapshot's header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +194,9 @@ impl PreImages {
 /// Write a snapshot of `keyspace` to `out` while writes continue: begin a capture (the write
 /// path hands entries over before changing them), walk every shard, then write the trailer.
 /// `at_point` runs at the snapshot's point with every shard held (the caller reads the feed
-/// position there, and may rotate its log) and returns the feed sequence to store.
+/// position there, and may rotate its log) and returns the feed sequence to store and the
+/// function libraries' codes at that point (written before the keys; with none, the file is
+/// format version 1).
 /// `compress`: LZF on strings, as Redis's `rdbcompression`. `progress` gets the number of
 /// entries written so far after each step. The walk encodes
 /// each step's entries under the shard's lock into a buffer of its own and writes to `out`
@@ -203,7 +209,7 @@ pub fn write_snapshot<W: Write>(
     out: W,
     limits: &Limits,
     compress: bool,
-    at_point: impl FnOnce(&mut DbGuards<'_>) -> u64,
+    at_point: impl FnOnce(&mut DbGuards<'_>) -> (u64, Vec<String>),
     mut progress: impl FnMut(u64),
 ) -> Result<(W, SnapshotStats)> {
     let pre = Arc::new(PreImages {
@@ -213,11 +219,12 @@ pub fn write_snapshot<W: Write>(
     });
     let databases = keyspace.db_count() as u32;
     let mut feed_seq = 0;
+    let mut libraries = Vec::new();
     let mut created_ms = 0;
     let sink: Arc<dyn PreImage> = pre.clone();
     let mut capture = keyspace
         .begin_capture(sink, |guards: &mut DbGuards<'_>| {
-            feed_seq = at_point(guards);
+            (feed_seq, libraries) = at_point(guards);
             created_ms = larder_engine::now_ms();
         })
         .ok_or(SnapshotError::Busy)?;
@@ -226,7 +233,7 @@ pub fn write_snapshot<W: Write>(
         feed_seq,
         databases,
     };
-    let mut writer = SnapshotWriter::new(out, &meta, limits)?;
+    let mut writer = SnapshotWriter::with_libraries(out, &meta, limits, &libraries)?;
     let mut walked: Vec<u8> = Vec::with_capacity(2 * BLOCK_TARGET);
     let mut walked_count = 0u32;
     let mut error = None;
@@ -276,16 +283,18 @@ pub fn write_snapshot<W: Write>(
 /// Restore the snapshot in `r` into `keyspace` (which should be empty): every entry with
 /// its version, deadline and flags; entries whose deadline is at or before `now_ms` are
 /// skipped. `progress` gets the entries and bytes read so far every few thousand entries.
-/// A key present twice, or a database the keyspace lacks, is an error.
+/// A key present twice, or a database the keyspace lacks, is an error. Returns the header
+/// and the function libraries' codes (for the caller's registry).
 pub fn load_snapshot<R: Read>(
     r: R,
     keyspace: &Keyspace,
     limits: &Limits,
     now_ms: u64,
     mut progress: impl FnMut(u64, u64),
-) -> Result<SnapshotMeta> {
+) -> Result<(SnapshotMeta, Vec<String>)> {
     let mut reader = SnapshotReader::open(r, limits)?;
     let meta = *reader.meta();
+    let libraries = reader.take_libraries();
     let mut keys = 0u64;
     while let Some(record) = reader.next() {
         let offset = reader.record_offset();
@@ -324,5 +333,5 @@ pub fn load_snapshot<R: Read>(
         }
     }
     progress(keys, reader.offset());
-    Ok(meta)
+    Ok((meta, libraries))
 }

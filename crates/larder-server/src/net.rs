@@ -10,22 +10,26 @@
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 use larder_commands::config::Param;
-use larder_commands::state::{ClientHandle, ClientNames};
+use larder_commands::state::ClientHandle;
 use larder_commands::{ConnState, Server};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
-use parking_lot::Mutex;
 
-use crate::conn::{BigArg, Close, Conn, Handler, Output, Processed};
+use crate::conn::{BigArg, Conn, Handler, Output, Processed};
 use crate::http::{HttpHandler, HttpShared};
 use crate::memcache::{McHandler, McShared};
 use crate::resp::RespHandler;
+
+mod pump;
+mod worker;
+
+use worker::Worker;
 
 const WAKER: Token = Token(usize::MAX);
 /// Listener tokens start here; a listener's token is `LISTENER_BASE + its index` in the list
@@ -356,8 +360,8 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
             std::thread::Builder::new()
                 .name(format!("larder-io-{w}"))
                 .spawn(move || {
-                    let mut worker = Worker::new(w, server, wpoll, link, rx, stopping, (mc, http));
-                    if let Err(e) = worker.run() {
+                    let worker = Worker::new(w, server, wpoll, link, rx, stopping, (mc, http));
+                    if let Err(e) = std::rc::Rc::new(worker).run() {
                         tracing::error!(worker = w, error = %e, "worker failed");
                     }
                 })?,
@@ -418,6 +422,8 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
     // Stop accepting, let workers finish replies in flight, then exit.
     drop(mio_listeners);
     stopping.store(true, Ordering::Release);
+    // A script past the threshold ends at its next tick, so that its worker can stop.
+    server.busy.shutdown();
     for link in &links {
         let _ = link.waker.wake();
     }
@@ -466,395 +472,4 @@ fn reject(stream: TcpStream, server: &Server, door: Door, mc: Option<&McShared>)
             s.write(crate::memcache::TOO_MANY_CONNECTIONS)
         }
     };
-}
-
-struct Worker {
-    id: usize,
-    server: Arc<Server>,
-    poll: Poll,
-    link: Arc<WorkerLink>,
-    rx: Receiver<Letter>,
-    stopping: Arc<AtomicBool>,
-    mc: Option<Arc<McShared>>,
-    http: Arc<HttpShared>,
-    conns: slab::Slab<Client>,
-    scratch: Vec<u8>,
-    /// Connections to run again without waiting for an event.
-    retry: Vec<usize>,
-    /// Connections whose next request a CLIENT PAUSE holds: run again when the earliest
-    /// pause ends (the poll's timeout) or when a `Letter::Resume` says it was lifted.
-    paused: Vec<usize>,
-    /// Connections whose replies wait for the log to be durable (`appendfsync always`).
-    held_for_log: Vec<usize>,
-}
-
-impl Worker {
-    fn new(
-        id: usize,
-        server: Arc<Server>,
-        poll: Poll,
-        link: Arc<WorkerLink>,
-        rx: Receiver<Letter>,
-        stopping: Arc<AtomicBool>,
-        (mc, http): (Option<Arc<McShared>>, Arc<HttpShared>),
-    ) -> Worker {
-        Worker {
-            id,
-            server,
-            poll,
-            link,
-            rx,
-            stopping,
-            mc,
-            http,
-            conns: slab::Slab::new(),
-            scratch: Vec::new(),
-            retry: Vec::new(),
-            paused: Vec::new(),
-            held_for_log: Vec::new(),
-        }
-    }
-
-    fn run(&mut self) -> io::Result<()> {
-        WORKER_ID.with(|w| w.set(self.link.id));
-        let mut events = Events::with_capacity(1024);
-        let mut last_housekeeping = Instant::now();
-        let mut touched: Vec<usize> = Vec::new();
-        loop {
-            let timeout = self.poll_timeout();
-            match self.poll.poll(&mut events, timeout) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-            if self.stopping.load(Ordering::Acquire) {
-                self.drain_and_close();
-                return Ok(());
-            }
-            let now_ms = larder_engine::now_ms();
-            touched.clear();
-            let mut woken = false;
-            for ev in events.iter() {
-                if ev.token() == WAKER {
-                    woken = true;
-                    continue;
-                }
-                let t = ev.token().0;
-                if let Some(conn) = self.conns.get_mut(t) {
-                    conn.read_closed |= ev.is_read_closed();
-                    conn.on_ready(&self.server, &mut self.scratch, now_ms);
-                    touched.push(t);
-                }
-            }
-            let mut resume = false;
-            if woken {
-                resume = self.read_letters(now_ms, &mut touched);
-                self.check_killed(&mut touched);
-            }
-            if resume || self.earliest_pause_end().is_some_and(|at| at <= now_ms) {
-                self.retry.append(&mut self.paused);
-            }
-            // Connections that stopped before draining their socket, or are paused.
-            let retry = std::mem::take(&mut self.retry);
-            for t in retry {
-                if touched.contains(&t) {
-                    continue;
-                }
-                if let Some(c) = self.conns.get_mut(t) {
-                    c.on_ready(&self.server, &mut self.scratch, now_ms);
-                    touched.push(t);
-                }
-            }
-            // Letters this worker posted to itself while it ran requests (`posted_by_self`).
-            while self.link.posted_by_self.swap(false, Ordering::AcqRel) {
-                if self.read_letters(now_ms, &mut touched) {
-                    self.retry.append(&mut self.paused);
-                }
-            }
-            // The turn's log records go to the file before the turn's replies go out
-            // (Redis's `beforeSleep`): one write for every group this worker committed.
-            if self.server.gates.log_dirty.load(Ordering::Relaxed) {
-                if let Some(p) = self.server.persistence.get() {
-                    p.write_log();
-                }
-            }
-            touched.sort_unstable();
-            touched.dedup();
-            for &t in &touched {
-                self.settle(t);
-            }
-            if last_housekeeping.elapsed() >= Duration::from_millis(100) {
-                last_housekeeping = Instant::now();
-                self.housekeeping(now_ms);
-            }
-        }
-    }
-
-    /// How long to block: forever unless a retry, pause or idle-timeout check needs a wake-up.
-    fn poll_timeout(&self) -> Option<Duration> {
-        let retry_now = self
-            .retry
-            .iter()
-            .any(|&t| self.conns.get(t).is_some_and(|c| c.more && !c.want_write));
-        if retry_now {
-            return Some(Duration::ZERO);
-        }
-        if !self.retry.is_empty() {
-            return Some(Duration::from_millis(1));
-        }
-        // Held requests wake at the pause's end, or earlier by a `Letter::Resume`.
-        let pause = self
-            .earliest_pause_end()
-            .map(|at| Duration::from_millis(at.saturating_sub(larder_engine::now_ms()).max(1)));
-        let idle = (self.server.config.num(Param::Timeout) > 0 && !self.conns.is_empty())
-            .then_some(Duration::from_millis(500));
-        match (pause, idle) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// When the earliest pause holding one of this worker's connections ends (Unix ms).
-    fn earliest_pause_end(&self) -> Option<u64> {
-        self.paused
-            .iter()
-            .filter_map(|&t| self.conns.get(t).and_then(|c| c.paused_until_ms))
-            .min()
-    }
-
-    /// Everything in the mailbox: new connections, and clients whose outbox has bytes. True
-    /// if a letter asked to retry the requests a pause held.
-    fn read_letters(&mut self, now_ms: u64, touched: &mut Vec<usize>) -> bool {
-        let mut resume = false;
-        // Cleared before reading, so a letter posted from here on wakes the poll again.
-        self.link.woken.store(false, Ordering::Release);
-        while let Ok(letter) = self.rx.try_recv() {
-            match letter {
-                Letter::Connect(stream, addr, door) => self.accept(stream, addr, door, now_ms),
-                Letter::Resume => resume = true,
-                Letter::Wake { token, id } => {
-                    if let Some(c) = self.conns.get_mut(token) {
-                        if c.handler.handle().id == id {
-                            c.deliver_mail(&self.server);
-                            touched.push(token);
-                        }
-                    }
-                }
-                Letter::Unblock { token, id } => {
-                    if let Some(c) = self.conns.get_mut(token) {
-                        if c.handler.handle().id == id && c.blocked {
-                            c.on_unblock(&self.server, &mut self.scratch, now_ms);
-                            touched.push(token);
-                        }
-                    }
-                }
-                Letter::Durable => self.release_held(touched),
-            }
-        }
-        resume
-    }
-
-    /// Send the replies that waited for the log and may go now (settle holds the rest again).
-    fn release_held(&mut self, touched: &mut Vec<usize>) {
-        for t in std::mem::take(&mut self.held_for_log) {
-            if let Some(c) = self.conns.get_mut(t) {
-                c.flush(&self.server);
-                touched.push(t);
-            }
-        }
-    }
-
-    fn accept(&mut self, mut stream: TcpStream, addr: SocketAddr, door: Door, now_ms: u64) {
-        {
-            let _ = stream.set_nodelay(true);
-            let keepalive = self.server.config.num(Param::TcpKeepalive);
-            if keepalive > 0 {
-                let ka =
-                    socket2::TcpKeepalive::new().with_time(Duration::from_secs(keepalive as u64));
-                let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&ka);
-            }
-            let entry = self.conns.vacant_entry();
-            let token = Token(entry.key());
-            if self
-                .poll
-                .registry()
-                .register(&mut stream, token, Interest::READABLE)
-                .is_err()
-            {
-                self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
-                return;
-            }
-            let waker = Arc::clone(&self.link.waker);
-            let mail = larder_commands::mail::Mail::new(
-                Arc::clone(&self.link) as Arc<dyn larder_commands::mail::Mailbox>,
-                token.0,
-            );
-            let laddr = stream
-                .local_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_default();
-            let handle = Arc::new(ClientHandle {
-                id: self.server.clients.next_id(),
-                addr: addr.to_string(),
-                laddr,
-                fd: std::os::fd::AsRawFd::as_raw_fd(&stream) as i64,
-                created_ms: now_ms,
-                last_interaction_ms: AtomicU64::new(now_ms),
-                db: AtomicUsize::new(0),
-                resp: AtomicU8::new(2),
-                last_command: AtomicUsize::new(usize::MAX),
-                query_buf_bytes: AtomicUsize::new(0),
-                output_buf_bytes: AtomicUsize::new(0),
-                names: Mutex::new(ClientNames::default()),
-                killed: AtomicBool::new(false),
-                no_evict: AtomicBool::new(false),
-                no_touch: AtomicBool::new(false),
-                waker: Some(Arc::new(move || {
-                    let _ = waker.wake();
-                })),
-                mail,
-                tracking: Default::default(),
-            });
-            self.server.clients.register(Arc::clone(&handle));
-            let handler = match (door, &self.mc) {
-                (Door::Memcache, Some(mc)) => {
-                    DoorHandler::Memcache(McHandler::new(handle, self.id, Arc::clone(mc)))
-                }
-                (Door::Http, _) => DoorHandler::Http(HttpHandler::new(
-                    ConnState::new(&self.server, handle, self.id),
-                    Arc::clone(&self.http),
-                )),
-                _ => DoorHandler::Resp(RespHandler::new(ConnState::new(
-                    &self.server,
-                    handle,
-                    self.id,
-                ))),
-            };
-            entry.insert(Conn::new(stream, self.id, handler));
-        }
-    }
-
-    fn check_killed(&mut self, touched: &mut Vec<usize>) {
-        for (t, c) in self.conns.iter_mut() {
-            if c.handler.handle().killed.load(Ordering::Acquire) && c.closing.is_none() {
-                c.closing = Some(Close::Now);
-                touched.push(t);
-            }
-        }
-    }
-
-    /// After handling a connection: drop it if done, else keep its interest right.
-    fn settle(&mut self, t: usize) {
-        let Some(c) = self.conns.get_mut(t) else {
-            return;
-        };
-        if c.durable_wait.is_some() {
-            // Announce the wait, then look again: either the log's writer sees the flag and
-            // posts `Durable`, or this flush sees the offset it published (both SeqCst).
-            self.link.holds_for_log.store(true, Ordering::SeqCst);
-            c.flush(&self.server);
-            if c.durable_wait.is_some() && !self.held_for_log.contains(&t) {
-                self.held_for_log.push(t);
-            }
-        }
-        if c.should_drop() {
-            self.close(t);
-            return;
-        }
-        if c.paused_until_ms.is_some() {
-            if !self.paused.contains(&t) {
-                self.paused.push(t);
-            }
-        } else if c.more {
-            self.retry.push(t);
-        }
-        let want_write = c.want_write;
-        if want_write != c.write_registered {
-            let interest = if want_write {
-                Interest::READABLE | Interest::WRITABLE
-            } else {
-                Interest::READABLE
-            };
-            if self
-                .poll
-                .registry()
-                .reregister(&mut c.stream, Token(t), interest)
-                .is_ok()
-            {
-                c.write_registered = want_write;
-            }
-        }
-    }
-
-    fn close(&mut self, t: usize) {
-        if self.conns.contains(t) {
-            let mut c = self.conns.remove(t);
-            let _ = self.poll.registry().deregister(&mut c.stream);
-            let subs = match &c.handler {
-                DoorHandler::Resp(h) => Some(&h.state.subs),
-                DoorHandler::Http(h) => Some(&h.state.subs),
-                DoorHandler::Memcache(_) => None,
-            };
-            self.server.client_closed(c.handler.handle().id, subs);
-            self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    /// Idle timeouts and killed clients.
-    fn housekeeping(&mut self, now_ms: u64) {
-        let timeout_s = self.server.config.num(Param::Timeout);
-        let mut doomed = Vec::new();
-        for (t, c) in self.conns.iter() {
-            if c.handler.handle().killed.load(Ordering::Acquire) {
-                doomed.push(t);
-                continue;
-            }
-            // Monitors are replicas to Redis, which the idle timeout does not close.
-            if timeout_s > 0
-                && c.pending_output() == 0
-                && c.paused_until_ms.is_none()
-                && !self.server.monitors.contains(c.handler.handle().id)
-            {
-                let last = c
-                    .handler
-                    .handle()
-                    .last_interaction_ms
-                    .load(Ordering::Relaxed);
-                if now_ms.saturating_sub(last) > timeout_s as u64 * 1000 {
-                    tracing::debug!(client = %c.handler.handle().addr, "closing idle client");
-                    doomed.push(t);
-                }
-            }
-        }
-        for t in doomed {
-            self.close(t);
-        }
-    }
-
-    /// Shutdown: write what is pending (bounded in time), then close everything.
-    fn drain_and_close(&mut self) {
-        let deadline = Instant::now() + SHUTDOWN_DRAIN;
-        // Replies held for the log go once their records are written (and, under `always`,
-        // fsynced).
-        if let Some(p) = self.server.persistence.get() {
-            p.write_log();
-        }
-        loop {
-            let mut pending = false;
-            for (_, c) in self.conns.iter_mut() {
-                if c.pending_output() > 0 {
-                    c.flush(&self.server);
-                    pending |= c.pending_output() > 0 && c.closing != Some(Close::Peer);
-                }
-            }
-            if !pending || Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let keys: Vec<usize> = self.conns.iter().map(|(t, _)| t).collect();
-        for t in keys {
-            self.close(t);
-        }
-    }
 }

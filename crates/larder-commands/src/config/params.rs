@@ -586,6 +586,17 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Mutable,
         "LZF-compress strings in snapshot files (smaller files, more CPU; DUMP always does, as Redis)",
     ),
+    def(
+        Param::BusyReplyThreshold,
+        "busy-reply-threshold",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "5000",
+        Mutability::Mutable,
+        "milliseconds a script runs before other clients' commands get -BUSY and SCRIPT KILL may end it",
+    ),
 ];
 
 /// Redis's older names for parameters, accepted wherever the name is (CONFIG GET and SET,
@@ -596,6 +607,7 @@ pub static ALIASES: &[(&str, Param)] = &[
     ("zset-max-ziplist-entries", Param::ZsetMaxListpackEntries),
     ("zset-max-ziplist-value", Param::ZsetMaxListpackValue),
     ("list-max-ziplist-size", Param::ListMaxListpackSize),
+    ("lua-time-limit", Param::BusyReplyThreshold),
 ];
 
 /// `save`'s parser: pairs of seconds and changes, as Redis 7.0 takes them (an empty string

@@ -50,7 +50,9 @@ pub(crate) fn scratch_vm(server: &Server) -> std::result::Result<Vm, String> {
 }
 
 /// Record a FUNCTION command that changed the libraries for replay (the log, replicas): it
-/// changes no key, so the executor would not record it.
+/// changes no key, so the executor would not record it. Called while the libraries are
+/// still locked for the change, so two threads' changes are logged in the order they
+/// were made.
 fn record(c: &Cmd<'_>) {
     let feed = c.server.keyspace.feed();
     if feed.records_commands() {
@@ -97,7 +99,10 @@ pub(super) fn function_load(c: &mut Cmd<'_>) -> Result<()> {
     c.server
         .scripts
         .change_libraries(|libs| match libs.add(lib, replace) {
-            Ok(()) => (Ok(()), true),
+            Ok(()) => {
+                record(c);
+                (Ok(()), true)
+            }
             Err(e) => (Err(e), false),
         })
         .map_err(|clash| {
@@ -106,7 +111,6 @@ pub(super) fn function_load(c: &mut Cmd<'_>) -> Result<()> {
                 Clash::Function(f) => format!("ERR Function {f} already exists"),
             })
         })?;
-    record(c);
     c.out.bulk(name.as_bytes());
     Ok(())
 }
@@ -116,12 +120,14 @@ pub(super) fn function_delete(c: &mut Cmd<'_>) -> Result<()> {
     let name = String::from_utf8_lossy(c.args.next_arg()?).into_owned();
     let found = c.server.scripts.change_libraries(|libs| {
         let found = libs.remove(&name);
+        if found {
+            record(c);
+        }
         (found, found)
     });
     if !found {
         return Err(Error::Static("ERR Library not found"));
     }
-    record(c);
     c.out.simple("OK");
     Ok(())
 }
@@ -139,9 +145,9 @@ pub(super) fn function_flush(c: &mut Cmd<'_>) -> Result<()> {
     }
     c.server.scripts.change_libraries(|libs| {
         *libs = Default::default();
+        record(c);
         ((), true)
     });
-    record(c);
     c.out.simple("OK");
     Ok(())
 }
@@ -240,9 +246,8 @@ pub(super) fn function_restore(c: &mut Cmd<'_>) -> Result<()> {
         .map_err(|e| Error::Owned(format!("ERR {e}")))?;
     c.server
         .scripts
-        .restore_libraries(c.server, codes, policy)
+        .restore_libraries_then(c.server, codes, policy, || record(c))
         .map_err(Error::Owned)?;
-    record(c);
     c.out.simple("OK");
     Ok(())
 }

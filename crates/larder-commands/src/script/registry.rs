@@ -244,6 +244,18 @@ impl Scripts {
         codes: Vec<String>,
         policy: Restore,
     ) -> Result<(), String> {
+        self.restore_libraries_then(server, codes, policy, || {})
+    }
+
+    /// [`Scripts::restore_libraries`], calling `changed` while the libraries are still
+    /// locked once they have changed (FUNCTION RESTORE records itself there).
+    pub fn restore_libraries_then(
+        &self,
+        server: &crate::state::Server,
+        codes: Vec<String>,
+        policy: Restore,
+        changed: impl FnOnce(),
+    ) -> Result<(), String> {
         let mut vm = super::function::scratch_vm(server)?;
         let mut loaded = Vec::with_capacity(codes.len());
         for code in codes {
@@ -265,6 +277,7 @@ impl Scripts {
                 }
             }
             *libs = next;
+            changed();
             (Ok(()), true)
         })
     }

@@ -166,6 +166,10 @@ fn run_once(
         wider: width,
         running: server.busy.start(kind, client_id),
         plan: Plan::default(),
+        function: match job.target {
+            Target::Function { name } => Some((name, job.argv)),
+            Target::Script { .. } => None,
+        },
     };
     let ran = super::interp::with(server, |interp| -> std::result::Result<(), Abort> {
         let vm: &mut Vm = &mut interp.vm;
@@ -224,6 +228,9 @@ struct RunHost<'r, 'g, 'k> {
     running: crate::busy::Running<'r>,
     /// Scratch: the shards of the command being checked.
     plan: Plan,
+    /// A function's name and FCALL request, shown by FUNCTION STATS once it is busy; taken
+    /// at the first tick (a script that runs that long), not at every start.
+    function: Option<(&'r str, &'r [&'r [u8]])>,
 }
 
 impl RunHost<'_, '_, '_> {
@@ -352,11 +359,14 @@ impl Host for RunHost<'_, '_, '_> {
         let started_us = larder_engine::now_us();
         let since = feed::data_changes();
         let result = {
-            let held = Held::from_shards(if self.plan.all {
-                self.guards.iter_keyed().collect()
-            } else {
-                self.guards.subset(&self.plan.shards)
-            });
+            let held = match self.plan.shards[..] {
+                // Most commands touch one shard: lend it without building a list.
+                [(db, shard)] if !self.plan.all => {
+                    Held::one(db, shard, self.guards.get(db, shard))
+                }
+                _ if self.plan.all => Held::from_shards(self.guards.iter_keyed().collect()),
+                _ => Held::from_shards(self.guards.subset(&self.plan.shards)),
+            };
             exec::call(
                 server,
                 self.conn,
@@ -383,6 +393,9 @@ impl Host for RunHost<'_, '_, '_> {
     }
 
     fn tick(&mut self) -> std::result::Result<(), Abort> {
+        if let Some((name, argv)) = self.function.take() {
+            self.running.describe(name, argv);
+        }
         self.running.tick(self.server).map_err(|stop| match stop {
             crate::busy::Stop::Killed => Abort::Killed,
             crate::busy::Stop::Shutdown => Abort::Shutdown,

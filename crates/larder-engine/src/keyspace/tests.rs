@@ -278,3 +278,22 @@ fn swapdb_swaps() {
     assert_eq!(ks.db(0).len(), 0);
     assert_eq!(ks.db(1).len(), 1);
 }
+
+#[test]
+fn guards_lend_a_subset_of_their_shards() {
+    let ks = Keyspace::new(2);
+    let mut guards = ks.lock_many(vec![(0, 3), (1, 0), (0, 1), (0, 7)]);
+    assert!(guards.holds(0, 3) && guards.holds(1, 0));
+    assert!(!guards.holds(0, 2));
+    let lent: Vec<(usize, usize)> = guards
+        .subset(&[(0, 1), (0, 2), (0, 7), (1, 0)])
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(
+        lent,
+        vec![(0, 1), (0, 7), (1, 0)],
+        "the unlocked (0, 2) is left out"
+    );
+    assert!(guards.subset(&[]).is_empty());
+}

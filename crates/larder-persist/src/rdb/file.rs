@@ -17,8 +17,10 @@
 //! time: it walks a value's layout from the stream into a buffer that grows only with the
 //! bytes that arrive (a length field never sizes an allocation), then decodes the buffer
 //! with [`read_value`]. Every error names the byte
-//! offset where it was found. Module data and functions are refused by name: larder has
-//! neither. [`load_rdb`] inserts a file's keys into a keyspace.
+//! offset where it was found. Module data is refused by name: larder has none. Function
+//! libraries (FUNCTION2, and the FUNCTION of 7.0's release candidates) are collected as their
+//! codes ([`RdbReader::functions`]) for the caller's registry. [`load_rdb`] inserts a file's
+//! keys into a keyspace.
 
 mod empty;
 mod load;
@@ -32,6 +34,7 @@ use std::io::Read;
 
 use larder_engine::Limits;
 
+use super::functions::pre_ga_code;
 use super::length::Reader;
 use super::{read_value, Value, RDB_VERSION};
 use source::Source;
@@ -91,7 +94,7 @@ pub enum ErrorKind {
     UnknownType(u8),
     /// A value that does not decode (or does not fit the limits' rules) for this key.
     BadValue { key: Vec<u8>, rdb_type: u8 },
-    /// Data of a kind larder does not hold: module values and aux data, functions.
+    /// Data of a kind larder does not hold: module values and aux data.
     /// `key` is the key it belongs to, for a value.
     Unsupported {
         what: &'static str,
@@ -182,6 +185,7 @@ pub struct RdbReader<R: Read> {
     limits: Limits,
     version: u16,
     aux: Vec<(Vec<u8>, Vec<u8>)>,
+    functions: Vec<String>,
     db: usize,
     done: bool,
     empty_skipped: u64,
@@ -213,6 +217,7 @@ impl<R: Read> RdbReader<R> {
             limits,
             version,
             aux: Vec::new(),
+            functions: Vec::new(),
             db: 0,
             done: false,
             empty_skipped: 0,
@@ -228,6 +233,12 @@ impl<R: Read> RdbReader<R> {
     /// `used-mem`, `aof-base`, ... Complete once the reader has returned its last item.
     pub fn aux(&self) -> &[(Vec<u8>, Vec<u8>)] {
         &self.aux
+    }
+
+    /// The function libraries' codes read so far, in file order (Redis writes them before
+    /// the keys).
+    pub fn functions(&self) -> &[String] {
+        &self.functions
     }
 
     /// Bytes read from the file so far.
@@ -307,15 +318,18 @@ impl<R: Read> RdbReader<R> {
                         },
                     )
                 }
-                OPCODE_FUNCTION2 | OPCODE_FUNCTION_PRE_GA => {
-                    return self.err(
-                        at,
-                        ErrorKind::Unsupported {
-                            what: "functions",
-                            code: op,
-                            key: None,
-                        },
-                    )
+                OPCODE_FUNCTION2 => {
+                    let code = self.src.string()?;
+                    self.function(at, code)?;
+                }
+                OPCODE_FUNCTION_PRE_GA => {
+                    let name = self.src.string()?;
+                    let engine = self.src.string()?;
+                    if self.src.length()? != 0 {
+                        self.src.string()?;
+                    }
+                    let blob = self.src.string()?;
+                    self.function(at, pre_ga_code(&name, &engine, &blob))?;
                 }
                 t => match classify(t) {
                     TypeClass::Unknown => return self.err(at, ErrorKind::UnknownType(t)),
@@ -350,6 +364,17 @@ impl<R: Read> RdbReader<R> {
                     }
                 },
             }
+        }
+    }
+
+    /// Keep a library's code (read at offset `at`).
+    fn function(&mut self, at: u64, code: Vec<u8>) -> Result<(), FileError> {
+        match String::from_utf8(code) {
+            Ok(code) => {
+                self.functions.push(code);
+                Ok(())
+            }
+            Err(_) => self.err(at, ErrorKind::BadData("function library code is not UTF-8")),
         }
     }
 

@@ -1,4 +1,4 @@
-//! The golden snapshot file of format version 1 and its corrupt variants, in
+//! The golden snapshot files of format versions 1 and 2 and their corrupt variants, in
 //! `testdata/snapshot/`. `LARDER_BLESS=1 cargo test -p larder-persist golden` rewrites them
 //! (only after a deliberate format change, with a new format version).
 
@@ -95,10 +95,31 @@ fn golden_meta() -> SnapshotMeta {
     }
 }
 
-/// The golden file as the writer writes it today.
+/// The function libraries of the version 2 golden file.
+fn golden_libraries() -> Vec<String> {
+    vec![
+        "#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return 1 end)"
+            .to_string(),
+        "#!lua name=uni\n-- h\u{e9}llo \u{2713} \u{65e5}\u{672c} \u{1f389}\n\
+         redis.register_function('uni', function() return '\u{fc}' end)"
+            .to_string(),
+    ]
+}
+
+/// The version 1 golden file as the writer writes it today.
 pub(super) fn golden_v1() -> Vec<u8> {
+    golden_with(&[])
+}
+
+/// The version 2 golden file (the same records, and libraries) as the writer writes it.
+fn golden_v2() -> Vec<u8> {
+    golden_with(&golden_libraries())
+}
+
+fn golden_with(libraries: &[String]) -> Vec<u8> {
     let limits = Limits::default();
-    let mut w = SnapshotWriter::new(Vec::new(), &golden_meta(), &limits).expect("header");
+    let mut w = SnapshotWriter::with_libraries(Vec::new(), &golden_meta(), &limits, libraries)
+        .expect("header");
     for r in golden_records() {
         let value = match &r.value {
             Value::String(s) => rdb::ValueRef::String(s),
@@ -118,7 +139,7 @@ fn variants(golden: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     let mut bad_magic = golden.to_vec();
     bad_magic[0] = b'R';
     let mut bad_version = golden.to_vec();
-    bad_version[8] = 2;
+    bad_version[8] = 3;
     vec![
         ("v1-truncated.lsnap", golden[..golden.len() - 25].to_vec()),
         ("v1-bitflip.lsnap", bit_flip),
@@ -127,10 +148,26 @@ fn variants(golden: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
+/// The version 2 file's corrupt variants: cut inside its library section, and a bit flipped
+/// in a library's code.
+fn variants_v2(golden: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+    let mut bit_flip = golden.to_vec();
+    bit_flip[40 + 17 + 20] ^= 0x01;
+    vec![
+        ("v2-truncated.lsnap", golden[..100].to_vec()),
+        ("v2-bitflip.lsnap", bit_flip),
+    ]
+}
+
 fn read_all(bytes: &[u8]) -> Result<(SnapshotMeta, Vec<Record>)> {
-    let r = SnapshotReader::open(bytes, &Limits::default())?;
+    read_with_libraries(bytes).map(|(meta, _, records)| (meta, records))
+}
+
+fn read_with_libraries(bytes: &[u8]) -> Result<(SnapshotMeta, Vec<String>, Vec<Record>)> {
+    let mut r = SnapshotReader::open(bytes, &Limits::default())?;
     let meta = *r.meta();
-    Ok((meta, r.collect::<Result<_>>()?))
+    let libraries = r.take_libraries();
+    Ok((meta, libraries, r.collect::<Result<_>>()?))
 }
 
 #[test]
@@ -142,12 +179,59 @@ fn golden_file_is_what_the_writer_writes() {
         for (name, bytes) in variants(&golden) {
             std::fs::write(dir().join(name), bytes).expect("written");
         }
+        std::fs::write(dir().join("v2-basic.lsnap"), golden_v2()).expect("written");
+        for (name, bytes) in variants_v2(&golden_v2()) {
+            std::fs::write(dir().join(name), bytes).expect("written");
+        }
     }
-    let stored = std::fs::read(dir().join("v1-basic.lsnap")).expect("golden file");
+    for (name, golden) in [("v1-basic.lsnap", golden), ("v2-basic.lsnap", golden_v2())] {
+        let stored = std::fs::read(dir().join(name)).expect("golden file");
+        assert!(
+            stored == golden,
+            "{name}: the writer's output changed: a format change needs a new format version"
+        );
+    }
+}
+
+#[test]
+fn golden_v2_file_reads_back_with_its_libraries() {
+    let stored = std::fs::read(dir().join("v2-basic.lsnap")).expect("golden file");
+    assert_eq!(stored[8..12], FORMAT_VERSION.to_le_bytes());
+    let (meta, libraries, records) = read_with_libraries(&stored).expect("reads");
+    assert_eq!(meta, golden_meta());
+    assert_eq!(libraries, golden_libraries());
+    assert!(records == golden_records());
+    // The version 1 file has none.
+    let v1 = std::fs::read(dir().join("v1-basic.lsnap")).expect("golden file");
+    assert!(read_with_libraries(&v1).expect("reads").1.is_empty());
+}
+
+#[test]
+fn corrupt_v2_variants_give_their_errors() {
+    let read = |name: &str| read_all(&std::fs::read(dir().join(name)).expect("variant file"));
+    let r = read("v2-truncated.lsnap");
     assert!(
-        stored == golden,
-        "the writer's output changed: a format change needs a new format version"
+        matches!(r, Err(SnapshotError::Truncated { offset: 100 })),
+        "{r:?}"
     );
+    let r = read("v2-bitflip.lsnap");
+    assert!(
+        matches!(
+            r,
+            Err(SnapshotError::Corrupt {
+                offset: 40,
+                what: "function library section checksum mismatch"
+            })
+        ),
+        "{r:?}"
+    );
+    let golden = std::fs::read(dir().join("v2-basic.lsnap")).expect("golden file");
+    for (name, bytes) in variants_v2(&golden) {
+        assert!(
+            std::fs::read(dir().join(name)).expect("variant") == bytes,
+            "{name}"
+        );
+    }
 }
 
 #[test]
@@ -183,7 +267,7 @@ fn corrupt_variants_give_their_errors() {
     let (_, r) = read("v1-bad-magic.lsnap");
     assert!(matches!(r, Err(SnapshotError::BadMagic)), "{r:?}");
     let (_, r) = read("v1-bad-version.lsnap");
-    assert!(matches!(r, Err(SnapshotError::BadVersion(2))), "{r:?}");
+    assert!(matches!(r, Err(SnapshotError::BadVersion(3))), "{r:?}");
     // The variants are the golden file's, corrupted as their names say.
     let golden = std::fs::read(dir().join("v1-basic.lsnap")).expect("golden file");
     for (name, bytes) in variants(&golden) {

@@ -1,12 +1,17 @@
-//! [`SnapshotReader`]: checks the header, then yields records block by block, checking each
-//! block's checksum before parsing it and the trailer's counts and digest at the end.
+//! [`SnapshotReader`]: checks the header (and reads a version 2 file's function libraries),
+//! then yields records block by block, checking each block's checksum before parsing it and
+//! the trailer's counts and digest at the end.
 
 use std::io::Read;
 
 use larder_engine::Limits;
 
-use super::writer::{META_DEADLINE, META_FLAGS, TAG_BLOCK, TAG_TRAILER};
-use super::{Record, Result, SnapshotError, SnapshotMeta, FORMAT_VERSION, MAGIC};
+use super::writer::{
+    LIBRARIES_HEAD, META_DEADLINE, META_FLAGS, TAG_BLOCK, TAG_LIBRARIES, TAG_TRAILER,
+};
+use super::{
+    Record, Result, SnapshotError, SnapshotMeta, FIRST_FORMAT_VERSION, FORMAT_VERSION, MAGIC,
+};
 use crate::rdb::crc64::crc64;
 use crate::rdb::{read_value, Reader};
 
@@ -17,6 +22,8 @@ pub struct SnapshotReader<R: Read> {
     r: R,
     limits: Limits,
     meta: SnapshotMeta,
+    /// The function libraries' codes (version 2), in file order.
+    libraries: Vec<String>,
     /// Bytes consumed from `r`.
     offset: u64,
     /// The current block's records, the position of the next one in it, and the file
@@ -34,7 +41,8 @@ pub struct SnapshotReader<R: Read> {
 }
 
 impl<R: Read> SnapshotReader<R> {
-    /// Read and check the header. Values are loaded in the encodings `limits` choose.
+    /// Read and check the header, and in a version 2 file the function library section.
+    /// Values are loaded in the encodings `limits` choose.
     pub fn open(r: R, limits: &Limits) -> Result<SnapshotReader<R>> {
         let mut reader = SnapshotReader {
             r,
@@ -44,6 +52,7 @@ impl<R: Read> SnapshotReader<R> {
                 feed_seq: 0,
                 databases: 0,
             },
+            libraries: Vec::new(),
             offset: 0,
             block: Vec::new(),
             pos: 0,
@@ -61,7 +70,7 @@ impl<R: Read> SnapshotReader<R> {
             return Err(SnapshotError::BadMagic);
         }
         let version = le_u32(&header[8..12]);
-        if version != FORMAT_VERSION {
+        if version != FIRST_FORMAT_VERSION && version != FORMAT_VERSION {
             return Err(SnapshotError::BadVersion(version));
         }
         let crc = le_u64(&header[32..40]);
@@ -74,7 +83,56 @@ impl<R: Read> SnapshotReader<R> {
             feed_seq: le_u64(&header[24..32]),
         };
         reader.digest = crc64(0, &crc.to_le_bytes());
+        if version == FORMAT_VERSION {
+            reader.read_libraries()?;
+        }
         Ok(reader)
+    }
+
+    /// The function library section, right after the header.
+    fn read_libraries(&mut self) -> Result<()> {
+        let at = self.offset;
+        let mut head = [0u8; LIBRARIES_HEAD];
+        self.fill(&mut head)?;
+        if head[0] != TAG_LIBRARIES {
+            return Err(corrupt(at, "expected the function library section"));
+        }
+        let len = le_u64(&head[1..9]);
+        let crc = le_u64(&head[9..17]);
+        let mut body = Vec::new();
+        let got = (&mut self.r).take(len).read_to_end(&mut body)?;
+        self.offset += got as u64;
+        if (got as u64) < len {
+            return Err(SnapshotError::Truncated {
+                offset: self.offset,
+            });
+        }
+        if crc64(crc64(0, &head[..9]), &body) != crc {
+            return Err(corrupt(at, "function library section checksum mismatch"));
+        }
+        let start = at + LIBRARIES_HEAD as u64;
+        let mut r = Reader::new(&body);
+        while r.remaining() > 0 {
+            let code_at = start + (body.len() - r.remaining()) as u64;
+            let code = r
+                .string()
+                .map_err(|_| corrupt(code_at, "bad function library code"))?;
+            let code = String::from_utf8(code)
+                .map_err(|_| corrupt(code_at, "function library code is not UTF-8"))?;
+            self.libraries.push(code);
+        }
+        self.digest = crc64(self.digest, &crc.to_le_bytes());
+        Ok(())
+    }
+
+    /// The function libraries' codes (none in a version 1 file).
+    pub fn libraries(&self) -> &[String] {
+        &self.libraries
+    }
+
+    /// The function libraries' codes, taken out of the reader.
+    pub fn take_libraries(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.libraries)
     }
 
     /// The header.

@@ -152,14 +152,21 @@ fn round_trip_every_type_and_encoding_in_16_databases() {
     let want = ["hashtable", "intset", "listpack", "quicklist", "skiplist"];
     assert!(encodings == want.into_iter().collect(), "{encodings:?}");
     let mut seen = 0;
-    let (file, stats) = write_snapshot(&ks, Vec::new(), &limits, true, |_| 77, |n| seen = n)
-        .expect("snapshot written");
+    let (file, stats) = write_snapshot(
+        &ks,
+        Vec::new(),
+        &limits,
+        true,
+        |_| (77, Vec::new()),
+        |n| seen = n,
+    )
+    .expect("snapshot written");
     assert_eq!(stats.keys, before.len() as u64);
     assert_eq!(seen, stats.keys);
     assert_eq!(stats.bytes, file.len() as u64);
     assert_eq!((stats.feed_seq, stats.pre_images), (77, 0));
     let loaded = Keyspace::new(16);
-    let meta = load_snapshot(&file[..], &loaded, &limits, 1000, |_, _| {}).expect("loads");
+    let (meta, _) = load_snapshot(&file[..], &loaded, &limits, 1000, |_, _| {}).expect("loads");
     assert_eq!((meta.feed_seq, meta.databases), (77, 16));
     assert!(contents(&loaded) == before);
     // Loading moved each shard's version counter above what it restored.
@@ -230,8 +237,8 @@ fn expired_entries_are_skipped_on_load_and_missing_databases_are_an_error() {
     put(&ks, 0, b"gone", Ok(b"x"), 500, 0);
     put(&ks, 0, b"kept", Ok(b"x"), 1500, 0);
     put(&ks, 2, b"in-db-2", Ok(b"x"), 0, 0);
-    let (file, _) =
-        write_snapshot(&ks, Vec::new(), &limits, false, |_| 0, |_| {}).expect("written");
+    let (file, _) = write_snapshot(&ks, Vec::new(), &limits, false, |_| (0, Vec::new()), |_| {})
+        .expect("written");
     let loaded = Keyspace::new(3);
     load_snapshot(&file[..], &loaded, &limits, 1000, |_, _| {}).expect("loads");
     let keys: Vec<_> = contents(&loaded).into_keys().collect();
@@ -241,6 +248,107 @@ fn expired_entries_are_skipped_on_load_and_missing_databases_are_an_error() {
         matches!(err, Err(SnapshotError::Database { db: 2, have: 2, .. })),
         "{err:?}"
     );
+}
+
+#[test]
+fn function_libraries_round_trip_as_format_version_2() {
+    let limits = Limits::default();
+    let ks = Keyspace::new(2);
+    put(&ks, 1, b"k", Ok(b"v"), 0, 0);
+    let libraries = vec![
+        "#!lua name=one\nredis.register_function('one', function() return 1 end)".to_string(),
+        format!("#!lua name=big\n-- {}\n", "\u{e9}\u{2713}".repeat(20_000)),
+        String::new(),
+    ];
+    let (file, stats) = write_snapshot(
+        &ks,
+        Vec::new(),
+        &limits,
+        true,
+        |_| (5, libraries.clone()),
+        |_| {},
+    )
+    .expect("written");
+    assert_eq!(file[8..12], FORMAT_VERSION.to_le_bytes());
+    assert_eq!(file[40], b'F');
+    assert_eq!((stats.bytes, stats.keys), (file.len() as u64, 1));
+    let loaded = Keyspace::new(2);
+    let (meta, codes) = load_snapshot(&file[..], &loaded, &limits, 0, |_, _| {}).expect("loads");
+    assert_eq!((meta.feed_seq, codes), (5, libraries.clone()));
+    assert!(contents(&loaded) == contents(&ks));
+    // No library: version 1, which older readers read.
+    let (file, _) = write_snapshot(&ks, Vec::new(), &limits, true, |_| (5, Vec::new()), |_| {})
+        .expect("written");
+    assert_eq!(file[8..12], FIRST_FORMAT_VERSION.to_le_bytes());
+    let (_, codes) =
+        load_snapshot(&file[..], &Keyspace::new(2), &limits, 0, |_, _| {}).expect("loads");
+    assert!(codes.is_empty());
+}
+
+#[test]
+fn a_damaged_library_section_is_reported_where_it_is() {
+    let limits = Limits::default();
+    let meta = SnapshotMeta {
+        created_ms: 0,
+        feed_seq: 0,
+        databases: 1,
+    };
+    let codes = vec!["#!lua name=a\n".to_string(), "#!lua name=b\n".to_string()];
+    let w = SnapshotWriter::with_libraries(Vec::new(), &meta, &limits, &codes).expect("header");
+    let (file, _) = w.finish().expect("trailer");
+    let read = |bytes: &[u8]| {
+        let mut r = SnapshotReader::open(bytes, &limits)?;
+        let codes = r.take_libraries();
+        r.collect::<Result<Vec<_>>>()
+            .map(|recs| (codes, recs.len()))
+    };
+    assert_eq!(read(&file).expect("reads"), (codes, 0));
+    // Every cut is truncation, at the end of the bytes.
+    for cut in 40..file.len() {
+        let r = read(&file[..cut]);
+        assert!(
+            matches!(r, Err(SnapshotError::Truncated { offset }) if offset == cut as u64),
+            "cut at {cut}: {r:?}"
+        );
+    }
+    // A flipped bit in the codes: the section's checksum.
+    let mut bad = file.clone();
+    bad[40 + 17 + 3] ^= 4;
+    let r = read(&bad);
+    assert!(
+        matches!(r, Err(SnapshotError::Corrupt { offset: 40, what }) if what.contains("checksum")),
+        "{r:?}"
+    );
+    // A version 2 header without the section.
+    let mut bad = file[..40].to_vec();
+    bad.extend_from_slice(&file[file.len() - 25..]);
+    let r = read(&bad);
+    assert!(
+        matches!(r, Err(SnapshotError::Corrupt { offset: 40, .. })),
+        "{r:?}"
+    );
+    // Codes that are not UTF-8 or do not parse, with a right checksum.
+    for (body, at, what) in [
+        (
+            &[2, b'a', 0xff][..],
+            57,
+            "function library code is not UTF-8",
+        ),
+        (&[1, b'a', 5, b'b'][..], 59, "bad function library code"),
+    ] {
+        let mut section = vec![b'F'];
+        section.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        let crc = rdb::crc64::crc64(rdb::crc64::crc64(0, &section), body);
+        section.extend_from_slice(&crc.to_le_bytes());
+        section.extend_from_slice(body);
+        let mut bad = file[..40].to_vec();
+        bad.extend_from_slice(&section);
+        let r = read(&bad);
+        assert!(
+            matches!(r, Err(SnapshotError::Corrupt { offset, what: w }) if offset == at && w == what),
+            "{r:?}"
+        );
+    }
 }
 
 #[test]
@@ -293,13 +401,21 @@ fn a_failed_write_ends_the_capture_with_the_error() {
     let limits = Limits::default();
     let ks = Keyspace::new(2);
     fill_all_types(&ks, &limits);
-    let (file, _) = write_snapshot(&ks, Vec::new(), &limits, true, |_| 0, |_| {}).expect("written");
+    let (file, _) = write_snapshot(&ks, Vec::new(), &limits, true, |_| (0, Vec::new()), |_| {})
+        .expect("written");
     for room in [0, 39, 100, file.len() / 2, file.len() - 1] {
-        let r = write_snapshot(&ks, Full { room }, &limits, false, |_| 0, |_| {});
+        let r = write_snapshot(
+            &ks,
+            Full { room },
+            &limits,
+            false,
+            |_| (0, Vec::new()),
+            |_| {},
+        );
         assert!(matches!(r, Err(SnapshotError::Io(_))), "{room}");
     }
     // The failed captures ended: another may run.
-    assert!(write_snapshot(&ks, Vec::new(), &limits, true, |_| 0, |_| {}).is_ok());
+    assert!(write_snapshot(&ks, Vec::new(), &limits, true, |_| (0, Vec::new()), |_| {}).is_ok());
 }
 
 #[test]
@@ -310,7 +426,14 @@ fn a_second_snapshot_while_one_runs_is_refused() {
     }
     let ks = Keyspace::new(1);
     let _running = ks.begin_capture(Arc::new(Nothing), |_| {}).expect("first");
-    let r = write_snapshot(&ks, Vec::new(), &Limits::default(), false, |_| 0, |_| {});
+    let r = write_snapshot(
+        &ks,
+        Vec::new(),
+        &Limits::default(),
+        false,
+        |_| (0, Vec::new()),
+        |_| {},
+    );
     assert!(matches!(r, Err(SnapshotError::Busy)));
 }
 
@@ -373,7 +496,7 @@ fn a_snapshot_during_heavy_writes_is_the_keyspace_at_the_point() {
                 true,
                 |g| {
                     at_point = contents_of(g);
-                    round
+                    (round, Vec::new())
                 },
                 |_| std::thread::yield_now(),
             );
@@ -426,8 +549,8 @@ fn mutated_files_never_panic() {
     let limits = Limits::default();
     let ks = Keyspace::new(2);
     fill_all_types(&ks, &limits);
-    let (file, _) =
-        write_snapshot(&ks, Vec::new(), &limits, false, |_| 0, |_| {}).expect("written");
+    let (file, _) = write_snapshot(&ks, Vec::new(), &limits, false, |_| (0, Vec::new()), |_| {})
+        .expect("written");
     let small = super::golden_tests::golden_v1();
     let mut rng = Rng(0x5eed);
     for i in 0..20_000 {

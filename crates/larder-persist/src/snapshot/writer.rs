@@ -4,7 +4,7 @@ use std::io::Write;
 
 use larder_engine::{Entry, Limits};
 
-use super::{Result, SnapshotError, SnapshotMeta, FORMAT_VERSION, MAGIC};
+use super::{Result, SnapshotError, SnapshotMeta, FIRST_FORMAT_VERSION, FORMAT_VERSION, MAGIC};
 use crate::rdb::crc64::crc64;
 use crate::rdb::length::{put_len, put_string};
 use crate::rdb::{write_value, ValueRef};
@@ -13,8 +13,11 @@ use crate::rdb::{write_value, ValueRef};
 /// makes a block of its own).
 pub(super) const BLOCK_TARGET: usize = 64 * 1024;
 
-/// Block and trailer tags.
+/// Function-library section, block and trailer tags.
+pub(super) const TAG_LIBRARIES: u8 = b'F';
 pub(super) const TAG_BLOCK: u8 = b'B';
+/// The library section's head: tag, length, checksum.
+pub(super) const LIBRARIES_HEAD: usize = 17;
 pub(super) const TAG_TRAILER: u8 = b'T';
 
 /// Record meta bits: a deadline follows, flags follow.
@@ -105,19 +108,60 @@ fn encode_record(b: &mut Vec<u8>, r: &Record<'_>, limits: &Limits) -> Result<()>
     Ok(())
 }
 
+/// The library section: its 17-byte head (tag, length, checksum), then each code as an RDB
+/// string (a length and the bytes).
+fn libraries_section(libraries: &[String]) -> Vec<u8> {
+    let mut section = vec![0u8; LIBRARIES_HEAD];
+    for code in libraries {
+        put_len(&mut section, code.len() as u64);
+        section.extend_from_slice(code.as_bytes());
+    }
+    section[0] = TAG_LIBRARIES;
+    let len = (section.len() - LIBRARIES_HEAD) as u64;
+    section[1..9].copy_from_slice(&len.to_le_bytes());
+    let crc = crc64(crc64(0, &section[..9]), &section[LIBRARIES_HEAD..]);
+    section[9..17].copy_from_slice(&crc.to_le_bytes());
+    section
+}
+
 impl<W: Write> SnapshotWriter<W> {
-    /// Write the header for `meta`; `limits` gives the list node size values are cut at (as
-    /// DUMP's).
-    pub fn new(mut out: W, meta: &SnapshotMeta, limits: &Limits) -> Result<SnapshotWriter<W>> {
+    /// Write the header for `meta` (format version 1: no function libraries); `limits`
+    /// gives the list node size values are cut at (as DUMP's).
+    pub fn new(out: W, meta: &SnapshotMeta, limits: &Limits) -> Result<SnapshotWriter<W>> {
+        SnapshotWriter::with_libraries(out, meta, limits, &[])
+    }
+
+    /// Write the header for `meta` and the function libraries' codes `libraries`: format
+    /// version 2 with its library section, or version 1 when there is no library (a file
+    /// every reader reads).
+    pub fn with_libraries(
+        mut out: W,
+        meta: &SnapshotMeta,
+        limits: &Limits,
+        libraries: &[String],
+    ) -> Result<SnapshotWriter<W>> {
+        let version = if libraries.is_empty() {
+            FIRST_FORMAT_VERSION
+        } else {
+            FORMAT_VERSION
+        };
         let mut header = Vec::with_capacity(40);
         header.extend_from_slice(MAGIC);
-        header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        header.extend_from_slice(&version.to_le_bytes());
         header.extend_from_slice(&meta.databases.to_le_bytes());
         header.extend_from_slice(&meta.created_ms.to_le_bytes());
         header.extend_from_slice(&meta.feed_seq.to_le_bytes());
         let crc = crc64(0, &header);
         header.extend_from_slice(&crc.to_le_bytes());
         out.write_all(&header)?;
+        let mut digest = crc64(0, &crc.to_le_bytes());
+        let mut bytes = header.len() as u64;
+        if !libraries.is_empty() {
+            let section = libraries_section(libraries);
+            out.write_all(&section)?;
+            digest = crc64(digest, &section[9..LIBRARIES_HEAD]);
+            bytes += section.len() as u64;
+        }
         Ok(SnapshotWriter {
             out,
             limits: *limits,
@@ -125,8 +169,8 @@ impl<W: Write> SnapshotWriter<W> {
             block_records: 0,
             entries: 0,
             blocks: 0,
-            digest: crc64(0, &crc.to_le_bytes()),
-            bytes: header.len() as u64,
+            digest,
+            bytes,
         })
     }
 

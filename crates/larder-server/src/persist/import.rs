@@ -9,13 +9,15 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use larder_commands::config::Config;
+use larder_commands::script::Restore;
 use larder_commands::Server;
 use larder_persist::rdb::file::{load_rdb, RdbStats};
 
 use super::dir::DataDir;
 use super::recover::Progress;
 
-/// Load the RDB file at `path` into `server`'s (empty) keyspace, with progress lines.
+/// Load the RDB file at `path` into `server`'s (empty) keyspace and its function libraries
+/// into the registry, with progress lines.
 pub fn load(server: &Server, path: &Path) -> anyhow::Result<RdbStats> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let total = file.metadata().map_or(0, |m| m.len());
@@ -31,9 +33,12 @@ pub fn load(server: &Server, path: &Path) -> anyhow::Result<RdbStats> {
         },
     )
     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let libraries = stats.functions.clone();
+    super::snapshot::restore_libraries(server, libraries, Restore::Replace, path)?;
     tracing::info!(
         file = %path.display(),
         keys = stats.keys,
+        libraries = stats.functions.len(),
         expired_skipped = stats.expired_skipped,
         rdb_version = stats.version,
         "Redis RDB file loaded"

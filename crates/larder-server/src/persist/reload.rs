@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use larder_commands::persistence::HeldShards;
+use larder_commands::script::Restore;
 use larder_commands::Server;
 use larder_engine::{Db, RestoreValue, SHARDS_PER_DB};
 use larder_persist::rdb::Value;
@@ -18,8 +19,9 @@ use larder_persist::snapshot::{SnapshotMeta, SnapshotReader, SnapshotWriter};
 use super::dir::DataDir;
 use super::log::Log;
 
-/// DEBUG RELOAD: a snapshot of the held shards at the feed's current point (the log restarts
-/// there), then every shard emptied and refilled from the file.
+/// DEBUG RELOAD: a snapshot of the held shards and the function libraries at the feed's
+/// current point (the log restarts there), then every shard emptied and refilled from the
+/// file, and the libraries restored from it.
 pub fn reload(
     server: &Server,
     dir: &DataDir,
@@ -35,8 +37,10 @@ pub fn reload(
         databases: server.keyspace.db_count() as u32,
     };
     let file = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let mut writer = SnapshotWriter::new(BufWriter::new(file), &meta, &limits)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let libraries = server.scripts.library_codes();
+    let mut writer =
+        SnapshotWriter::with_libraries(BufWriter::new(file), &meta, &limits, &libraries)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut error = None;
     for db in 0..server.keyspace.db_count() {
         for s in 0..SHARDS_PER_DB {
@@ -72,6 +76,8 @@ pub fn reload(
         &limits,
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let libraries = reader.take_libraries();
+    super::snapshot::restore_libraries(server, libraries, Restore::Replace, &path)?;
     let now_ms = larder_engine::now_ms();
     let mut keys = 0;
     for record in reader.by_ref() {
@@ -98,7 +104,8 @@ pub fn reload(
 }
 
 /// DEBUG LOADAOF: the log brought to the file, the data directory loaded into a scratch
-/// server (snapshot, then log, as at start), and its contents moved into the held shards.
+/// server (snapshot, then log, as at start), and its contents moved into the held shards;
+/// its function libraries replace the server's (Redis empties them with the data).
 pub fn loadaof(
     server: &Server,
     dir: &DataDir,
@@ -119,6 +126,8 @@ pub fn loadaof(
         after = at;
     }
     super::recover::replay_logs(&scratch, dir, &logs, after, 0, |_, _| {})?;
+    let libraries = scratch.scripts.library_codes();
+    super::snapshot::restore_libraries(server, libraries, Restore::Flush, dir.path())?;
     empty(server, shards);
     let now_ms = larder_engine::now_ms();
     let mut keys = 0;

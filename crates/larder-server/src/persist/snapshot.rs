@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use larder_commands::config::Param;
+use larder_commands::script::Restore;
 use larder_commands::Server;
 use larder_persist::snapshot::{self, SnapshotReader, SnapshotStats};
 
@@ -77,7 +78,8 @@ fn write(
             if let Some(log) = log {
                 log.rotate(seq);
             }
-            seq
+            // Read while every shard is held, as the keys' point is taken.
+            (seq, server.scripts.library_codes())
         },
         progress,
     )
@@ -106,8 +108,8 @@ fn remove_replaced(dir: &DataDir, seq: u64, log_at: Option<u64>) {
     let _ = dir.sync();
 }
 
-/// Load snapshot `path` into `server`'s keyspace. Returns (keys loaded, keys skipped as
-/// expired, the snapshot's feed sequence).
+/// Load snapshot `path` into `server`'s keyspace, and its function libraries into the
+/// registry. Returns (keys loaded, keys skipped as expired, the snapshot's feed sequence).
 pub fn load(
     server: &Server,
     path: &Path,
@@ -116,7 +118,7 @@ pub fn load(
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let limits = larder_commands::config::limits(&server.config);
     let mut loaded = 0;
-    let meta = snapshot::load_snapshot(
+    let (meta, libraries) = snapshot::load_snapshot(
         BufReader::with_capacity(WRITE_BUFFER, file),
         &server.keyspace,
         &limits,
@@ -127,10 +129,30 @@ pub fn load(
         },
     )
     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    restore_libraries(server, libraries, Restore::Replace, path)?;
     let keys = (0..server.keyspace.db_count())
         .map(|d| server.keyspace.db(d).len() as u64)
         .sum::<u64>();
     Ok((keys, loaded.saturating_sub(keys), meta.feed_seq))
+}
+
+/// Hand the function libraries read from `path` to `server`'s registry with `policy`; a
+/// library that does not load stops the load, as it stops Redis's.
+pub fn restore_libraries(
+    server: &Server,
+    codes: Vec<String>,
+    policy: Restore,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let n = codes.len();
+    server
+        .scripts
+        .restore_libraries(server, codes, policy)
+        .map_err(|e| anyhow::anyhow!("{}: loading its function libraries: {e}", path.display()))?;
+    if n > 0 {
+        tracing::info!(file = %path.display(), libraries = n, "function libraries loaded");
+    }
+    Ok(())
 }
 
 /// Read a snapshot through without loading it: its summary, or what is wrong.
@@ -140,13 +162,17 @@ pub fn check(path: &Path) -> anyhow::Result<String> {
     let mut reader =
         SnapshotReader::open(BufReader::new(file), &limits).map_err(|e| anyhow::anyhow!("{e}"))?;
     let meta = *reader.meta();
+    let libraries = match reader.libraries().len() {
+        0 => String::new(),
+        n => format!(" and {n} function libraries"),
+    };
     let mut keys = 0u64;
     for record in reader.by_ref() {
         record.map_err(|e| anyhow::anyhow!("{e}"))?;
         keys += 1;
     }
     Ok(format!(
-        "{keys} keys in {} databases, consistent at sequence {}",
+        "{keys} keys{libraries} in {} databases, consistent at sequence {}",
         meta.databases, meta.feed_seq
     ))
 }

@@ -17,6 +17,9 @@ pub struct RdbStats {
     pub version: u16,
     /// The file's AUX fields (name, value), in file order.
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The function libraries' codes, in file order (not loaded: the caller's registry
+    /// compiles them).
+    pub functions: Vec<String>,
     /// Keys inserted.
     pub keys: u64,
     /// Keys whose deadline had passed, not inserted (as a Redis master loads a file).
@@ -64,6 +67,7 @@ pub fn load_rdb<R: Read>(
     stats.bytes = reader.offset();
     stats.empty_skipped = reader.empty_skipped();
     stats.aux = reader.aux().to_vec();
+    stats.functions = reader.functions().to_vec();
     progress(stats.keys, stats.bytes);
     Ok(stats)
 }

@@ -222,7 +222,7 @@ fn golden_empty_file_has_no_keys() {
 }
 
 #[test]
-fn streams_load_and_functions_are_refused_by_name() {
+fn streams_load_and_functions_are_read_as_codes() {
     let bytes = golden("stream.rdb");
     let (_, items) = read_all(&bytes, Limits::default()).expect("reads");
     let keys: Vec<&[u8]> = items.iter().map(|i| &i.key[..]).collect();
@@ -236,22 +236,30 @@ fn streams_load_and_functions_are_refused_by_name() {
     assert_eq!(fields.collect::<Vec<_>>(), [(&b"f"[..], &b"v"[..])]);
     assert!(entries.next().is_none());
 
+    // Function libraries come back as their codes, with the keys after them.
     let bytes = golden("function.rdb");
-    let err = read_all(&bytes, Limits::default())
-        .err()
-        .expect("functions");
-    assert!(
-        matches!(
-            err.kind,
-            ErrorKind::Unsupported {
-                code: OPCODE_FUNCTION2,
-                key: None,
-                ..
-            }
-        ),
-        "{err}"
+    let (reader, items) = read_all(&bytes, Limits::default()).expect("reads");
+    assert_eq!(
+        reader.functions(),
+        ["#!lua name=mylib\nredis.register_function('myfunc', function(keys, args) return 1 end)"]
     );
-    assert_eq!(bytes[err.offset as usize], OPCODE_FUNCTION2);
+    assert_eq!(items.len(), 1);
+    // 7.0's release candidates stored name, engine, description and code apart.
+    let f = file(
+        "0010",
+        b"\xf6\x03lib\x03LUA\x01\x04desc\x06return\xf6\x01m\x03LUA\x00\x01x\x00\x01k\x01v",
+    );
+    let (reader, items) = read_all(&f, Limits::default()).expect("pre-GA functions");
+    assert_eq!(
+        reader.functions(),
+        ["#!LUA name=lib\nreturn", "#!LUA name=m\nx"]
+    );
+    assert_eq!(items.len(), 1);
+    let e = first_error(&file("0010", b"\xf5\x02\xff\xfe"));
+    assert!(
+        matches!(e.kind, ErrorKind::BadData(_)) && e.offset == 9,
+        "{e}"
+    );
 }
 
 fn lookup(ks: &Keyspace, db: usize, key: &[u8]) -> Option<(Value, Option<u64>)> {
