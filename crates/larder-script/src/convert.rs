@@ -307,6 +307,22 @@ fn number_to_int(n: f64) -> i64 {
     }
 }
 
+/// Redis's `addReplyDouble` (`%.17g`), whose NaN keeps its sign ("-nan" for Lua's 0/0).
+fn double_reply(d: f64, out: &mut ReplyBuf) {
+    if !d.is_nan() {
+        return out.score(d);
+    }
+    let text = format_g(d, 17);
+    match out.proto {
+        Protocol::Resp2 => out.bulk(text.as_bytes()),
+        Protocol::Resp3 => {
+            out.raw(b",");
+            out.raw(text.as_bytes());
+            out.raw(b"\r\n");
+        }
+    }
+}
+
 fn table_to_reply(
     t: Table,
     slot: usize,
@@ -321,8 +337,13 @@ fn table_to_reply(
         out.simple(&ok.to_string_lossy());
         return Ok(());
     }
-    if let Value::Number(d) = t.raw_get::<Value>("double")? {
-        out.score(d);
+    let double = match t.raw_get::<Value>("double")? {
+        Value::Number(d) => Some(d),
+        Value::Integer(n) => Some(n as f64),
+        _ => None,
+    };
+    if let Some(d) = double {
+        double_reply(d, out);
         return Ok(());
     }
     if let Value::String(digits) = t.raw_get::<Value>("big_number")? {

@@ -10,10 +10,11 @@
 //! exist raises "Script attempted to access nonexistent global variable". Precompiled chunks
 //! are never loaded.
 //!
-//! The `redis` table's functions that reach the host go through per-run functions kept in a
-//! private table ([`Sandbox::slot`]) that no script can reach, which `vm` fills for each run.
+//! The `redis` table's functions that reach the host go through the run's host function
+//! ([`Sandbox::host`], see [`call`]), which no script can reach and `vm` fills for each run.
 
 mod api;
+pub mod call;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -22,6 +23,7 @@ use larder_resp::Protocol;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 
 pub use api::{find_raise, VERSION};
+use call::{Exchange, HostSlot};
 
 /// The globals a script sees, as Redis 7.0.15 has them (besides KEYS and ARGV, which each
 /// EVAL run sets).
@@ -91,6 +93,8 @@ pub struct RunState {
     pub registered: Option<Vec<(crate::vm::FunctionMeta, Function)>>,
     /// Redis's `redisLrand48` state for math.random.
     pub rand48: [u32; 3],
+    /// What the `redis` functions hand the host and get back.
+    pub exchange: Exchange,
 }
 
 impl Default for RunState {
@@ -102,6 +106,7 @@ impl Default for RunState {
             abort_place: None,
             registered: None,
             rand48: api::RAND48_SEED,
+            exchange: Exchange::default(),
         }
     }
 }
@@ -122,11 +127,12 @@ pub struct Sandbox {
     pub globals_meta: Option<Table>,
     /// Functions only: the globals a loading library sees.
     pub library_api: Option<Table>,
-    /// The private table of per-run functions (`call`, `ctl`).
-    pub slot: Table,
+    /// The run's host function (see [`call`]); `None` outside a run.
+    pub host: HostSlot,
     /// Redis's `__redis__err__handler`.
     pub handler: Function,
-    /// Runs `f` (with `keys, args` for functions) under the handler: `(ok, result)`.
+    /// `runner(f, handler, keys, args)`: runs `f` under the handler with KEYS and ARGV set
+    /// (EVAL) or with `keys, args` as its arguments (functions): `(ok, result)`.
     pub runner: Function,
     /// Lua's own pcall of a function without arguments: `(ok, result or error)`.
     plain: Function,
@@ -148,8 +154,8 @@ impl Sandbox {
         globals.raw_set("__readonlytable", Value::Nil)?;
         crate::libs::install(&lua)?;
 
-        let slot = lua.create_table()?;
-        let internal = api::install(&lua, &globals, &slot, &shared, flavor)?;
+        let host = HostSlot::default();
+        let internal = api::install(&lua, &globals, &shared, &host, &readonly, flavor)?;
 
         // Exactly Redis's globals.
         let present: Vec<Value> = globals
@@ -161,6 +167,11 @@ impl Sandbox {
             if !keep {
                 globals.raw_set(k, Value::Nil)?;
             }
+        }
+        if flavor == Flavor::Eval {
+            // Present from the start, so that setting them for a run never allocates.
+            globals.raw_set("KEYS", lua.create_table()?)?;
+            globals.raw_set("ARGV", lua.create_table()?)?;
         }
         globals.set_metatable(Some(internal.error_meta.clone()))?;
 
@@ -186,6 +197,7 @@ impl Sandbox {
             lua.set_globals(visible)?;
             globals_meta = Some(meta);
         }
+        call::install_tick_hook(&lua, &shared, &host)?;
         if memory_limit_bytes > 0 {
             lua.set_memory_limit(memory_limit_bytes)?;
         }
@@ -196,7 +208,7 @@ impl Sandbox {
             globals,
             globals_meta,
             library_api,
-            slot,
+            host,
             handler: internal.handler,
             runner: internal.runner,
             plain: internal.plain,
@@ -218,12 +230,35 @@ impl Sandbox {
 }
 
 impl Sandbox {
+    /// Puts back the count hook every run has (after a library load or an aborted run
+    /// replaced it).
+    pub fn install_tick_hook(&self) -> mlua::Result<()> {
+        call::install_tick_hook(&self.lua, &self.shared, &self.host)
+    }
+
     /// A full garbage collection. The cap is lifted meanwhile: at the cap, the collector
     /// itself could not start, and the garbage would stay.
     pub fn collect_garbage(&self) {
-        let _ = self.lua.set_memory_limit(0);
+        self.lift_cap();
         let _ = self.lua.gc_collect();
-        let _ = self.lua.set_memory_limit(self.memory_limit_bytes);
+        self.restore_cap();
+    }
+
+    /// Lifts the memory cap for Rust-side work that allocates a bounded amount (a run's
+    /// arguments, its host function, converting its result): under a cap mlua makes every
+    /// allocation a protected call, without one it need not, as no allocation can fail.
+    /// Scripts run only under the cap ([`Sandbox::restore_cap`]).
+    pub fn lift_cap(&self) {
+        if self.memory_limit_bytes > 0 {
+            let _ = self.lua.set_memory_limit(0);
+        }
+    }
+
+    /// Puts the memory cap back.
+    pub fn restore_cap(&self) {
+        if self.memory_limit_bytes > 0 {
+            let _ = self.lua.set_memory_limit(self.memory_limit_bytes);
+        }
     }
 
     /// Calls `f` without arguments under Lua's own pcall: `(true, result)` or

@@ -67,7 +67,6 @@ pub struct Vm {
     func: Sandbox,
     scripts: HashMap<String, Function>,
     functions: HashMap<String, Loaded>,
-    run: run::Reuse,
 }
 
 impl Vm {
@@ -81,7 +80,6 @@ impl Vm {
             func: Sandbox::new(Flavor::Function, opts.memory_limit_bytes)?,
             scripts: HashMap::new(),
             functions: HashMap::new(),
-            run: run::Reuse::default(),
         })
     }
 
@@ -139,16 +137,7 @@ impl Vm {
             out.error("NOSCRIPT No matching script. Please use EVAL.");
             return Ok(());
         };
-        run::run(
-            &self.eval,
-            &mut self.run,
-            f,
-            Origin::Eval { sha },
-            keys,
-            args,
-            host,
-            out,
-        )
+        run::run(&self.eval, f, Origin::Eval { sha }, keys, args, host, out)
     }
 
     /// Load one library's code (shebang line included, already checked by the lead) into
@@ -210,16 +199,7 @@ impl Vm {
             return Ok(());
         };
         let origin = Origin::Function { name };
-        run::run(
-            &self.func,
-            &mut self.run,
-            &loaded.callback,
-            origin,
-            keys,
-            args,
-            host,
-            out,
-        )
+        run::run(&self.func, &loaded.callback, origin, keys, args, host, out)
     }
 
     /// Bytes both interpreters use (INFO used_memory_lua / used_memory_vm_functions).
@@ -273,7 +253,7 @@ fn load_top_level(sb: &Sandbox, api: &Table, f: Function) -> Result<(), String> 
         },
     );
     let result = hook.and_then(|()| sb.plain_call(&f));
-    sb.lua.remove_hook();
+    let hook_back = sb.install_tick_hook();
     let restored = sb.globals_read_through(&sb.globals);
     if timed_out.get() {
         // The error may have been raised again on its way out of the pcall.
@@ -283,7 +263,7 @@ fn load_top_level(sb: &Sandbox, api: &Table, f: Function) -> Result<(), String> 
         )));
     }
     let (ok, err) = result.map_err(fail)?;
-    restored.map_err(fail)?;
+    restored.and(hook_back).map_err(fail)?;
     if ok {
         return Ok(());
     }
@@ -319,3 +299,7 @@ fn load_error_text(lua: &Lua, err: Value) -> String {
 #[cfg(test)]
 #[path = "vm/tests.rs"]
 pub(crate) mod tests;
+
+#[cfg(test)]
+#[path = "vm/run_tests.rs"]
+mod run_tests;

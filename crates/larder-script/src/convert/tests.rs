@@ -139,6 +139,10 @@ fn lua_scalars_to_replies() {
     assert_eq!(all("3.99"), [":3\r\n", ":3\r\n", ":3\r\n"]);
     assert_eq!(all("-3.99"), [":-3\r\n", ":-3\r\n", ":-3\r\n"]);
     assert_eq!(all("true"), [":1\r\n", ":1\r\n", "#t\r\n"]);
+    // Out of i64's range, C's cast on x86-64 gives i64::MIN (as redis-server 7.0.15).
+    for n in ["1e20", "-1e20", "1/0", "-1/0", "0/0", "2^63"] {
+        assert_eq!(all(n)[0], ":-9223372036854775808\r\n", "{n}");
+    }
     assert_eq!(all("false"), ["$-1\r\n", ":0\r\n", "#f\r\n"]);
     assert_eq!(all("nil"), ["$-1\r\n", "$-1\r\n", "_\r\n"]);
     assert_eq!(all("print"), ["$-1\r\n", "$-1\r\n", "_\r\n"]);
@@ -160,6 +164,14 @@ fn lua_tables_to_replies() {
     );
     assert_eq!(all("{double=0.1}")[2], ",0.10000000000000001\r\n");
     assert_eq!(all("{double='x'}")[0], "*0\r\n");
+    // Integral doubles too (answers from redis-server 7.0.15).
+    assert_eq!(
+        all("{double=-2}"),
+        ["$2\r\n-2\r\n", "$2\r\n-2\r\n", ",-2\r\n"]
+    );
+    assert_eq!(all("{double=-1/0}")[2], ",-inf\r\n");
+    assert_eq!(all("{double=0/0}")[2], ",-nan\r\n");
+    assert_eq!(all("{double=-(0/0)}")[1], "$3\r\nnan\r\n");
     assert_eq!(
         all("{map={a=1}}"),
         [

@@ -5,6 +5,7 @@ use larder_resp::Protocol;
 use mlua::{Function, Lua, MultiValue, Table, Value, Variadic};
 use sha1::{Digest, Sha1};
 
+use super::call::{call_function, log_function, set_repl_function, HostSlot, REPL_ALL};
 use super::{Flavor, Shared, INTERNAL_CHUNK};
 use crate::convert::{error_table, format_g};
 use crate::errors::{self, error_table_text};
@@ -16,14 +17,11 @@ pub const VERSION: (&str, u32) = ("7.0.15", 0x07_00_0f);
 /// `redisLrand48`'s initial state (`X0`, `X1`, `X2` in Redis's `rand.c`).
 pub const RAND48_SEED: [u32; 3] = [0x330E, 0xABCD, 0x1234];
 
-/// Redis's `PROPAGATE_AOF | PROPAGATE_REPL`.
-const REPL_ALL: u8 = 3;
-
 /// The Lua half of the API: wrappers that raise what the Rust half returns, Redis's
 /// `pcall`, the protected-table `__index` and the runner.
 const PRELUDE: &str = r#"
-local unwrap = ...
-local type, rawpcall, xpcall = type, pcall, xpcall
+local unwrap, readonly, G = ...
+local type, rawset, rawpcall, rawxpcall, rawresume = type, rawset, pcall, xpcall, coroutine.resume
 local function pcall_result(ok, ...)
   if ok then return true, ... end
   local e = ...
@@ -35,8 +33,21 @@ local function pcall_result(ok, ...)
   end
   return false, e
 end
+local function resume_result(ok, ...)
+  if ok then return true, ... end
+  local e = ...
+  if type(e) == 'userdata' then e = unwrap(e) end
+  return false, e
+end
 local api = {}
 function api.pcall(f, ...) return pcall_result(rawpcall(f, ...)) end
+function api.xpcall(f, h)
+  return rawxpcall(f, function(e)
+    if type(e) == 'userdata' then e = unwrap(e) end
+    return h(e)
+  end)
+end
+function api.resume(co, ...) return resume_result(rawresume(co, ...)) end
 function api.protected_index(t, k)
   local kt = type(k)
   if kt ~= 'string' and kt ~= 'number' then
@@ -44,9 +55,22 @@ function api.protected_index(t, k)
   end
   error("Script attempted to access nonexistent global variable '" .. k .. "'", 2)
 end
-function api.runner(f, h, k, a)
-  if k then return xpcall(function() return f(k, a) end, h) end
-  return xpcall(f, h)
+-- An error before xpcall (the host ending the run, memory) reaches the caller, which
+-- makes the globals read-only again.
+function api.eval_runner(f, h, k, a)
+  readonly(G, false)
+  rawset(G, 'KEYS', k)
+  rawset(G, 'ARGV', a)
+  readonly(G, true)
+  return rawxpcall(f, h)
+end
+local F, K, A
+local function call_with_args() return F(K, A) end
+function api.function_runner(f, h, k, a)
+  F, K, A = f, k, a
+  local ok, r = rawxpcall(call_with_args, h)
+  F, K, A = nil, nil, nil
+  return ok, r
 end
 function api.plain(f) return rawpcall(f) end
 api.string_meta = getmetatable('')
@@ -116,6 +140,22 @@ pub fn find_raise(e: &mlua::Error) -> Option<&Raise> {
     }
 }
 
+/// The Lua value Redis's C code would have raised where a Rust function raised `err`: the
+/// error table of a [`Raise`] (Lua's own string for a positioned one), or the string a
+/// library raised ([`crate::libs::raised_text`]); `None` for any other error.
+pub fn lua_error_value(lua: &Lua, err: &mlua::Error) -> mlua::Result<Option<Value>> {
+    if let Some(r) = find_raise(err) {
+        if r.positioned {
+            return Ok(Some(Value::String(lua.create_string(&r.text)?)));
+        }
+        return Ok(Some(Value::Table(raise_table(lua, r)?)));
+    }
+    match crate::libs::raised_text(err) {
+        Some(text) => Ok(Some(Value::String(lua.create_string(text)?))),
+        None => Ok(None),
+    }
+}
+
 /// The table Redis raises for `r`.
 pub fn raise_table(lua: &Lua, r: &Raise) -> mlua::Result<Table> {
     let t = error_table(lua, &r.text)?;
@@ -136,7 +176,7 @@ pub fn to_lua_bytes(v: &Value) -> Option<Vec<u8>> {
 }
 
 /// Lua's `lua_tonumber`: numbers, and strings that read as numbers; 0 otherwise.
-fn to_number(v: &Value) -> Option<f64> {
+pub(super) fn to_number(v: &Value) -> Option<f64> {
     match v {
         Value::Number(n) => Some(*n),
         Value::Integer(n) => Some(*n as f64),
@@ -158,33 +198,32 @@ fn to_number(v: &Value) -> Option<f64> {
 pub fn install(
     lua: &Lua,
     globals: &Table,
-    slot: &Table,
     shared: &Shared,
+    host: &HostSlot,
+    readonly: &Function,
     flavor: Flavor,
 ) -> mlua::Result<Internal> {
-    // Redis's pcall shows a raised error table as its `err` text.
+    // What Lua code sees of an error a Rust function raised: Redis's error table, or the
+    // string a library raised.
     let unwrap = lua.create_function(|lua, e: Value| match &e {
-        Value::Error(err) => match find_raise(err) {
-            Some(r) => Ok(Value::String(lua.create_string(&r.text)?)),
-            None => Ok(e),
-        },
+        Value::Error(err) => lua_error_value(lua, err).map(|v| v.unwrap_or(e)),
         _ => Ok(e),
     })?;
-    let prelude: Table = lua.load(PRELUDE).set_name(INTERNAL_CHUNK).call(unwrap)?;
-
-    // Outside a run `ctl` (log, set_repl) does nothing; redis.call raises before using it.
-    slot.raw_set("ctl", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    let prelude: Table = lua
+        .load(PRELUDE)
+        .set_name(INTERNAL_CHUNK)
+        .call((unwrap, readonly, globals))?;
 
     let redis = lua.create_table()?;
     redis.raw_set(
         "call",
-        call_function(lua, slot.clone(), shared.clone(), true)?,
+        call_function(lua, shared.clone(), host.clone(), true)?,
     )?;
     redis.raw_set(
         "pcall",
-        call_function(lua, slot.clone(), shared.clone(), false)?,
+        call_function(lua, shared.clone(), host.clone(), false)?,
     )?;
-    let log = log_function(lua, slot.clone())?;
+    let log = log_function(lua, shared.clone(), host.clone())?;
     add_log_and_version(&redis, &log)?;
     redis.raw_set("setresp", setresp_function(lua, shared.clone())?)?;
     redis.raw_set("sha1hex", lua.create_function(sha1hex)?)?;
@@ -200,7 +239,10 @@ pub fn install(
             _ => error_value(lua, "wrong number or type of arguments"),
         })?,
     )?;
-    redis.raw_set("set_repl", set_repl_function(lua, slot.clone())?)?;
+    redis.raw_set(
+        "set_repl",
+        set_repl_function(lua, shared.clone(), host.clone())?,
+    )?;
     for (name, v) in [
         ("REPL_NONE", 0),
         ("REPL_AOF", 1),
@@ -223,6 +265,9 @@ pub fn install(
     }
     globals.raw_set("redis", redis)?;
     globals.raw_set("pcall", prelude.raw_get::<Function>("pcall")?)?;
+    globals.raw_set("xpcall", prelude.raw_get::<Function>("xpcall")?)?;
+    let coroutine: Table = globals.raw_get("coroutine")?;
+    coroutine.raw_set("resume", prelude.raw_get::<Function>("resume")?)?;
 
     let math: Table = globals.raw_get("math")?;
     math.raw_set("random", random_function(lua, shared.clone())?)?;
@@ -245,32 +290,11 @@ pub fn install(
         library_api,
         string_meta: prelude.raw_get("string_meta")?,
         handler,
-        runner: prelude.raw_get("runner")?,
+        runner: prelude.raw_get(match flavor {
+            Flavor::Eval => "eval_runner",
+            Flavor::Function => "function_runner",
+        })?,
         plain: prelude.raw_get("plain")?,
-    })
-}
-
-/// redis.call (`raising`) or redis.pcall: the run's host function in `slot.call` returns
-/// `(reply, kind)`, kind 0 for a reply, 1 for a command's error reply, 2 for an argument
-/// error; redis.call raises the error table, redis.pcall returns it.
-fn call_function(lua: &Lua, slot: Table, shared: Shared, raising: bool) -> mlua::Result<Function> {
-    lua.create_function(move |_, args: MultiValue| {
-        if !shared.borrow().running {
-            return Err(raise(errors::CALL_OUTSIDE_RUN));
-        }
-        let call: Function = slot.raw_get("call")?;
-        let (value, kind): (Value, u8) = call.call(args)?;
-        if raising && kind != 0 {
-            if let Value::Table(t) = &value {
-                let text: mlua::LuaString = t.raw_get("err")?;
-                return Err(mlua::Error::external(Raise {
-                    text: text.to_string_lossy(),
-                    from_command: kind == 1,
-                    positioned: false,
-                }));
-            }
-        }
-        Ok(value)
     })
 }
 
@@ -289,36 +313,6 @@ fn add_log_and_version(redis: &Table, log: &Function) -> mlua::Result<()> {
     Ok(())
 }
 
-/// redis.log(level, ...): the message is the arguments after the level that are strings
-/// or numbers, separated by spaces (Redis adds the space before every argument but the
-/// first message one, present or not).
-fn log_function(lua: &Lua, slot: Table) -> mlua::Result<Function> {
-    lua.create_function(move |lua, args: Variadic<Value>| {
-        if args.len() < 2 {
-            return Err(raise("redis.log() requires two arguments or more."));
-        }
-        let Some(level) = to_number(&args[0]) else {
-            return Err(raise("First argument must be a number (log level)."));
-        };
-        let level = level as i32;
-        if !(0..=3).contains(&level) {
-            return Err(raise("Invalid debug level."));
-        }
-        let mut msg = Vec::new();
-        for (j, v) in args.iter().enumerate().skip(1) {
-            if let Some(s) = to_lua_bytes(v) {
-                if j != 1 {
-                    msg.push(b' ');
-                }
-                msg.extend_from_slice(&s);
-            }
-        }
-        let ctl: Function = slot.raw_get("ctl")?;
-        ctl.call::<()>((1, level, lua.create_string(&msg)?))?;
-        Ok(Value::Nil)
-    })
-}
-
 fn setresp_function(lua: &Lua, shared: Shared) -> mlua::Result<Function> {
     lua.create_function(move |_, args: Variadic<Value>| {
         if !shared.borrow().running {
@@ -335,23 +329,6 @@ fn setresp_function(lua: &Lua, shared: Shared) -> mlua::Result<Function> {
             _ => return Err(raise("RESP version must be 2 or 3.")),
         };
         shared.borrow_mut().proto = proto;
-        Ok(Value::Nil)
-    })
-}
-
-fn set_repl_function(lua: &Lua, slot: Table) -> mlua::Result<Function> {
-    lua.create_function(move |_, args: Variadic<Value>| {
-        if args.len() != 1 {
-            return Err(raise("redis.set_repl() requires two arguments."));
-        }
-        let flags = to_number(&args[0]).map_or(0, |n| n as i32);
-        if flags & !i32::from(REPL_ALL) != 0 {
-            return Err(raise(
-                "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
-            ));
-        }
-        let ctl: Function = slot.raw_get("ctl")?;
-        ctl.call::<()>((2, flags))?;
         Ok(Value::Nil)
     })
 }
@@ -630,6 +607,11 @@ fn error_handler(lua: &Lua, shared: Shared, tostring: Function) -> mlua::Result<
             }
             Value::Error(e) if find_raise(&e).is_some() => {
                 raise_table(lua, find_raise(&e).ok_or_else(|| raise("unreachable"))?)?
+            }
+            // A library's error: its text already says where it was raised.
+            Value::Error(e) if crate::libs::raised_text(&e).is_some() => {
+                let text = crate::libs::raised_text(&e).unwrap_or_default();
+                error_table(lua, &format!("ERR {text}"))?
             }
             other => {
                 let text: mlua::LuaString = tostring.call(other)?;

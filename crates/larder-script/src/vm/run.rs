@@ -1,15 +1,16 @@
-//! One run of a script or function: the per-run host functions (a cheap mlua `scope`), the
-//! count hook, KEYS/ARGV, and turning the result or the error into the client's reply.
+//! One run of a script or function: the run's host function (one function of a cheap
+//! mlua `scope`), KEYS/ARGV, and turning the result or the error into the client's reply.
 
 use std::cell::RefCell;
 
 use larder_resp::{Protocol, ReplyBuf};
-use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
+use mlua::{Function, Lua, Table, Value};
 
-use super::{Abort, Origin, Vm};
-use crate::convert::{self, error_table, format_g, reply_to_lua};
+use super::{Abort, Origin};
+use crate::convert::{self, format_g};
 use crate::errors::{self, error_table_text};
-use crate::sandbox::{Flavor, Sandbox, Shared};
+use crate::sandbox::call::{raise_on_every_instruction, Op};
+use crate::sandbox::{Flavor, Sandbox};
 
 /// What a script reaches the server through; implemented by larder-commands per run.
 pub trait Host {
@@ -29,41 +30,13 @@ pub trait Host {
     fn set_repl(&mut self, flags: u8);
 }
 
-/// Buffers kept from run to run so redis.call allocates only its argv.
-#[derive(Default)]
-pub struct Reuse {
-    /// The reply of the command being called.
-    reply: ReplyBuf,
-    /// The bytes of the numbers among a call's arguments.
-    numbers: Vec<u8>,
-}
-
-/// The error a run raises once the host has asked it to end. The error handler replaces it
-/// with Redis's "killed" table.
-fn aborted() -> mlua::Error {
-    mlua::Error::runtime(errors::KILLED)
-}
-
-/// From now on every instruction raises: no `pcall` can keep the script going.
-fn raise_on_every_instruction(lua: &Lua) -> mlua::Result<()> {
-    lua.set_hook(HookTriggers::new().every_nth_instruction(1), |_, _| {
-        Err(aborted())
-    })
-}
-
-fn record_abort(lua: &Lua, shared: &Shared, a: Abort) -> mlua::Error {
-    shared.borrow_mut().abort = Some(a);
-    if let Err(e) = raise_on_every_instruction(lua) {
-        return e;
-    }
-    aborted()
-}
-
 /// Runs `f` (an EVAL chunk, or a function's callback) in `sb` and writes its reply.
-#[allow(clippy::too_many_arguments)]
+///
+/// The run's one host function is made in an `mlua` scope (it borrows `host`), put in
+/// [`Sandbox::host`] for the length of the run; everything else the run uses is made once
+/// per interpreter.
 pub fn run(
     sb: &Sandbox,
-    reuse: &mut Reuse,
     f: &Function,
     origin: Origin<'_>,
     keys: &[&[u8]],
@@ -83,58 +56,51 @@ pub fn run(
         state.abort_place = None;
     }
     let start_len = out.buf.len();
-    let ctx = RefCell::new((host, reuse));
+    let host = RefCell::new(host);
+    sb.lift_cap();
     let result = sb.lua.scope(|scope| {
-        let lua = &sb.lua;
-        let shared = sb.shared.clone();
-        let ctx = &ctx;
-        let call = scope.create_function(move |lua, argv: MultiValue| {
-            let mut guard = ctx.borrow_mut();
-            let (host, reuse) = &mut *guard;
-            redis_call(lua, &shared, &mut **host, reuse, argv)
-        })?;
-        let shared = sb.shared.clone();
-        let ctl = scope.create_function(move |lua, (op, a, b): (u8, Value, Value)| {
-            let mut guard = ctx.borrow_mut();
-            let host = &mut *guard.0;
-            match op {
-                0 => host.tick().map_err(|a| record_abort(lua, &shared, a)),
-                1 => {
-                    let level = match a {
-                        Value::Integer(n) => n as u8,
-                        Value::Number(n) => n as u8,
-                        _ => 0,
-                    };
-                    if let Value::String(s) = b {
-                        host.log(level, &s.to_string_lossy());
+        let shared = &sb.shared;
+        let host = &host;
+        let reach = scope.create_function(move |lua, op: u8| {
+            let Ok(mut host) = host.try_borrow_mut() else {
+                return Err(mlua::Error::RecursiveMutCallback);
+            };
+            let done = {
+                let state = &mut *shared.borrow_mut();
+                let ex = &mut state.exchange;
+                match Op::from_u8(op) {
+                    Op::Call => ex.call(&mut **host),
+                    Op::Tick => host.tick(),
+                    Op::Log => {
+                        host.log(ex.level, &String::from_utf8_lossy(&ex.argv));
+                        Ok(())
                     }
-                    Ok(())
+                    Op::Repl => {
+                        host.set_repl(ex.flags);
+                        Ok(())
+                    }
                 }
-                _ => {
-                    if let Value::Integer(n) = a {
-                        host.set_repl(n as u8);
-                    } else if let Value::Number(n) = a {
-                        host.set_repl(n as u8);
-                    }
-                    Ok(())
+            };
+            match done {
+                Ok(()) => Ok(0u8),
+                Err(a) => {
+                    shared.borrow_mut().abort = Some(a);
+                    raise_on_every_instruction(lua)?;
+                    Ok(1)
                 }
             }
         })?;
-        let defaults = (
-            sb.slot.raw_get::<Value>("call")?,
-            sb.slot.raw_get::<Value>("ctl")?,
-        );
-        sb.slot.raw_set("call", call)?;
-        sb.slot.raw_set("ctl", ctl.clone())?;
-        let outcome = start(sb, lua, f, ctl, keys, args);
-        lua.remove_hook();
-        sb.slot.raw_set("call", defaults.0)?;
-        sb.slot.raw_set("ctl", defaults.1)?;
+        *sb.host.borrow_mut() = Some(reach);
+        let outcome = start(sb, f, keys, args);
+        sb.lift_cap();
+        *sb.host.borrow_mut() = None;
         let (ok, value) = outcome?;
-        if sb.shared.borrow().abort == Some(Abort::Retry) {
+        let state = sb.shared.borrow();
+        if state.abort == Some(Abort::Retry) {
             return Ok(());
         }
-        let proto = sb.shared.borrow().proto;
+        let proto = state.proto;
+        drop(state);
         if ok {
             convert::lua_to_reply(value, proto, out)?;
         } else {
@@ -142,26 +108,28 @@ pub fn run(
         }
         Ok(())
     });
+    sb.restore_cap();
     let (abort, place) = {
         let mut state = sb.shared.borrow_mut();
         state.running = false;
         (state.abort.take(), state.abort_place.take())
     };
-    match abort {
-        Some(Abort::Retry) => return Err(Abort::Retry),
-        Some(a) => {
-            // The error may have been raised again on its way out of the runner: the
-            // reply is the killed error, where the handler last saw it.
-            let place = place.as_ref().map(|(s, l)| (s.as_str(), l.as_str()));
-            out.truncate(start_len);
-            out.error(&errors::run_failed(
-                &error_table_text(errors::KILLED),
-                place,
-                funcname,
-            ));
-            return Err(a);
+    if let Some(a) = abort {
+        // The hook that raised on every instruction goes; the run's own comes back.
+        let _ = sb.install_tick_hook();
+        if a == Abort::Retry {
+            return Err(Abort::Retry);
         }
-        None => {}
+        // The error may have been raised again on its way out of the runner: the reply is
+        // the killed error, where the handler last saw it.
+        let place = place.as_ref().map(|(s, l)| (s.as_str(), l.as_str()));
+        out.truncate(start_len);
+        out.error(&errors::run_failed(
+            &error_table_text(errors::KILLED),
+            place,
+            funcname,
+        ));
+        return Err(a);
     }
     if let Err(e) = result {
         let msg = match e {
@@ -187,42 +155,23 @@ fn memory_high_water(sb: &Sandbox) -> usize {
     }
 }
 
-/// Sets KEYS and ARGV (EVAL) or builds the function's arguments, installs the count hook
-/// and runs `f` under the error handler.
+/// Sets KEYS and ARGV (EVAL) or makes the function's arguments, and runs `f` under the
+/// error handler, under the memory cap (lifted when this is called).
 fn start(
     sb: &Sandbox,
-    lua: &Lua,
     f: &Function,
-    ctl: Function,
     keys: &[&[u8]],
     args: &[&[u8]],
 ) -> mlua::Result<(bool, Value)> {
-    let keys_t = strings_table(lua, keys)?;
-    let args_t = strings_table(lua, args)?;
-    let shared = sb.shared.clone();
-    lua.set_hook(
-        HookTriggers::new().every_nth_instruction(Vm::TICK_INSTRUCTIONS),
-        move |_, _| {
-            if shared.borrow().abort.is_some() {
-                return Err(aborted());
-            }
-            ctl.call::<()>(0)?;
-            Ok(VmState::Continue)
-        },
-    )?;
-    match sb.flavor {
-        Flavor::Eval => {
-            sb.readonly.call::<()>((sb.globals.clone(), false))?;
-            let set = sb
-                .globals
-                .raw_set("KEYS", keys_t)
-                .and_then(|()| sb.globals.raw_set("ARGV", args_t));
-            sb.readonly.call::<()>((sb.globals.clone(), true))?;
-            set?;
-            sb.runner.call((f, &sb.handler))
-        }
-        Flavor::Function => sb.runner.call((f, &sb.handler, keys_t, args_t)),
+    let keys_t = strings_table(&sb.lua, keys)?;
+    let args_t = strings_table(&sb.lua, args)?;
+    sb.restore_cap();
+    let ran = sb.runner.call((f, &sb.handler, keys_t, args_t));
+    if ran.is_err() && sb.flavor == Flavor::Eval {
+        // The runner stopped before its xpcall, maybe while the globals were writable.
+        sb.readonly.call::<()>((&sb.globals, true))?;
     }
+    ran
 }
 
 fn strings_table(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
@@ -231,81 +180,6 @@ fn strings_table(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
         t.raw_set(i + 1, lua.create_string(s)?)?;
     }
     Ok(t)
-}
-
-/// redis.call / redis.pcall's per-run half: `(reply, 0)`, `(error table, 1)` for a
-/// command's error reply, `(error table, 2)` for bad arguments.
-fn redis_call(
-    lua: &Lua,
-    shared: &Shared,
-    host: &mut dyn Host,
-    reuse: &mut Reuse,
-    argv: MultiValue,
-) -> mlua::Result<(Value, u8)> {
-    let proto = {
-        let state = shared.borrow();
-        if state.abort.is_some() {
-            return Err(aborted());
-        }
-        state.proto
-    };
-    if argv.is_empty() {
-        let t = error_table(lua, &error_table_text(errors::NO_ARGUMENTS))?;
-        return Ok((Value::Table(t), 2));
-    }
-    // Numbers are formatted into one buffer first; strings are borrowed.
-    reuse.numbers.clear();
-    let mut number_ends = Vec::new();
-    for v in argv.iter() {
-        match v {
-            Value::String(_) => {}
-            Value::Number(n) => {
-                reuse.numbers.extend_from_slice(format_g(*n, 17).as_bytes());
-                number_ends.push(reuse.numbers.len());
-            }
-            Value::Integer(n) => {
-                reuse.numbers.extend_from_slice(n.to_string().as_bytes());
-                number_ends.push(reuse.numbers.len());
-            }
-            _ => {
-                let t = error_table(lua, &error_table_text(errors::BAD_ARGUMENT))?;
-                return Ok((Value::Table(t), 2));
-            }
-        }
-    }
-    let strings: Vec<_> = argv
-        .iter()
-        .filter_map(|v| match v {
-            Value::String(s) => Some(s.as_bytes()),
-            _ => None,
-        })
-        .collect();
-    let mut args: Vec<&[u8]> = Vec::with_capacity(argv.len());
-    let (mut si, mut ni, mut start) = (0, 0, 0);
-    for v in argv.iter() {
-        if matches!(v, Value::String(_)) {
-            args.push(&strings[si]);
-            si += 1;
-        } else {
-            let end = number_ends[ni];
-            args.push(&reuse.numbers[start..end]);
-            start = end;
-            ni += 1;
-        }
-    }
-    reuse.reply.buf.clear();
-    reuse.reply.attached.clear();
-    reuse.reply.proto = proto;
-    let called = host.call(&args, &mut reuse.reply);
-    drop(args);
-    drop(strings);
-    called.map_err(|a| record_abort(lua, shared, a))?;
-    let (value, is_error) = if reuse.reply.attached.is_empty() {
-        reply_to_lua(lua, &reuse.reply.buf)?
-    } else {
-        reply_to_lua(lua, &reuse.reply.attached.splice(&reuse.reply.buf))?
-    };
-    Ok((value, u8::from(is_error)))
 }
 
 /// Writes the reply for a run that raised `err` (the error handler's table, or whatever

@@ -229,6 +229,62 @@ fn runtime_error_texts() {
     );
 }
 
+/// Errors the libraries raise reach Lua code as the strings Redis's C libraries raise
+/// (answers from redis-server 7.0.15).
+#[test]
+fn library_errors_are_strings() {
+    let decode = "Expected value but found invalid token at character 1";
+    run_err(
+        "return cjson.decode('x')",
+        &format!("ERR user_script:1: {decode}"),
+    );
+    run_err(
+        "local function f() return cjson.decode('x') end return f()",
+        &format!("ERR user_script:1: {decode}"),
+    );
+    run_err(
+        "return struct.unpack('>I4', 'ab')",
+        "ERR user_script:1: bad argument #2 to 'unpack' (data string too short)",
+    );
+    let cases = [
+        (
+            "local ok, e = pcall(cjson.decode, 'x') return e",
+            decode.to_string(),
+        ),
+        (
+            "local ok, e = pcall(function() local x = cjson.decode('x') return x end) return e",
+            format!("user_script:1: {decode}"),
+        ),
+        (
+            "return select(2, xpcall(function() return cjson.decode('x') end, \
+             function(e) return type(e) .. ':' .. e end))",
+            format!("string:user_script:1: {decode}"),
+        ),
+        (
+            "return select(2, xpcall(function() return redis.call('nosuch') end, \
+             function(e) return type(e) .. ':' .. e.err end))",
+            "table:ERR Unknown Redis command called from script".to_string(),
+        ),
+        (
+            "local co = coroutine.create(function() return cjson.decode('x') end) \
+             return select(2, coroutine.resume(co))",
+            format!("user_script:1: {decode}"),
+        ),
+        (
+            "local co = coroutine.create(function() return redis.call('nosuch') end) \
+             return type(select(2, coroutine.resume(co)))",
+            "table".to_string(),
+        ),
+    ];
+    for (body, want) in cases {
+        assert_eq!(
+            eval(body),
+            format!("${}\r\n{want}\r\n", want.len()),
+            "{body}"
+        );
+    }
+}
+
 #[test]
 fn compile_errors_and_shebang() {
     assert_eq!(

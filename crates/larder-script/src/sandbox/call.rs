@@ -1,0 +1,278 @@
+//! The functions of the `redis` table that reach the host (redis.call, redis.pcall,
+//! redis.log, redis.set_repl) and the count hook.
+//!
+//! They are made once per interpreter. The host is reached through the run's one host
+//! function ([`HostSlot`], which `vm` fills with a function of its `mlua::Lua::scope` for
+//! the length of a run): these functions leave what the host needs in the run's
+//! [`Exchange`] (the argv bytes, the log message) and call it with an [`Op`]; the host
+//! function writes the command's reply into the exchange's reply buffer, which is reused
+//! from call to call, and redis.call decodes it straight into Lua values.
+
+use std::cell::RefCell;
+use std::io::Write;
+use std::rc::Rc;
+
+use larder_resp::ReplyBuf;
+use mlua::{Function, HookTriggers, Lua, MultiValue, Value, Variadic, VmState};
+
+use super::api::{raise, to_lua_bytes, to_number, Raise};
+use super::Shared;
+use crate::convert::{error_table, format_g, reply_to_lua};
+use crate::errors::{self, error_table_text};
+use crate::vm::{Abort, Host};
+
+/// The run's host function: `None` outside a run.
+pub type HostSlot = Rc<RefCell<Option<Function>>>;
+
+/// What the host function is asked to do. It answers 0, or 1 when the host ended the run
+/// (an [`crate::vm::Abort`], which it has recorded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Op {
+    /// The count hook fired.
+    Tick = 0,
+    /// Run the command in [`Exchange::argv`], its reply into [`Exchange::reply`].
+    Call = 1,
+    /// redis.log: [`Exchange::level`], the message in [`Exchange::argv`].
+    Log = 2,
+    /// redis.set_repl: [`Exchange::flags`].
+    Repl = 3,
+}
+
+impl Op {
+    pub fn from_u8(op: u8) -> Op {
+        match op {
+            0 => Op::Tick,
+            1 => Op::Call,
+            2 => Op::Log,
+            _ => Op::Repl,
+        }
+    }
+}
+
+/// What the `redis` functions and the host function pass each other, kept from call to
+/// call so that a redis.call allocates nothing once the buffers have grown.
+#[derive(Default, Debug)]
+pub struct Exchange {
+    /// The arguments of the command, one after the other (or redis.log's message).
+    pub argv: Vec<u8>,
+    /// Where each argument ends in `argv`.
+    pub ends: Vec<usize>,
+    /// The command's reply, in the script's protocol.
+    pub reply: ReplyBuf,
+    pub level: u8,
+    pub flags: u8,
+}
+
+/// Arguments up to this many are handed to the host from the stack.
+const INLINE_ARGS: usize = 16;
+
+impl Exchange {
+    /// Runs the command in `argv` on `host`, its reply into `reply`.
+    pub fn call(&mut self, host: &mut dyn Host) -> Result<(), Abort> {
+        let Exchange {
+            argv, ends, reply, ..
+        } = self;
+        let mut start = 0;
+        let mut slice = |end: usize| {
+            let s = &argv[start..end];
+            start = end;
+            s
+        };
+        if ends.len() <= INLINE_ARGS {
+            let mut inline: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+            for (i, &end) in ends.iter().enumerate() {
+                inline[i] = slice(end);
+            }
+            host.call(&inline[..ends.len()], reply)
+        } else {
+            let all: Vec<&[u8]> = ends.iter().map(|&end| slice(end)).collect();
+            host.call(&all, reply)
+        }
+    }
+
+    /// Reads redis.call's arguments as Redis's `luaArgsToRedisArgv`: strings as they
+    /// are, numbers as `%.17g`; the error for anything else or no argument at all.
+    fn load(&mut self, args: &MultiValue) -> Result<(), &'static str> {
+        self.argv.clear();
+        self.ends.clear();
+        if args.is_empty() {
+            return Err(errors::NO_ARGUMENTS);
+        }
+        for v in args {
+            match v {
+                Value::String(s) => self.argv.extend_from_slice(&s.as_bytes()),
+                // `%.17g` writes integers below 1e17 in full, bigger ones with an exponent.
+                Value::Integer(n) if n.unsigned_abs() < 100_000_000_000_000_000 => {
+                    let _ = write!(self.argv, "{n}");
+                }
+                Value::Integer(n) => self
+                    .argv
+                    .extend_from_slice(format_g(*n as f64, 17).as_bytes()),
+                Value::Number(n) => self.argv.extend_from_slice(format_g(*n, 17).as_bytes()),
+                _ => return Err(errors::BAD_ARGUMENT),
+            }
+            self.ends.push(self.argv.len());
+        }
+        Ok(())
+    }
+}
+
+/// The error a run raises once the host has asked it to end. The error handler replaces it
+/// with Redis's "killed" table.
+pub fn aborted() -> mlua::Error {
+    mlua::Error::runtime(errors::KILLED)
+}
+
+/// Asks the run's host function to do `op`; outside a run, nothing.
+fn reach_host(host: &HostSlot, op: Op) -> mlua::Result<()> {
+    let guard = host.borrow();
+    let Some(f) = guard.as_ref() else {
+        return Ok(());
+    };
+    match f.call::<u8>(op as u8)? {
+        0 => Ok(()),
+        _ => Err(aborted()),
+    }
+}
+
+/// Installs the count hook every run has: every [`crate::vm::Vm::TICK_INSTRUCTIONS`]
+/// instructions the host's `tick` runs (through the host function); once the host has
+/// ended the run, every instruction raises.
+pub fn install_tick_hook(lua: &Lua, shared: &Shared, host: &HostSlot) -> mlua::Result<()> {
+    let (shared, host) = (shared.clone(), host.clone());
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(crate::vm::Vm::TICK_INSTRUCTIONS),
+        move |_, _| {
+            if shared.borrow().abort.is_some() {
+                return Err(aborted());
+            }
+            reach_host(&host, Op::Tick)?;
+            Ok(VmState::Continue)
+        },
+    )
+}
+
+/// From now on every instruction raises: no `pcall` can keep the script going.
+pub fn raise_on_every_instruction(lua: &Lua) -> mlua::Result<()> {
+    lua.set_hook(HookTriggers::new().every_nth_instruction(1), |_, _| {
+        Err(aborted())
+    })
+}
+
+/// redis.call (`raising`) or redis.pcall: the reply as a Lua value; a command's error
+/// reply is raised by redis.call and returned by redis.pcall, as are argument errors.
+pub fn call_function(
+    lua: &Lua,
+    shared: Shared,
+    host: HostSlot,
+    raising: bool,
+) -> mlua::Result<Function> {
+    lua.create_function(move |lua, args: MultiValue| {
+        let loaded = {
+            let mut state = shared.borrow_mut();
+            if !state.running {
+                return Err(raise(errors::CALL_OUTSIDE_RUN));
+            }
+            if state.abort.is_some() {
+                return Err(aborted());
+            }
+            let proto = state.proto;
+            let ex = &mut state.exchange;
+            ex.reply.buf.clear();
+            ex.reply.attached.clear();
+            ex.reply.proto = proto;
+            ex.load(&args)
+        };
+        drop(args);
+        if let Err(msg) = loaded {
+            let text = error_table_text(msg);
+            if raising {
+                return Err(mlua::Error::external(Raise {
+                    text,
+                    from_command: false,
+                    positioned: false,
+                }));
+            }
+            return Ok(Value::Table(error_table(lua, &text)?));
+        }
+        reach_host(&host, Op::Call)?;
+        // Out of the shared state while Lua allocates the value, and without the memory
+        // cap (see `Sandbox::lift_cap`): the value is as big as the reply, already in memory.
+        let reply = std::mem::take(&mut shared.borrow_mut().exchange.reply);
+        let cap = lua.set_memory_limit(0)?;
+        let decoded = if reply.attached.is_empty() {
+            reply_to_lua(lua, &reply.buf)
+        } else {
+            reply_to_lua(lua, &reply.attached.splice(&reply.buf))
+        };
+        lua.set_memory_limit(cap)?;
+        shared.borrow_mut().exchange.reply = reply;
+        let (value, is_error) = decoded?;
+        if raising && is_error {
+            if let Value::Table(t) = &value {
+                let text: mlua::LuaString = t.raw_get("err")?;
+                return Err(mlua::Error::external(Raise {
+                    text: text.to_string_lossy(),
+                    from_command: true,
+                    positioned: false,
+                }));
+            }
+        }
+        Ok(value)
+    })
+}
+
+/// redis.log(level, ...): the message is the arguments after the level that are strings
+/// or numbers, separated by spaces (Redis adds the space before every argument but the
+/// first message one, present or not).
+pub fn log_function(lua: &Lua, shared: Shared, host: HostSlot) -> mlua::Result<Function> {
+    lua.create_function(move |_, args: Variadic<Value>| {
+        if args.len() < 2 {
+            return Err(raise("redis.log() requires two arguments or more."));
+        }
+        let Some(level) = to_number(&args[0]) else {
+            return Err(raise("First argument must be a number (log level)."));
+        };
+        let level = level as i32;
+        if !(0..=3).contains(&level) {
+            return Err(raise("Invalid debug level."));
+        }
+        {
+            let mut state = shared.borrow_mut();
+            let ex = &mut state.exchange;
+            ex.argv.clear();
+            for (j, v) in args.iter().enumerate().skip(1) {
+                if let Some(s) = to_lua_bytes(v) {
+                    if j != 1 {
+                        ex.argv.push(b' ');
+                    }
+                    ex.argv.extend_from_slice(&s);
+                }
+            }
+            ex.level = level as u8;
+        }
+        reach_host(&host, Op::Log)?;
+        Ok(Value::Nil)
+    })
+}
+
+/// Redis's `PROPAGATE_AOF | PROPAGATE_REPL`.
+pub const REPL_ALL: u8 = 3;
+
+pub fn set_repl_function(lua: &Lua, shared: Shared, host: HostSlot) -> mlua::Result<Function> {
+    lua.create_function(move |_, args: Variadic<Value>| {
+        if args.len() != 1 {
+            return Err(raise("redis.set_repl() requires two arguments."));
+        }
+        let flags = to_number(&args[0]).map_or(0, |n| n as i32);
+        if flags & !i32::from(REPL_ALL) != 0 {
+            return Err(raise(
+                "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+            ));
+        }
+        shared.borrow_mut().exchange.flags = flags as u8;
+        reach_host(&host, Op::Repl)?;
+        Ok(Value::Nil)
+    })
+}

@@ -1,0 +1,139 @@
+//! What the run machinery keeps from run to run (the host function's slot, the exchange
+//! buffers, the count hook, the lifted memory cap) never shows in a later run.
+
+use super::tests::{eval_with, sha, FakeHost};
+use super::*;
+use larder_resp::{Protocol, ReplyBuf};
+
+fn capped() -> Vm {
+    Vm::new(&VmOptions {
+        memory_limit_bytes: 8 << 20,
+    })
+    .expect("vm")
+}
+
+#[test]
+fn arguments_reach_the_host_as_redis_formats_them() {
+    let mut vm = capped();
+    let mut host = FakeHost::default();
+    // As redis-server 7.0.15's `%.17g`: integers below 1e17 in full, the rest with an
+    // exponent.
+    let body = "redis.call('echo', 1e17, 99999999999999999, -123456789012, 2^63, 0.1) \
+                redis.call('echo', 'a') return 1";
+    let (r, _) = eval_with(&mut vm, &mut host, body, &[], &[], Protocol::Resp2);
+    assert_eq!(r, ":1\r\n");
+    let want: [&[u8]; 6] = [
+        b"echo",
+        b"1e+17",
+        b"1e+17",
+        b"-123456789012",
+        b"9.2233720368547758e+18",
+        b"0.10000000000000001",
+    ];
+    assert_eq!(host.calls[0], want);
+    assert_eq!(host.calls[1], [&b"echo"[..], b"a"]);
+    // More arguments than fit on the stack, and long ones.
+    let long = "x".repeat(100_000);
+    let body = "return redis.call('echo', unpack(ARGV))";
+    let args: Vec<String> = (0..40).map(|i| format!("{i}{long}")).collect();
+    let args: Vec<&str> = std::iter::once("")
+        .chain(args.iter().map(|s| s.as_str()))
+        .collect();
+    let mut host = FakeHost::default();
+    let (r, _) = eval_with(&mut vm, &mut host, body, &[], &args, Protocol::Resp2);
+    assert_eq!(r, "$0\r\n\r\n");
+    assert_eq!(host.calls[0].len(), 42);
+    assert_eq!(host.calls[0][41], format!("39{long}").into_bytes());
+}
+
+#[test]
+fn every_run_gets_fresh_keys_and_argv() {
+    let mut vm = capped();
+    let mut host = FakeHost::default();
+    let spoil = "setmetatable(KEYS, {__index = function() return 'meta' end}) \
+                 KEYS.extra = 1 ARGV[2] = 'two' return #ARGV";
+    let (r, _) = eval_with(&mut vm, &mut host, spoil, &["k"], &["a"], Protocol::Resp2);
+    assert_eq!(r, ":2\r\n");
+    let body = "return {#KEYS, #ARGV, tostring(KEYS[7]), tostring(KEYS.extra), \
+                tostring(getmetatable(KEYS))}";
+    let (r, _) = eval_with(
+        &mut vm,
+        &mut host,
+        body,
+        &["k1", "k2"],
+        &[],
+        Protocol::Resp2,
+    );
+    assert_eq!(
+        r,
+        "*5\r\n:2\r\n:0\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n"
+    );
+    // A library may keep a function's arguments: a later call does not change them.
+    let code = "#!lua name=keep\nlocal kept = {}\n\
+                redis.register_function('keep', function(k, a) kept[#kept + 1] = a return #kept end)\n\
+                redis.register_function('show', function(k, a) return kept[1] end)";
+    vm.load_library("keep", code).expect("loads");
+    let mut out = ReplyBuf::new(Protocol::Resp2);
+    for args in [&[&b"first"[..]][..], &[b"second", b"x"]] {
+        vm.run_function("keep", &[], args, &mut host, &mut out)
+            .expect("runs");
+    }
+    vm.run_function("show", &[], &[], &mut host, &mut out)
+        .expect("runs");
+    assert_eq!(out.buf, b":1\r\n:2\r\n*1\r\n$5\r\nfirst\r\n");
+}
+
+#[test]
+fn the_count_hook_comes_back_after_an_abort_and_a_library_load() {
+    let mut vm = capped();
+    let spin = "local n = 0 for i = 1, 1e6 do n = n + 1 end return n";
+    let mut host = FakeHost::default();
+    let (r, ended) = eval_with(&mut vm, &mut host, spin, &[], &[], Protocol::Resp2);
+    assert_eq!((r.as_str(), ended), (":1000000\r\n", Ok(())));
+    let ticks = host.ticks;
+    assert!(ticks >= 10, "{ticks}");
+    // Killed...
+    let mut killer = FakeHost {
+        abort_after_ticks: Some((0, Abort::Killed)),
+        ..FakeHost::default()
+    };
+    let (_, ended) = eval_with(&mut vm, &mut killer, spin, &[], &[], Protocol::Resp2);
+    assert_eq!(ended, Err(Abort::Killed));
+    // ... and the next run ticks as before, and is not killed.
+    let mut host = FakeHost::default();
+    let (r, ended) = eval_with(&mut vm, &mut host, spin, &[], &[], Protocol::Resp2);
+    assert_eq!(
+        (r.as_str(), ended, host.ticks),
+        (":1000000\r\n", Ok(()), ticks)
+    );
+    // A library's load has its own hook; its functions then tick as scripts do.
+    let code = format!("#!lua name=spin\nredis.register_function('spin', function() {spin} end)");
+    vm.load_library("spin", &code).expect("loads");
+    let mut host = FakeHost::default();
+    let mut out = ReplyBuf::new(Protocol::Resp2);
+    vm.run_function("spin", &[], &[], &mut host, &mut out)
+        .expect("runs");
+    assert_eq!(
+        (out.buf.as_slice(), host.ticks),
+        (&b":1000000\r\n"[..], ticks)
+    );
+}
+
+#[test]
+fn the_memory_cap_holds_after_runs_that_lift_it() {
+    let mut vm = capped();
+    let mut host = FakeHost::default();
+    // Many runs with arguments and calls (each lifts the cap for its own bookkeeping)...
+    for i in 0..200 {
+        let body = "return redis.call('echo', ARGV[1])";
+        let arg = i.to_string();
+        let (r, _) = eval_with(&mut vm, &mut host, body, &[], &[&arg], Protocol::Resp2);
+        assert_eq!(r, format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    // ... and a script still cannot pass it.
+    let body = "local t = {} for i = 1, 1e8 do t[i] = string.rep('x', 100) .. i end";
+    let (r, _) = eval_with(&mut vm, &mut host, body, &[], &[], Protocol::Resp2);
+    assert!(r.contains("not enough memory"), "{r}");
+    assert!(vm.used_memory() < 8 << 20);
+    assert!(vm.has_script(&sha(body)));
+}
