@@ -89,12 +89,13 @@ pub(super) fn eval_generic(
     let numkeys = c.args.next_arg()?;
     let rest = c.args.rest();
     let (keys, args) = split_keys(numkeys, rest, crate::error::NOT_INTEGER)?;
-    let sha = match by {
+    // EVALSHA's usual lower-case SHA1 is used as it came, without a copy.
+    let sha: std::borrow::Cow<'_, str> = match by {
         By::Sha => match std::str::from_utf8(named) {
-            Ok(s) if !s.bytes().any(|b| b.is_ascii_uppercase()) => s.to_string(),
-            _ => String::from_utf8_lossy(named).to_ascii_lowercase(),
+            Ok(s) if !s.bytes().any(|b| b.is_ascii_uppercase()) => s.into(),
+            _ => String::from_utf8_lossy(named).to_ascii_lowercase().into(),
         },
-        By::Body => sha1_hex(named),
+        By::Body => sha1_hex(named).into(),
     };
     let (server, now_ms, argv) = (c.server, c.now_ms, c.args.argv());
     let (conn, out) = (&mut *c.conn, &mut *c.out);

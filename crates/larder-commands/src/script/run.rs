@@ -172,6 +172,7 @@ fn run_once(
         wider: width,
         running: server.busy.start(kind, client_id),
         plan: Plan::default(),
+        clock_us: larder_engine::now_us(),
         function: match job.target {
             Target::Function { name } => Some((name, job.argv)),
             Target::Script { .. } => None,
@@ -234,6 +235,8 @@ struct RunHost<'r, 'g, 'k> {
     running: crate::busy::Running<'r>,
     /// Scratch: the shards of the command being checked.
     plan: Plan,
+    /// When the script's last command ended (Unix µs).
+    clock_us: u64,
     /// A function's name and FCALL request, shown by FUNCTION STATS once it is busy; taken
     /// at the first tick (a script that runs that long), not at every start.
     function: Option<(&'r str, &'r [&'r [u8]])>,
@@ -362,7 +365,9 @@ impl Host for RunHost<'_, '_, '_> {
             self.wrote = true;
             self.running.wrote();
         }
-        let started_us = larder_engine::now_us();
+        // One clock read per command: it starts when the script's previous command ended
+        // (or the run started), as commands of a pipelined batch do.
+        let started_us = self.clock_us;
         let since = feed::data_changes();
         let result = {
             let held = match self.plan.shards[..] {
@@ -382,8 +387,9 @@ impl Host for RunHost<'_, '_, '_> {
             )
         };
         exec::record_command(server, self.conn, argv, resolved, since);
-        let elapsed_us = larder_engine::now_us().saturating_sub(started_us);
-        let ended_us = started_us + elapsed_us;
+        let ended_us = larder_engine::now_us();
+        let elapsed_us = ended_us.saturating_sub(started_us);
+        self.clock_us = ended_us;
         exec::account(server, self.conn, out, resolved, result, elapsed_us);
         if server.monitors.active() {
             crate::monitor::feed_script(server, self.conn.db, argv, spec.flags, ended_us);
