@@ -6,7 +6,7 @@ mod run;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use mlua::{Function, HookTriggers, Lua, Table, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, RegistryKey, Table, Value, VmState};
 
 use crate::errors;
 use crate::sandbox::{Flavor, Sandbox};
@@ -52,10 +52,11 @@ pub struct FunctionMeta {
     pub flags: ScriptFlags,
 }
 
-/// A loaded function: its library and its callback.
+/// A loaded function: its library and its callback (in the Lua registry: see
+/// [`Vm::scripts`]).
 struct Loaded {
     library: String,
-    callback: Function,
+    callback: RegistryKey,
 }
 
 /// How long a library's top level may run (Redis's `LOAD_TIMEOUT_MS`).
@@ -65,7 +66,9 @@ const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
 pub struct Vm {
     eval: Sandbox,
     func: Sandbox,
-    scripts: HashMap<String, Function>,
+    /// Compiled scripts, kept in the Lua registry: an mlua `Function` handle takes a slot of
+    /// a stack limited to about 8,000, so 10,000 cached scripts would not fit as handles.
+    scripts: HashMap<String, RegistryKey>,
     functions: HashMap<String, Loaded>,
 }
 
@@ -107,7 +110,12 @@ impl Vm {
             other => other,
         }
         .map_err(|e| errors::compile_script(&lua_message(&e)))?;
-        self.scripts.insert(sha.to_string(), f);
+        let key = self
+            .eval
+            .lua
+            .create_registry_value(f)
+            .map_err(|e| errors::compile_script(&lua_message(&e)))?;
+        self.scripts.insert(sha.to_string(), key);
         Ok(())
     }
 
@@ -118,6 +126,7 @@ impl Vm {
     /// Drop every compiled script (SCRIPT FLUSH).
     pub fn forget_scripts(&mut self) {
         self.scripts.clear();
+        self.eval.lua.expire_registry_values();
         // A full collection gives the memory back now, as Redis's new interpreter does.
         self.eval.collect_garbage();
     }
@@ -133,11 +142,15 @@ impl Vm {
         host: &mut dyn Host,
         out: &mut larder_resp::ReplyBuf,
     ) -> Result<(), Abort> {
-        let Some(f) = self.scripts.get(sha) else {
+        let Some(f) = self
+            .scripts
+            .get(sha)
+            .and_then(|key| self.eval.lua.registry_value::<Function>(key).ok())
+        else {
             out.error("NOSCRIPT No matching script. Please use EVAL.");
             return Ok(());
         };
-        run::run(&self.eval, f, Origin::Eval { sha }, keys, args, host, out)
+        run::run(&self.eval, &f, Origin::Eval { sha }, keys, args, host, out)
     }
 
     /// Load one library's code (shebang line included, already checked by the lead) into
@@ -167,6 +180,10 @@ impl Vm {
         self.functions.retain(|_, l| l.library != name);
         let mut metas = Vec::with_capacity(registered.len());
         for (meta, callback) in registered {
+            let callback = sb
+                .lua
+                .create_registry_value(callback)
+                .map_err(|e| errors::registering(&lua_message(&e)))?;
             self.functions.insert(
                 meta.name.clone(),
                 Loaded {
@@ -182,6 +199,7 @@ impl Vm {
     /// Forget every library (FUNCTION FLUSH / DELETE rebuilds from the registry).
     pub fn clear_libraries(&mut self) {
         self.functions.clear();
+        self.func.lua.expire_registry_values();
         self.func.collect_garbage();
     }
 
@@ -194,12 +212,16 @@ impl Vm {
         host: &mut dyn Host,
         out: &mut larder_resp::ReplyBuf,
     ) -> Result<(), Abort> {
-        let Some(loaded) = self.functions.get(name) else {
+        let Some(callback) = self
+            .functions
+            .get(name)
+            .and_then(|l| self.func.lua.registry_value::<Function>(&l.callback).ok())
+        else {
             out.error("ERR Function not found");
             return Ok(());
         };
         let origin = Origin::Function { name };
-        run::run(&self.func, &loaded.callback, origin, keys, args, host, out)
+        run::run(&self.func, &callback, origin, keys, args, host, out)
     }
 
     /// Bytes both interpreters use (INFO used_memory_lua / used_memory_vm_functions).

@@ -516,6 +516,32 @@ fn script_cache() {
     );
 }
 
+/// More scripts than mlua has handle slots (about 8,000): every one stays runnable.
+#[test]
+fn ten_thousand_cached_scripts() {
+    let mut vm = Vm::new(&VmOptions::default()).expect("vm");
+    for i in 0..10_000 {
+        let body = format!("return {i}");
+        vm.compile_script(&sha(&body), body.as_bytes())
+            .expect("compiles");
+    }
+    for i in [0, 7_999, 8_001, 9_999] {
+        let mut out = ReplyBuf::new(Protocol::Resp2);
+        let r = vm.run_script(
+            &sha(&format!("return {i}")),
+            &[],
+            &[],
+            &mut FakeHost::default(),
+            &mut out,
+        );
+        assert_eq!(r, Ok(()));
+        assert_eq!(out.buf, format!(":{i}\r\n").into_bytes());
+    }
+    vm.forget_scripts();
+    vm.compile_script("x", b"return 'again'")
+        .expect("compiles after a flush");
+}
+
 fn fcall(vm: &mut Vm, name: &str, keys: &[&str], args: &[&str]) -> String {
     let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
     let args: Vec<&[u8]> = args.iter().map(|k| k.as_bytes()).collect();
