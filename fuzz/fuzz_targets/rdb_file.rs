@@ -18,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
         zset_max_listpack_entries: 2,
         zset_max_listpack_value: 4,
         list_max_listpack_size: 2,
+        ..Limits::default()
     };
     for limits in [Limits::default(), tiny] {
         let mut items = Vec::new();

@@ -16,6 +16,7 @@ fuzz_target!(|data: &[u8]| {
         zset_max_listpack_entries: 2,
         zset_max_listpack_value: 4,
         list_max_listpack_size: 2,
+        ..Limits::default()
     };
     for limits in [Limits::default(), tiny] {
         let Ok(value) = rdb::read_value(&mut Reader::new(data), &limits) else {
