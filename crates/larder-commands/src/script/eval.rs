@@ -244,9 +244,5 @@ pub(super) fn script_help(c: &mut Cmd<'_>) -> Result<()> {
         "HELP",
         "    Prints this help.",
     ];
-    c.out.array(LINES.len());
-    for l in LINES {
-        c.out.simple(l);
-    }
-    Ok(())
+    crate::server::reply_help(c, LINES)
 }

@@ -240,7 +240,7 @@ pub(super) fn function_restore(c: &mut Cmd<'_>) -> Result<()> {
             [_] => return Err(Error::Static(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
             )),
-            _ => return Err(Error::Static(crate::error::SYNTAX)),
+            _ => return Err(crate::server::subcommand_syntax_error(c, "FUNCTION")),
         };
     let codes = larder_persist::rdb::functions::parse_dump_payload(payload)
         .map_err(|e| Error::Owned(format!("ERR {e}")))?;
@@ -338,11 +338,7 @@ pub(super) fn function_help(c: &mut Cmd<'_>) -> Result<()> {
         "HELP",
         "    Prints this help.",
     ];
-    c.out.array(LINES.len());
-    for l in LINES {
-        c.out.simple(l);
-    }
-    Ok(())
+    crate::server::reply_help(c, LINES)
 }
 
 pub(super) fn fcall(c: &mut Cmd<'_>) -> Result<()> {
