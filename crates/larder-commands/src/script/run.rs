@@ -98,8 +98,19 @@ pub(crate) fn run(
     }
     let db = conn.db;
     let was_in_exec = std::mem::replace(&mut conn.in_exec, true);
+    let kind = match job.target {
+        Target::Script { .. } => crate::busy::ScriptKind::Eval,
+        Target::Function { .. } => crate::busy::ScriptKind::Function,
+    };
+    // One for all the runs of this request: a run started again wider keeps its clock, so
+    // the busy threshold counts from the request's first run.
+    let mut running = server.busy.start(kind, conn.id);
+    let mut runs = Runs {
+        interp,
+        running: &mut running,
+    };
     let result = match lent {
-        Some(guards) => run_once(server, conn, out, job, Width::All, guards, interp).map(|_| ()),
+        Some(guards) => run_once(server, conn, out, job, Width::All, guards, &mut runs).map(|_| ()),
         None => loop {
             let width = Width::from_u8(job.width.get());
             let mut plan = Plan::default();
@@ -112,7 +123,7 @@ pub(crate) fn run(
             }
             let mut guards = exec::lock_plan(plan, &server.keyspace);
             let group = server.keyspace.feed().group();
-            let outcome = run_once(server, conn, out, job, width, &mut guards, interp);
+            let outcome = run_once(server, conn, out, job, width, &mut guards, &mut runs);
             // Commits the run's group (or, after a rollback, only its expirations) while
             // every shard is still locked.
             drop(group);
@@ -133,6 +144,12 @@ pub(crate) fn run(
     result
 }
 
+/// What the runs of one request share: the thread's interpreter and the busy state.
+struct Runs<'i, 'b, 's> {
+    interp: &'i mut super::interp::Interp,
+    running: &'b mut crate::busy::Running<'s>,
+}
+
 /// How a run ended.
 enum Ran {
     Done,
@@ -148,14 +165,9 @@ fn run_once(
     job: &Job<'_>,
     width: Width,
     guards: &mut DbGuards<'_>,
-    interp: &mut super::interp::Interp,
+    runs: &mut Runs<'_, '_, '_>,
 ) -> Result<Ran> {
     let mark = feed::mark();
-    let kind = match job.target {
-        Target::Script { .. } => crate::busy::ScriptKind::Eval,
-        Target::Function { .. } => crate::busy::ScriptKind::Function,
-    };
-    let client_id = conn.id;
     let mut host = RunHost {
         server,
         db: conn.db,
@@ -170,7 +182,7 @@ fn run_once(
         wrote: false,
         now_ms: job.now_ms,
         wider: width,
-        running: server.busy.start(kind, client_id),
+        running: &mut *runs.running,
         plan: Plan::default(),
         clock_us: larder_engine::now_us(),
         function: match job.target {
@@ -179,7 +191,7 @@ fn run_once(
         },
     };
     let ran = (|| -> std::result::Result<(), Abort> {
-        let vm: &mut Vm = &mut interp.vm;
+        let vm: &mut Vm = &mut runs.interp.vm;
         match job.target {
             Target::Script { sha, body } => {
                 if !vm.has_script(sha) {
@@ -215,7 +227,7 @@ fn run_once(
 }
 
 /// A script's way to the keyspace for one run.
-struct RunHost<'r, 'g, 'k> {
+struct RunHost<'r, 'g, 'k, 's> {
     server: &'r Server,
     conn: &'r mut ConnState,
     /// The database the run started in (what a `Db` width holds).
@@ -232,7 +244,7 @@ struct RunHost<'r, 'g, 'k> {
     now_ms: u64,
     /// The width a retry needs.
     wider: Width,
-    running: crate::busy::Running<'r>,
+    running: &'g mut crate::busy::Running<'s>,
     /// Scratch: the shards of the command being checked.
     plan: Plan,
     /// When the script's last command ended (Unix µs).
@@ -242,7 +254,7 @@ struct RunHost<'r, 'g, 'k> {
     function: Option<(&'r str, &'r [&'r [u8]])>,
 }
 
-impl RunHost<'_, '_, '_> {
+impl RunHost<'_, '_, '_, '_> {
     /// Put back every key the run wrote and drop its records from the feed group.
     fn undo(&mut self, mark: usize) {
         if let Some(images) = self.images.as_mut() {
@@ -326,7 +338,7 @@ impl RunHost<'_, '_, '_> {
     }
 }
 
-impl Host for RunHost<'_, '_, '_> {
+impl Host for RunHost<'_, '_, '_, '_> {
     fn call(&mut self, argv: &[&[u8]], out: &mut ReplyBuf) -> std::result::Result<(), Abort> {
         let server = self.server;
         let Some(&name) = argv.first() else {
