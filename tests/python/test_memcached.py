@@ -450,10 +450,73 @@ def test_stats_groups(mc):
     assert any(v == "conn_listening" for v in conns.values())
     assert mc.stats("items") == {}
     assert mc.stats("slabs") == {}
-    assert mc.call("stats detail on") == b"OK"
-    assert mc.call("stats detail dump") == b"END"
     assert mc.call("stats detail x") == b"CLIENT_ERROR usage: stats detail on|off|dump"
+    assert mc.call("stats detail") == b"CLIENT_ERROR usage: stats detail on|off|dump"
     assert mc.call("stats nonsense") == b"ERROR"
+
+
+def detail_dump(c: McText) -> set[bytes]:
+    """`stats detail dump`'s PREFIX lines (memcached lists them in hash order)."""
+    c.send("stats detail dump\r\n")
+    lines = set()
+    while (line := c.line()) != b"END":
+        lines.add(line)
+    return lines
+
+
+def test_stats_detail_counts_by_prefix(start_server):
+    """The counts memcached 1.6.18 gives for the same requests (checked with a real
+    memcached -p N): gets per key of a multi-get, sets whether stored or not, deletes whether
+    found or not; keys without the delimiter, meta commands, incr and touch are not counted,
+    nor anything while detail is off."""
+    srv = start_with_door(start_server)
+    c = McText(srv.mc_port)
+    assert detail_dump(c) == set()
+    assert c.stats("settings")["detail_enabled"] == "no"
+    assert c.call("stats detail on") == b"OK"
+    assert c.stats("settings")["detail_enabled"] == "yes"
+    assert c.stats("settings")["stat_key_prefix"] == ":"
+    assert c.store("set", "a:1", "x") == b"STORED"
+    c.send("get a:1 a:2 b\r\n")
+    while c.line() != b"END":
+        pass
+    c.send("gets a:1\r\n")
+    while c.line() != b"END":
+        pass
+    assert c.call("delete a:1") == b"DELETED"
+    assert c.call("delete zz:q") == b"NOT_FOUND"
+    assert c.store("set", "nodelim", "y") == b"STORED"
+    assert c.store("append", "a:9", "z") == b"NOT_STORED"
+    assert c.call("incr a:1 1") == b"NOT_FOUND"
+    assert c.call("mg a:1 v") == b"EN"
+    assert c.call("ms c:1 1", "z") == b"HD"
+    assert c.call("md c:1") == b"HD"
+    assert c.call("touch a:1 10") == b"NOT_FOUND"
+    want = {b"PREFIX a get 3 hit 2 set 2 del 1", b"PREFIX zz get 0 hit 0 set 0 del 1"}
+    assert detail_dump(c) == want
+    assert c.call("stats detail off") == b"OK"
+    c.send("get a:5\r\n")
+    assert c.line() == b"END"
+    assert detail_dump(c) == want
+
+
+def test_stats_detail_delimiter_and_binary(start_server):
+    srv = start_with_door(start_server, "--memcached-prefix-delimiter", "/")
+    b = McBin(srv.mc_port)
+    b.send(packet("stat", "detail on"))
+    assert b.read().key == b""
+    assert b.set("users/1", "v").status == SUCCESS
+    assert b.call("get", "users/1").status == SUCCESS
+    assert b.call("get", "users:2").status != SUCCESS
+    assert b.call("delete", "users/1").status == SUCCESS
+    b.send(packet("stat", "detail dump"))
+    r = b.read()
+    assert r.key == b"detailed"
+    assert r.value == b"PREFIX users get 1 hit 1 set 1 del 1\r\nEND\r\n"
+    assert b.read().key == b""
+    c = McText(srv.mc_port)
+    assert c.stats("settings")["stat_key_prefix"] == "/"
+    assert c.stats("settings")["detail_enabled"] == "yes"
 
 
 def test_pymemcache_stats(pm):

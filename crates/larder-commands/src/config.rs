@@ -16,6 +16,7 @@ pub enum Param {
     Port,
     MemcachedPort,
     MemcachedItemSizeMax,
+    MemcachedPrefixDelimiter,
     HttpPort,
     HttpMaxBody,
     HttpCorsOrigins,

@@ -130,6 +130,11 @@ impl<'o> TextWriter<'o> {
         self.reply(TextReply::End);
     }
 
+    /// Lines the caller formatted whole, each ending in `\r\n` (`stats detail dump`).
+    pub fn raw(&mut self, lines: &[u8]) {
+        self.out.extend_from_slice(lines);
+    }
+
     /// `\r\n`, after a value written by the caller.
     pub fn crlf(&mut self) {
         self.out.extend_from_slice(b"\r\n");

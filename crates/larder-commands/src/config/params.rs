@@ -40,6 +40,14 @@ pub static PARAMS: &[ParamDef] = &[
         "largest value a memcached client may store (memcached's -I)",
     ),
     def(
+        Param::MemcachedPrefixDelimiter,
+        "memcached-prefix-delimiter",
+        Kind::Custom(parse_delimiter),
+        ":",
+        Mutability::Mutable,
+        "the character that ends a key's prefix for memcached's `stats detail` (memcached's -D)",
+    ),
+    def(
         Param::HttpPort,
         "http-port",
         Kind::Int { min: 0, max: 65535 },
@@ -620,6 +628,14 @@ fn parse_save(value: &str) -> Result<(i64, String), String> {
         .collect::<Vec<_>>()
         .join(" ");
     Ok((rules.len() as i64, text))
+}
+
+/// `memcached-prefix-delimiter`: one ASCII character (its byte is the number).
+fn parse_delimiter(value: &str) -> Result<(i64, String), String> {
+    match value.as_bytes() {
+        [b] if b.is_ascii() && !b.is_ascii_whitespace() => Ok((i64::from(*b), value.to_string())),
+        _ => Err("argument must be one printable ASCII character".to_string()),
+    }
 }
 
 /// `client-output-buffer-limit`'s parser for the parameter table.

@@ -23,6 +23,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
                 w.get_hit(req, item.flags, item.cas, item.value);
             });
             count_get(cx, found);
+            cx.detail_get(key, found.hit());
             if !found.hit() {
                 w.get_miss(req);
             }
@@ -49,6 +50,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
             if gat {
                 count_get(cx, found);
             }
+            cx.detail_get(key, found.hit());
             if !found.hit() {
                 w.get_miss(req);
             }
@@ -62,6 +64,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
             compare_cas,
         } => {
             bump(&c.cmd_set, 1);
+            cx.detail_set(key);
             if cx.out_of_memory() {
                 bump(&c.store_no_memory, 1);
                 w.status(req, Status::OUT_OF_MEMORY);
@@ -112,6 +115,7 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
                 ..Delete::default()
             };
             let outcome = items::delete(db, key, cx.now_ms, &del);
+            cx.detail_delete(key);
             bump(
                 if outcome == DeleteOutcome::NotFound {
                     &c.delete_misses
@@ -179,6 +183,11 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
                 b"conns" => stats::conns(cx.mc, cx.conn_id, cx.now_ms, &mut emit),
                 b"items" | b"slabs" | b"sizes" => {}
                 b"reset" => cx.mc.stats.reset(),
+                // memcached's binary `detail` stats: on/off answer an empty stats end, dump
+                // one stat `detailed` holding the text protocol's lines.
+                b"detail on" => cx.mc.detail.set_enabled(true),
+                b"detail off" => cx.mc.detail.set_enabled(false),
+                b"detail dump" => emit("detailed", &cx.mc.detail.dump()),
                 _ => {
                     w.status(req, Status::KEY_NOT_FOUND);
                     return Flow::Continue;

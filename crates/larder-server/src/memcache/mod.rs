@@ -16,6 +16,7 @@
 
 mod binary;
 mod conn;
+mod detail;
 mod flush;
 mod session;
 mod stats;
@@ -43,6 +44,8 @@ pub struct McShared {
     pub stats: stats::Stats,
     /// The pending delayed `flush_all`.
     pub flush: flush::FlushTimer,
+    /// `stats detail`'s per-prefix counts.
+    pub detail: detail::Detail,
     verbosity: AtomicU32,
     conns: Mutex<HashMap<u64, Arc<ClientHandle>>>,
     total_connections: AtomicU64,
@@ -57,6 +60,7 @@ impl McShared {
         McShared {
             stats: stats::Stats::new(threads),
             flush: flush::FlushTimer::default(),
+            detail: detail::Detail::default(),
             verbosity: AtomicU32::new(0),
             conns: Mutex::new(HashMap::new()),
             total_connections: AtomicU64::new(0),
@@ -166,6 +170,32 @@ impl<'a> Ctx<'a> {
     /// store is refused with memcached's out-of-memory answer.
     fn out_of_memory(&self) -> bool {
         crate::items::out_of_memory(self.server, self.now_ms)
+    }
+
+    /// The prefix delimiter of `stats detail` (`memcached-prefix-delimiter`).
+    fn delimiter(&self) -> u8 {
+        u8::try_from(self.server.config.num(Param::MemcachedPrefixDelimiter)).unwrap_or(b':')
+    }
+
+    /// Counts a get of `key` for `stats detail`, while it is on.
+    fn detail_get(&self, key: &[u8], hit: bool) {
+        if self.mc.detail.enabled() {
+            self.mc.detail.get(self.delimiter(), key, hit);
+        }
+    }
+
+    /// Counts a set-family command on `key` for `stats detail`, while it is on.
+    fn detail_set(&self, key: &[u8]) {
+        if self.mc.detail.enabled() {
+            self.mc.detail.set(self.delimiter(), key);
+        }
+    }
+
+    /// Counts a delete of `key` for `stats detail`, while it is on.
+    fn detail_delete(&self, key: &[u8]) {
+        if self.mc.detail.enabled() {
+            self.mc.detail.delete(self.delimiter(), key);
+        }
     }
 
     /// Counts a keyspace hit or miss for INFO as well as the door's own counters.

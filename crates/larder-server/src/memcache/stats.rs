@@ -222,8 +222,14 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.text("umask", "700");
     e.num("num_threads", info.threads);
     e.num("num_threads_per_udp", info.threads);
-    e.text("stat_key_prefix", ":");
-    e.text("detail_enabled", "no");
+    e.text(
+        "stat_key_prefix",
+        &server.config.text(Param::MemcachedPrefixDelimiter),
+    );
+    e.text(
+        "detail_enabled",
+        if mc.detail.enabled() { "yes" } else { "no" },
+    );
     e.num("reqs_per_event", crate::conn::READS_PER_TURN);
     e.text("cas_enabled", "yes");
     e.num("tcp_backlog", 511);

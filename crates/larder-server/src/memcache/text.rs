@@ -36,6 +36,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
             let hit = items::delete(cx.db(), key, cx.now_ms, &Delete::default())
                 == DeleteOutcome::Deleted;
             count(cx, hit, |c| (&c.delete_hits, &c.delete_misses));
+            cx.detail_delete(key);
             w.reply(if hit {
                 TextReply::Deleted
             } else {
@@ -132,6 +133,7 @@ fn get(cx: &Ctx<'_>, keys: Keys<'_>, exptime: Option<i64>, with_cas: bool, w: &m
             count(cx, found.hit(), |c| (&c.touch_hits, &c.touch_misses));
         }
         cx.count_get(found.hit());
+        cx.detail_get(key, found.hit());
         if found == Read::Expired {
             bump(&cx.counters.get_expired, 1);
         }
@@ -160,6 +162,7 @@ fn prefetch_ahead(db: &Db, keys: Keys<'_>) {
 /// set, add, replace, append, prepend, cas.
 fn store(cx: &Ctx<'_>, s: &Store<'_>, w: &mut TextWriter<'_>) {
     bump(&cx.counters.cmd_set, 1);
+    cx.detail_set(s.key);
     if cx.out_of_memory() {
         bump(&cx.counters.store_no_memory, 1);
         w.error_kind(TextErrorKind::OutOfMemory);
@@ -250,8 +253,11 @@ fn stats_command(cx: &Ctx<'_>, mut args: Tokens<'_>, w: &mut TextWriter<'_>) {
         }
         Some(b"detail") => {
             match args.next() {
-                Some(b"on" | b"off") => w.reply(TextReply::Ok),
-                Some(b"dump") => w.end(),
+                Some(word @ (b"on" | b"off")) => {
+                    cx.mc.detail.set_enabled(word == b"on");
+                    w.reply(TextReply::Ok);
+                }
+                Some(b"dump") => w.raw(&cx.mc.detail.dump()),
                 _ => w.client_error("usage: stats detail on|off|dump"),
             }
             return;
