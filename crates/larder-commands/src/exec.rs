@@ -511,7 +511,7 @@ pub(crate) fn over_maxmemory(server: &Server) -> bool {
 /// flag) and after a failed log write (`-MISCONF`, for writes and PING, as Redis's
 /// `writeCommandsDeniedByDiskError`). Two relaxed loads when neither applies.
 #[inline]
-fn persistence_gate(server: &Server, spec_flags: u32) -> Option<Error> {
+pub(crate) fn persistence_gate(server: &Server, spec_flags: u32) -> Option<Error> {
     let gates = &server.gates;
     if gates.loading.load(Ordering::Relaxed) && spec_flags & flags::LOADING == 0 {
         return Some(Error::Static(crate::persistence::LOADING_ERR));

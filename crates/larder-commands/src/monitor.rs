@@ -144,60 +144,40 @@ pub fn shown(spec_flags: u32) -> bool {
 /// Show a RESP command that ran (`execute`, or one command inside EXEC) to every monitor, if
 /// its flags allow. `now_us`: when it ended.
 pub fn feed_command(server: &Server, conn: &ConnState, argv: &[&[u8]], flags: u32, now_us: u64) {
-    if !shown(flags) {
-        return;
+    if shown(flags) {
+        send_redacted(server, now_us, conn.db, &conn.handle.addr, argv);
     }
-    let redacted = redacted(argv);
-    let mut line = Vec::with_capacity(64 + argv.iter().map(|a| a.len() + 3).sum::<usize>());
-    format_line(
-        &mut line,
-        now_us,
-        conn.db,
-        &conn.handle.addr,
-        argv.iter().enumerate().map(|(i, a)| {
-            if redacted.contains(&i) {
-                &b"(redacted)"[..]
-            } else {
-                a
-            }
-        }),
-    );
-    server.monitors.send(&line);
 }
 
 /// Show a command a script ran, as Redis does: from client `lua`, in the script's database.
 pub fn feed_script(server: &Server, db: usize, argv: &[&[u8]], flags: u32, now_us: u64) {
-    if !shown(flags) {
-        return;
+    if shown(flags) {
+        send_redacted(server, now_us, db, "lua", argv);
     }
-    let redacted = redacted(argv);
-    let mut line = Vec::with_capacity(64);
-    format_line(
-        &mut line,
-        now_us,
-        db,
-        "lua",
-        argv.iter().enumerate().map(|(i, a)| {
-            if redacted.contains(&i) {
-                &b"(redacted)"[..]
-            } else {
-                a
-            }
-        }),
-    );
-    server.monitors.send(&line);
 }
 
 /// Show EVAL or FCALL (`skip_monitor` commands) before the commands of their script, as
 /// Redis does.
 pub fn feed_script_call(server: &Server, conn: &ConnState, argv: &[&[u8]], now_us: u64) {
-    let mut line = Vec::with_capacity(64);
+    send_redacted(server, now_us, conn.db, &conn.handle.addr, argv);
+}
+
+/// Format `argv` as Redis's MONITOR line, secrets redacted, and send it to every monitor.
+fn send_redacted(server: &Server, now_us: u64, db: usize, addr: &str, argv: &[&[u8]]) {
+    let redacted = redacted(argv);
+    let mut line = Vec::with_capacity(64 + argv.iter().map(|a| a.len() + 3).sum::<usize>());
     format_line(
         &mut line,
         now_us,
-        conn.db,
-        &conn.handle.addr,
-        argv.iter().copied(),
+        db,
+        addr,
+        argv.iter().enumerate().map(|(i, a)| {
+            if redacted.contains(&i) {
+                &b"(redacted)"[..]
+            } else {
+                a
+            }
+        }),
     );
     server.monitors.send(&line);
 }

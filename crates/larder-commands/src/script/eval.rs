@@ -143,12 +143,9 @@ pub(super) fn prepare(server: &Server, flags: ScriptFlags, mode: Mode) -> Result
         return Ok(ro);
     }
     if !flags.has(ScriptFlags::NO_WRITES) {
-        if server
-            .gates
-            .write_failed
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
-            return Err(crate::persistence::misconf(server));
+        // EVAL is refused while loading already: only the disk-error refusal can apply.
+        if let Some(e) = crate::exec::persistence_gate(server, crate::table::flags::WRITE) {
+            return Err(e);
         }
         if ro {
             return Err(Error::Static(RO_WITH_WRITE));

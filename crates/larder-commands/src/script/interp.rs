@@ -55,9 +55,7 @@ pub(crate) fn with<R>(server: &Server, f: impl FnOnce(&mut Interp) -> R) -> Resu
         // A script's own commands never start another script (EVAL and FCALL are
         // `noscript`), and a busy thread's other clients get -BUSY before reaching here.
         let Ok(mut slot) = cell.try_borrow_mut() else {
-            return Err(Error::Static(
-                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
-            ));
+            return Err(Error::Static(crate::busy::BUSY_EVAL));
         };
         if slot.is_none() {
             *slot = Some(Interp::new(server)?);

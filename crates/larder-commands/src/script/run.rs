@@ -280,8 +280,8 @@ impl RunHost<'_, '_, '_, '_> {
         }
         if spec.has(flags::WRITE) && !self.wrote {
             // Once the script has written it cannot stop half way on server state.
-            if self.server.gates.write_failed.load(Ordering::Relaxed) {
-                return Some(crate::persistence::misconf(self.server));
+            if let Some(e) = exec::persistence_gate(self.server, spec.flags) {
+                return Some(e);
             }
         }
         if self.oom && !self.allow_oom && !self.wrote && spec.has(flags::DENYOOM) {
