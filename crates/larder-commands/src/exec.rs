@@ -31,6 +31,10 @@ pub struct ConnState {
     pub id: u64,
     pub db: usize,
     pub authenticated: bool,
+    /// The ACL user the connection runs as (the default user until AUTH), and the
+    /// `Acl::generation` it was fetched at.
+    pub user: Arc<crate::acl::User>,
+    pub acl_generation: u64,
     pub reply_mode: ReplyMode,
     /// Index of the worker thread that owns the connection (stats shard).
     pub worker: usize,
@@ -84,6 +88,8 @@ impl ConnState {
             id: handle.id,
             db: 0,
             authenticated: server.config.text(Param::Requirepass).is_empty(),
+            user: server.acl.default_user(),
+            acl_generation: server.acl.generation(),
             reply_mode: ReplyMode::On,
             worker,
             handle,

@@ -10,6 +10,7 @@
 //! It is not: the network layer (see `larder-server`), nor the storage engine.
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod args;
 pub mod bitmap;
 pub mod blocking;

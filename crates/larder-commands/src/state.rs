@@ -324,6 +324,8 @@ pub struct Server {
     pub active_expire: AtomicBool,
     /// Running scripts, and whether one is past `busy-reply-threshold` (`busy.rs`).
     pub busy: crate::busy::Busy,
+    /// ACL users, shared by every door (`acl.rs`).
+    pub acl: crate::acl::Acl,
 }
 
 /// A histogram of expiry lateness in milliseconds: 1 ms buckets up to 1 s, then one bucket for
@@ -458,7 +460,11 @@ impl Server {
             gates: crate::persistence::Gates::default(),
             active_expire: AtomicBool::new(true),
             busy,
+            acl: crate::acl::Acl::new(),
         };
+        server
+            .acl
+            .set_requirepass(&server.config.text(Param::Requirepass));
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();
         server.sync_notifications();
