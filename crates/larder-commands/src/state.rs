@@ -112,6 +112,9 @@ pub struct ClientHandle {
     pub mail: crate::mail::Mail,
     /// CLIENT TRACKING's flags and redirection.
     pub tracking: crate::tracking::TrackingFlags,
+    /// The name of the ACL user the connection is authenticated as (CLIENT LIST `user=`,
+    /// CLIENT KILL USER, `acl::disconnect_users`).
+    pub user: Mutex<Arc<str>>,
 }
 
 impl ClientHandle {
@@ -138,6 +141,7 @@ impl ClientHandle {
             waker: None,
             mail: crate::mail::Mail::default(),
             tracking: Default::default(),
+            user: parking_lot::Mutex::new(std::sync::Arc::from("default")),
         })
     }
 

@@ -343,6 +343,7 @@ impl Worker {
             })),
             mail,
             tracking: Default::default(),
+            user: parking_lot::Mutex::new(std::sync::Arc::from("default")),
         });
         self.server.clients.register(Arc::clone(&handle));
         let handler = match (door, &self.mc) {

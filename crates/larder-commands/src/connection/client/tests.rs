@@ -281,6 +281,7 @@ fn old_client(server: &Server, age_ms: u64) -> Arc<ClientHandle> {
         waker: None,
         mail: crate::mail::Mail::default(),
         tracking: Default::default(),
+        user: parking_lot::Mutex::new(std::sync::Arc::from("default")),
     });
     server.clients.register(Arc::clone(&h));
     h
