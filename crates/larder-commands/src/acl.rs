@@ -134,6 +134,12 @@ impl User {
         true
     }
 
+    /// Whether some selector of the user has `allkeys` (`~*`): the memcached door's
+    /// operator commands that reveal every key need it, with `@admin`.
+    pub fn all_keys(&self) -> bool {
+        true
+    }
+
     /// Whether the user is `on`.
     pub fn enabled(&self) -> bool {
         true
