@@ -5,6 +5,7 @@
 //! HTTP doors and the ACL commands use. The acl-core helper fills in the bodies; the
 //! signatures change only by agreement (see /work/briefs/acl-contract.md).
 
+pub mod categories;
 pub mod keys;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -89,7 +90,8 @@ impl Acl {
     /// `requirepass`: the default user's only password (`resetpass >pass`), or `nopass` when
     /// empty.
     pub fn set_requirepass(&self, pass: &str) {
-        self.auth_required.store(!pass.is_empty(), Ordering::Relaxed);
+        self.auth_required
+            .store(!pass.is_empty(), Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 

@@ -147,48 +147,6 @@ const FLAG_ORDER: &[(u32, &str)] = &[
     (ALLOW_BUSY, "allow_busy"),
 ];
 
-/// ACL categories in the order Redis lists them.
-const ACL_CATEGORIES: &[&str] = &[
-    "@keyspace",
-    "@read",
-    "@write",
-    "@set",
-    "@sortedset",
-    "@list",
-    "@hash",
-    "@string",
-    "@bitmap",
-    "@hyperloglog",
-    "@geo",
-    "@stream",
-    "@pubsub",
-    "@admin",
-    "@fast",
-    "@slow",
-    "@blocking",
-    "@dangerous",
-    "@connection",
-    "@transaction",
-    "@scripting",
-];
-
-/// Categories Redis gives by name rather than by flag or group (commands and their
-/// subcommands, by top-level name).
-const EXTRA_CATEGORIES: &[(&str, &str)] = &[
-    ("command", "@connection"),
-    ("info", "@dangerous"),
-    ("keys", "@dangerous"),
-    ("flushdb", "@dangerous"),
-    ("flushall", "@dangerous"),
-    ("swapdb", "@dangerous"),
-    ("sort", "@dangerous"),
-    ("sort_ro", "@dangerous"),
-    ("restore", "@dangerous"),
-    ("migrate", "@dangerous"),
-    ("role", "@dangerous"),
-    ("lastsave", "@dangerous"),
-];
-
 /// Command tips (COMMAND INFO), by full name, for the commands that have them in Redis 7.0.
 #[rustfmt::skip]
 const TIPS: &[(&str, &[&str])] = &[
@@ -225,51 +183,9 @@ const TIPS: &[(&str, &[&str])] = &[
     ("client|id", &["nondeterministic_output"]),
 ];
 
-/// The ACL categories of a command, as Redis derives them: from the flags (`@write`,
-/// `@read`, `@admin` + `@dangerous`, `@fast` or else `@slow`, ...), the group (not for
-/// containers, which have no category of their own), and a few named exceptions.
+/// The ACL categories of a command (`acl::categories`).
 fn acl_categories(found: Found) -> Vec<&'static str> {
-    let spec = found.spec;
-    let is_container = found.parent.is_none() && !spec.subcommands.is_empty();
-    let mut cats: Vec<&'static str> = Vec::new();
-    let group = spec.group.acl_category();
-    // The server group's "@admin" comes from the ADMIN flag, not from the group.
-    if !is_container && group != "@admin" {
-        cats.push(group);
-    }
-    for (flag, cat) in [
-        (WRITE, "@write"),
-        (READONLY, "@read"),
-        (ADMIN, "@admin"),
-        (ADMIN, "@dangerous"),
-        (PUBSUB, "@pubsub"),
-        (FAST, "@fast"),
-        (BLOCKING, "@blocking"),
-    ] {
-        if spec.has(flag) {
-            cats.push(cat);
-        }
-    }
-    if !spec.has(FAST) {
-        cats.push("@slow");
-    }
-    if !is_container {
-        let top = found.top_name();
-        cats.extend(
-            EXTRA_CATEGORIES
-                .iter()
-                .filter(|(n, _)| *n == top)
-                .map(|(_, c)| *c),
-        );
-    }
-    cats.sort_by_key(|c| {
-        ACL_CATEGORIES
-            .iter()
-            .position(|k| k == c)
-            .unwrap_or(usize::MAX)
-    });
-    cats.dedup();
-    cats
+    crate::acl::categories::names(crate::acl::categories::mask(found.spec, found.parent))
 }
 
 fn tips(full_name: &str) -> &'static [&'static str] {
