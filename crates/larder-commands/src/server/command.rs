@@ -98,10 +98,6 @@ impl Found {
             None => Cow::Borrowed(self.spec.name),
         }
     }
-
-    fn top_name(&self) -> &'static str {
-        self.parent.unwrap_or(self.spec).name
-    }
 }
 
 /// Look up `get` or `config|get` (any case), as COMMAND INFO and DOCS name commands.
