@@ -26,6 +26,7 @@ pub enum Param {
     Threads,
     Databases,
     Requirepass,
+    ProtectedMode,
     Maxclients,
     Timeout,
     TcpKeepalive,
@@ -74,6 +75,8 @@ pub enum Param {
     EnableDebugCommand,
     SnapshotCompression,
     BusyReplyThreshold,
+    Aclfile,
+    AcllogMaxLen,
 }
 
 /// How a parameter's value is parsed and shown.

@@ -78,6 +78,7 @@ pub fn registry() -> Registry {
         server::COMMANDS,
         transaction::COMMANDS,
         script::COMMANDS,
+        acl::commands::COMMANDS,
         pubsub::COMMANDS,
         latency::COMMANDS,
         monitor::COMMANDS,

@@ -409,6 +409,7 @@ impl Server {
     /// A server with `config` applied, `threads` worker stat slots, and every command table.
     pub fn new(config: Config, threads: usize) -> Server {
         let registry = crate::registry();
+        let acl = crate::acl::Acl::new(&registry);
         let commands = registry.all().len();
         let threads = (0..threads.max(1) + 1)
             .map(|_| ThreadStats {
@@ -464,11 +465,14 @@ impl Server {
             gates: crate::persistence::Gates::default(),
             active_expire: AtomicBool::new(true),
             busy,
-            acl: crate::acl::Acl::new(),
+            acl,
         };
         server
             .acl
             .set_requirepass(&server.config.text(Param::Requirepass));
+        server
+            .acl
+            .set_log_max_len(server.config.num(Param::AcllogMaxLen) as usize);
         // Track LFU counters from the first access when the server starts with an LFU policy.
         server.sync_access_policy();
         server.sync_notifications();

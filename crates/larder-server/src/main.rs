@@ -102,6 +102,23 @@ fn cli() -> Command {
     cmd
 }
 
+/// The config file without its `user` lines (blank lines in their place, so that errors still
+/// name the right line), which go to `users` split into words.
+fn take_user_lines(text: &str, users: &mut Vec<Vec<Vec<u8>>>) -> String {
+    let mut rest = String::with_capacity(text.len());
+    for line in text.lines() {
+        let words = config::split_config_line(line.trim());
+        match words {
+            Some(w) if w.first().is_some_and(|f| f.eq_ignore_ascii_case("user")) => {
+                users.push(w.into_iter().map(String::into_bytes).collect());
+            }
+            _ => rest.push_str(line),
+        }
+        rest.push('\n');
+    }
+    rest
+}
+
 fn main() {
     if let Err(e) = run() {
         eprintln!("larder: {e:#}");
@@ -156,6 +173,8 @@ fn run() -> anyhow::Result<()> {
         _ => {}
     }
     let config = Config::new();
+    // `user` lines of the config file define ACL users, applied once the server exists.
+    let mut user_lines: Vec<Vec<Vec<u8>>> = Vec::new();
     let config_file = matches
         .get_one::<String>("config")
         .or_else(|| matches.get_one::<String>("config-file"))
@@ -163,6 +182,7 @@ fn run() -> anyhow::Result<()> {
     if let Some(path) = &config_file {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading config file {path}"))?;
+        let text = take_user_lines(&text, &mut user_lines);
         let pairs =
             config::parse_file(&text).map_err(|e| anyhow::anyhow!("config file {path}: {e}"))?;
         for (name, value) in pairs {
@@ -258,6 +278,8 @@ fn run() -> anyhow::Result<()> {
             })
             .unwrap_or_default(),
     };
+    larder_commands::acl::file::load_at_startup(&server, &user_lines)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let server = Arc::new(server);
     let persistence = persist::start(&server)?;
     tracing::info!(

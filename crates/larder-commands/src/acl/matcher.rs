@@ -9,6 +9,8 @@
 use hashbrown::HashSet;
 use larder_engine::glob;
 
+use super::access::{READ, WRITE};
+
 /// Whether a byte makes a pattern more than a literal.
 fn is_special(b: u8) -> bool {
     matches!(b, b'*' | b'?' | b'[' | b'\\')
@@ -64,6 +66,49 @@ impl KeyMatcher {
     }
 }
 
+/// One selector's key patterns, compiled once per access a key may need: a key needing read
+/// and write must match one pattern that grants both (Redis's `ACLSelectorCheckKey`).
+#[derive(Clone)]
+pub struct SelectorKeys {
+    /// Every pattern: keys whose key spec asks for no access.
+    any: KeyMatcher,
+    read: KeyMatcher,
+    write: KeyMatcher,
+    both: KeyMatcher,
+}
+
+impl SelectorKeys {
+    /// From `(pattern, access bits)` pairs.
+    pub fn new(patterns: &[(Vec<u8>, u8)]) -> SelectorKeys {
+        let with = |need: u8| {
+            KeyMatcher::new(
+                patterns
+                    .iter()
+                    .filter(move |(_, bits)| bits & need == need)
+                    .map(|(p, _)| p.as_slice()),
+            )
+        };
+        SelectorKeys {
+            any: with(0),
+            read: with(READ),
+            write: with(WRITE),
+            both: with(READ | WRITE),
+        }
+    }
+
+    /// Whether some pattern granting `access` matches `key`.
+    #[inline]
+    pub fn allows(&self, key: &[u8], access: u8) -> bool {
+        match access & (READ | WRITE) {
+            0 => &self.any,
+            READ => &self.read,
+            WRITE => &self.write,
+            _ => &self.both,
+        }
+        .matches(key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +124,18 @@ mod tests {
         assert!(!m.matches(b"") && !m.matches(b"litx"));
         assert!(KeyMatcher::new([&b"**"[..]]).matches(b""));
         assert!(!KeyMatcher::new([]).matches(b"k"));
+    }
+
+    #[test]
+    fn access_classes() {
+        let k = SelectorKeys::new(&[
+            (b"r*".to_vec(), READ),
+            (b"w*".to_vec(), WRITE),
+            (b"b*".to_vec(), READ | WRITE),
+        ]);
+        assert!(k.allows(b"r1", READ) && !k.allows(b"r1", WRITE) && !k.allows(b"r1", 3));
+        assert!(k.allows(b"w1", WRITE) && !k.allows(b"w1", READ));
+        assert!(k.allows(b"b1", 3) && k.allows(b"b1", READ) && k.allows(b"r1", 0));
     }
 
     /// The model: the compiled matcher answers as a glob per pattern does, on random

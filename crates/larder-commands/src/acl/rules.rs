@@ -88,7 +88,9 @@ pub fn hashes_equal(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn valid_hash(h: &[u8]) -> bool {
-    h.len() == 64 && h.iter().all(|&c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+    h.len() == 64
+        && h.iter()
+            .all(|&c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }
 
 /// C's `isspace` or NUL: not allowed in user names and patterns.
@@ -598,7 +600,9 @@ fn split_args(text: &[u8]) -> Vec<Vec<u8>> {
     line.push(b'\n');
     let mut argv = Vec::new();
     match larder_resp::parse_request(&line, &larder_resp::Limits::default(), &mut argv) {
-        Ok(larder_resp::Parsed::Complete { .. }) => argv.into_iter().map(|a| a.into_owned()).collect(),
+        Ok(larder_resp::Parsed::Complete { .. }) => {
+            argv.into_iter().map(|a| a.into_owned()).collect()
+        }
         _ => Vec::new(),
     }
 }

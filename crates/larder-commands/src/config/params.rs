@@ -132,6 +132,14 @@ pub static PARAMS: &[ParamDef] = &[
         "password for the default user",
     ),
     def(
+        Param::ProtectedMode,
+        "protected-mode",
+        Kind::Bool,
+        "yes",
+        Mutability::Mutable,
+        "without a password for the default user, refuse clients not on loopback",
+    ),
+    def(
         Param::Maxclients,
         "maxclients",
         Kind::Int {
@@ -604,6 +612,25 @@ pub static PARAMS: &[ParamDef] = &[
         "5000",
         Mutability::Mutable,
         "milliseconds a script runs before other clients' commands get -BUSY and SCRIPT KILL may end it",
+    ),
+    def(
+        Param::Aclfile,
+        "aclfile",
+        Kind::Text,
+        "",
+        Mutability::Immutable,
+        "the file ACL LOAD and ACL SAVE read and write users from (empty: none)",
+    ),
+    def(
+        Param::AcllogMaxLen,
+        "acllog-max-len",
+        Kind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "128",
+        Mutability::Mutable,
+        "entries ACL LOG keeps",
     ),
 ];
 
