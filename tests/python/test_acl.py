@@ -174,7 +174,10 @@ def test_auth_as_user_then_noperm_and_log(acl, server, protocol):
     with pytest.raises(redis.exceptions.NoPermissionError) as e:
         c.publish("elsewhere", "m")
     assert str(e.value) == NOPERM_CHANNEL
+    # redis-py's CLIENT SETINFO at connect is Redis 7.2's: larder (which has it) logs its
+    # refusal, Redis 7.0 answers it as an unknown subcommand.
     entries = [as_map(x) for x in acl_cmd(acl, "LOG")]
+    entries = [x for x in entries if x[b"object"] != b"client|setinfo"]
     assert [(x[b"reason"], x[b"object"]) for x in entries] == [
         (b"channel", b"elsewhere"), (b"key", b"other"), (b"command", b"del")]
     first = entries[0]
