@@ -243,3 +243,18 @@ def test_protected_mode_denies_remote_clients_without_a_password(start_server):
     assert remote.call("AUTH", "pw") == "OK"
     assert remote.call("PING") == "PONG"
     remote.close()
+
+
+def test_subscriber_losing_its_channel_is_disconnected(srv):
+    a = admin(srv)
+    a.call("ACL", "SETUSER", "listener", "on", ">pw", "&news", "&other", "+@all", "~*")
+    kept = login(srv, "listener")
+    assert kept.call("SUBSCRIBE", "other")[0] == b"subscribe"
+    lost = login(srv, "listener")
+    assert lost.call("SUBSCRIBE", "news")[0] == b"subscribe"
+    a.call("ACL", "SETUSER", "listener", "resetchannels", "&other")
+    with pytest.raises((ConnectionClosed, OSError)):
+        lost.call("PING")
+    # A subscriber whose channel is still allowed stays.
+    assert a.call("PUBLISH", "other", "hi") == 1
+    assert kept.read_reply() == [b"message", b"other", b"hi"]
