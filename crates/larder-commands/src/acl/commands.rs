@@ -84,6 +84,11 @@ fn acl_setuser(c: &mut Cmd<'_>) -> Result<()> {
         .acl
         .set_user(name, &argv[1..])
         .map_err(|e| Error::Owned(format!("ERR {e}")))?;
+    // Subscribers of a channel the user may no longer use are disconnected, as Redis's
+    // `ACLKillPubsubClientsIfNeeded` does.
+    if let Some(user) = c.server.acl.user(name) {
+        c.server.pubsub.disconnect_unpermitted(&user);
+    }
     c.out.simple("OK");
     Ok(())
 }

@@ -354,3 +354,113 @@ fn log_records_and_resets() {
     assert_eq!(h.run(&["ACL", "LOG", "RESET"]), ok());
     assert_eq!(h.run(&["ACL", "LOG"]), Frame::Array(vec![]));
 }
+
+#[test]
+fn setuser_disconnects_subscribers_of_channels_taken_away() {
+    let mut admin = Harness::new();
+    assert_eq!(
+        setuser(&mut admin, &["l", "on", ">pw", "&news", "&other", "+@all"]),
+        ok()
+    );
+    let mut kept = Harness::connect(admin.server.clone());
+    let mut lost = Harness::connect(admin.server.clone());
+    for (h, channel) in [(&mut kept, "other"), (&mut lost, "news")] {
+        assert_eq!(h.run(&["AUTH", "l", "pw"]), ok());
+        h.run_raw(&[b"SUBSCRIBE", channel.as_bytes()]);
+    }
+    assert_eq!(setuser(&mut admin, &["l", "resetchannels", "&other"]), ok());
+    let killed = |h: &Harness| {
+        h.conn
+            .handle
+            .killed
+            .load(std::sync::atomic::Ordering::Acquire)
+    };
+    assert!(killed(&lost) && !killed(&kept));
+}
+
+/// Random rule sequences, garbage included, never panic, and whatever they build describes
+/// itself in rules that build the same user again (Redis aborts when they would not).
+#[test]
+fn random_rules_describe_themselves_exactly() {
+    const POOL: &[&str] = &[
+        "on",
+        "off",
+        "nopass",
+        "resetpass",
+        ">a",
+        "<a",
+        "#0",
+        "reset",
+        "allkeys",
+        "resetkeys",
+        "~k*",
+        "%R~r*",
+        "%W~w?",
+        "%RW~x",
+        "&c*",
+        "allchannels",
+        "resetchannels",
+        "+@all",
+        "-@all",
+        "+@read",
+        "-@write",
+        "+@hash",
+        "-@dangerous",
+        "+get",
+        "-get",
+        "+config",
+        "-config|set",
+        "+config|get",
+        "+client|id",
+        "-client",
+        "+select|0",
+        "+select|1",
+        "+debug|x",
+        "(+set ~s*)",
+        "(-@all +@list %R~l*)",
+        "clearselectors",
+        "+@nosuch",
+        "",
+        "(",
+        ")",
+        "%",
+        "~",
+        "&",
+        "+",
+        "-",
+        "+|",
+        "(~a \"b c\")",
+        "(~a \"unbalanced)",
+    ];
+    let h = Harness::new();
+    let acl = &h.server.acl;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    acl.set_user(b"r", &[]).expect("a new user");
+    for round in 0..300 {
+        let mut ops: Vec<&[u8]> = Vec::new();
+        for _ in 0..(round % 9 + 1) {
+            x = crate::state::xorshift(x);
+            let op = POOL[(x % POOL.len() as u64) as usize];
+            // Rules apply one at a time, so that an invalid one only skips itself.
+            if acl.set_user(b"r", &[op.as_bytes()]).is_ok() {
+                ops.push(op.as_bytes());
+            }
+        }
+        let user = acl.user(b"r").expect("r");
+        let described = user.rules().describe(acl.index());
+        let words: Vec<&[u8]> = described.split(' ').map(str::as_bytes).collect();
+        acl.delete_users(&[b"copy"]);
+        acl.set_user(b"copy", &words)
+            .expect("a description is valid");
+        let copy = acl.user(b"copy").expect("copy");
+        assert_eq!(
+            copy.rules().describe(acl.index()),
+            described,
+            "after {ops:?}"
+        );
+        for (a, b) in copy.rules().selectors.iter().zip(&user.rules().selectors) {
+            assert!((0..acl.index().len()).all(|id| a.allowed(id) == b.allowed(id)));
+        }
+        acl.set_user(b"r", &[b"reset"]).expect("valid");
+    }
+}
