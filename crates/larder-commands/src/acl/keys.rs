@@ -138,6 +138,35 @@ impl Entry {
     }
 }
 
+/// The generated table's shorthands.
+const fn entry(name: &'static str, getkeys: GetKeys, specs: &'static [Spec]) -> Entry {
+    Entry {
+        name,
+        specs,
+        getkeys,
+    }
+}
+
+const fn spec(flags: u16, begin: Begin, find: Find) -> Spec {
+    Spec { flags, begin, find }
+}
+
+const fn range(lastkey: i32, step: i32, limit: i32) -> Find {
+    Find::Range {
+        lastkey,
+        step,
+        limit,
+    }
+}
+
+const fn keynum(keynumidx: i32, firstkey: i32, step: i32) -> Find {
+    Find::Keynum {
+        keynumidx,
+        firstkey,
+        step,
+    }
+}
+
 /// How a command's keys are found.
 #[derive(Clone, Copy)]
 enum Source {
@@ -147,7 +176,7 @@ enum Source {
 }
 
 /// The generated entry of a full command name.
-fn entry(full_name: &str) -> Option<&'static Entry> {
+fn lookup(full_name: &str) -> Option<&'static Entry> {
     specs::SPECS
         .binary_search_by(|e| e.name.cmp(full_name))
         .ok()
@@ -162,7 +191,7 @@ fn by_stat_index() -> &'static [(&'static CommandSpec, Source)] {
             .all()
             .iter()
             .map(|(name, spec)| {
-                let source = entry(name).map_or(Source::Larder, Source::Redis);
+                let source = lookup(name).map_or(Source::Larder, Source::Redis);
                 (*spec, source)
             })
             .collect()
@@ -174,7 +203,7 @@ fn source(resolved: &Resolved) -> Source {
     match by_stat_index().get(resolved.stat_index) {
         Some(&(spec, source)) if std::ptr::eq(spec, resolved.spec) => source,
         // A registry other than `crate::registry()` (a test's): look the name up.
-        _ => entry(resolved.full_name).map_or(Source::Larder, Source::Redis),
+        _ => lookup(resolved.full_name).map_or(Source::Larder, Source::Redis),
     }
 }
 
