@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use super::access;
 use crate::locks::Scope;
-use crate::table::{flags as cmd_flags, CommandSpec, Resolved};
+use crate::table::{flags as cmd_flags, CommandSpec, Registry, Resolved};
 
 /// Redis's key spec flags (`CMD_KEY_*`), in COMMAND GETKEYSANDFLAGS order.
 pub mod flags {
@@ -183,19 +183,21 @@ fn lookup(full_name: &str) -> Option<&'static Entry> {
         .map(|i| &specs::SPECS[i])
 }
 
-/// Every command of `crate::registry()` by stats index, with the spec it was built for.
+/// Every command of `crate::registry()` by stats index, with the spec it was built for. The
+/// registry stays in the static with the table: the names it leaks on purpose stay reachable.
 fn by_stat_index() -> &'static [(&'static CommandSpec, Source)] {
-    static TABLE: OnceLock<Vec<(&'static CommandSpec, Source)>> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        crate::registry()
-            .all()
-            .iter()
-            .map(|(name, spec)| {
-                let source = lookup(name).map_or(Source::Larder, Source::Redis);
-                (*spec, source)
-            })
-            .collect()
-    })
+    static TABLE: OnceLock<(Registry, Vec<(&'static CommandSpec, Source)>)> = OnceLock::new();
+    &TABLE
+        .get_or_init(|| {
+            let registry = crate::registry();
+            let table = registry
+                .all()
+                .iter()
+                .map(|(name, spec)| (*spec, lookup(name).map_or(Source::Larder, Source::Redis)))
+                .collect();
+            (registry, table)
+        })
+        .1
 }
 
 #[inline]
