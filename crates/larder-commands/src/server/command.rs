@@ -488,18 +488,24 @@ fn command_getkeys(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
-/// COMMAND GETKEYSANDFLAGS command [arg ...]
+/// COMMAND GETKEYSANDFLAGS command [arg ...]: the keys with the flags of Redis 7.0.15's key
+/// specs (`acl::keys`, what ACL checks them with).
 fn command_getkeysandflags(c: &mut Cmd<'_>) -> Result<()> {
     let argv = c.args.rest();
-    let (found, keys) = keys_of(c, argv)?;
-    let flags = key_flags(found.spec);
+    keys_of(c, argv)?;
+    let resolved = c.server.registry.resolve(argv)?;
+    let mut keys = Vec::new();
+    crate::acl::keys::keys_with_flags(&resolved, argv, &mut keys);
     c.out.array(keys.len());
-    for k in keys {
+    for (index, key_flags) in keys {
         c.out.array(2);
-        c.out.bulk(k);
-        c.out.set(flags.len());
-        for f in flags {
-            c.out.simple(f);
+        c.out.bulk(argv[index]);
+        let names = crate::acl::keys::flags::NAMES
+            .iter()
+            .filter(|(f, _)| key_flags & f != 0);
+        c.out.set(names.clone().count());
+        for (_, name) in names {
+            c.out.simple(name);
         }
     }
     Ok(())

@@ -319,7 +319,7 @@ fn command_getkeys() {
         Frame::Array(vec![Frame::Array(vec![
             bulk("a"),
             Frame::Array(vec![
-                Frame::Simple("RW".into()),
+                Frame::Simple("OW".into()),
                 Frame::Simple("update".into())
             ])
         ])])
