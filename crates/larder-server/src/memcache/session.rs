@@ -7,7 +7,10 @@ use larder_memcache::{
     TextWriter, HEADER_LEN,
 };
 
-use super::{binary, limits, text, Ctx, Flow};
+use larder_commands::ConnState;
+
+use super::{auth, binary, limits, text, Ctx, Flow};
+use crate::acl_door::{self, Admission};
 
 /// The protocol state of a connection without its socket: which protocol it speaks, and
 /// what is left of a refused request. Unit tests drive it directly.
@@ -23,6 +26,8 @@ pub(super) struct Session {
     /// Set when CLIENT PAUSE held the next request back: the pause's deadline. The request
     /// stays unconsumed and runs on a later call.
     pub(super) paused_until_ms: Option<u64>,
+    /// A SASL AUTH without data is waiting for its STEP.
+    sasl_started: bool,
 }
 
 impl Session {
@@ -32,6 +37,7 @@ impl Session {
     pub(super) fn run(
         &mut self,
         cx: &Ctx<'_>,
+        conn: &mut ConnState,
         buf: &[u8],
         out: &mut Vec<u8>,
         stop_at: usize,
@@ -52,20 +58,29 @@ impl Session {
             let step = match protocol {
                 Protocol::Text => match parse_text(rest, &limits) {
                     Ok(Some((req, _))) if self.held(cx, req.writes()) => break,
-                    Ok(Some((req, used))) => {
-                        let flow = text::execute(cx, &req, out);
-                        if cx.server.monitors.active() {
-                            monitor_text(cx, rest);
+                    Ok(Some((req, used))) => match admitted(cx, conn) {
+                        Admission::In => {
+                            let flow = text::execute(cx, conn, &req, out);
+                            if cx.server.monitors.active() {
+                                monitor_text(cx, rest);
+                            }
+                            Step::Ran(flow, used)
                         }
-                        Step::Ran(flow, used)
-                    }
+                        Admission::Out => Step::Ran(auth::text(cx, conn, &req, out), used),
+                        Admission::Gone => Step::Ran(Flow::Close, used),
+                    },
                     Ok(None) => Step::Incomplete,
                     Err(e) => {
                         if e.kind == larder_memcache::TextErrorKind::ObjectTooLarge {
                             bump(&cx.counters.store_too_large, 1);
                             bump(&cx.counters.cmd_set, 1);
                         }
-                        TextWriter::new(out).error(&e);
+                        if e.closes_connection() || admitted(cx, conn) == Admission::In {
+                            TextWriter::new(out).error(&e);
+                        } else {
+                            // Before login memcached answers every line so.
+                            auth::unauthenticated(out);
+                        }
                         Step::Refused {
                             skip: e.skip,
                             close: e.closes_connection(),
@@ -75,7 +90,19 @@ impl Session {
                 Protocol::Binary => match parse_binary(rest, &limits) {
                     Ok(Some((req, _))) if self.held(cx, req.command.writes()) => break,
                     Ok(Some((req, used))) => {
-                        let flow = binary::execute(cx, &req, out);
+                        let sasl = matches!(
+                            req.command,
+                            BinaryCommand::SaslListMechs | BinaryCommand::Sasl { .. }
+                        );
+                        let flow = match admitted(cx, conn) {
+                            Admission::Gone => Flow::Close,
+                            _ if sasl => {
+                                auth::sasl(cx, conn, &mut self.sasl_started, &req, out);
+                                Flow::Continue
+                            }
+                            Admission::In => binary::execute(cx, conn, &req, out),
+                            Admission::Out => auth::binary_refused(&req, out),
+                        };
                         if cx.server.monitors.active() {
                             monitor_binary(cx, &req);
                         }
@@ -135,6 +162,11 @@ impl Session {
         self.paused_until_ms = cx.server.pause.holds_now(writes);
         self.paused_until_ms.is_some()
     }
+}
+
+/// Whether the connection may run requests now (see [`acl_door::admitted`]).
+fn admitted(cx: &Ctx<'_>, conn: &mut ConnState) -> Admission {
+    acl_door::admitted(cx.server, conn)
 }
 
 /// The result of one parse-and-run step.
@@ -204,7 +236,10 @@ fn binary_words(req: &BinaryRequest<'_>) -> Vec<Vec<u8>> {
         }
         BinaryCommand::Flush { delay } => w.push(num(&delay)),
         BinaryCommand::Stat { group } if !group.is_empty() => w.push(group.to_vec()),
+        // The mechanism only: the credentials are never shown.
+        BinaryCommand::Sasl { mechanism, .. } => w.push(mechanism.to_vec()),
         BinaryCommand::Stat { .. }
+        | BinaryCommand::SaslListMechs
         | BinaryCommand::Quit
         | BinaryCommand::Noop
         | BinaryCommand::Version => {}
