@@ -3,12 +3,14 @@
 //! in docs/security.md), resolved in the command registry and judged by `User::check`, so a
 //! user may do on every door exactly what it may do over RESP.
 //!
-//! A door connection keeps its user in its `ConnState` (`user`, `acl_generation`, and
-//! `authenticated` meaning "logged in explicitly"), as a RESP connection does. A connection
-//! that has not logged in runs as the default user, and only while that user needs no
-//! password ([`admitted`]).
+//! A door connection keeps its user in its `ConnState` (`user`, `acl_generation`,
+//! `authenticated`) as a RESP connection does, and whether it logged in in a [`Login`]. A
+//! connection that has not logged in runs as the default user, and only while that user
+//! needs no password ([`Login::admitted`]).
 
-use larder_commands::acl::{self, Context};
+use std::sync::Arc;
+
+use larder_commands::acl::{self, Context, User};
 use larder_commands::error::Error;
 use larder_commands::{ConnState, Server};
 
@@ -19,71 +21,90 @@ pub enum Admission {
     In,
     /// It must authenticate first.
     Out,
-    /// The user it logged in as was deleted: close the connection (as Redis does).
+    /// The user it logged in as was deleted or disabled: close the connection (as Redis
+    /// does).
     Gone,
 }
 
-/// Brings the connection's user up to date with the ACL (fetched again by name when any user
-/// changed), then says whether it may run operations.
-pub fn admitted(server: &Server, conn: &mut ConnState) -> Admission {
-    let generation = server.acl.generation();
-    if conn.acl_generation != generation {
-        conn.acl_generation = generation;
-        if conn.authenticated {
-            match server.acl.user(conn.user.name.as_bytes()) {
-                Some(user) => conn.user = user,
-                None => return Admission::Gone,
+/// Whether a door connection logged in explicitly; kept next to its `ConnState`, whose
+/// `authenticated` says, as for RESP, whether it may run commands now.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Login {
+    logged_in: bool,
+}
+
+impl Login {
+    /// Brings the connection's user up to date with the ACL (fetched again by name when any
+    /// user changed), then says whether it may run operations; `conn.authenticated` follows.
+    pub fn admitted(&self, server: &Server, conn: &mut ConnState) -> Admission {
+        let generation = server.acl.generation();
+        if conn.acl_generation != generation {
+            conn.acl_generation = generation;
+            if self.logged_in {
+                match server.acl.user(conn.user.name.as_bytes()) {
+                    Some(user) => conn.user = user,
+                    None => return Admission::Gone,
+                }
+            } else {
+                conn.user = server.acl.default_user();
             }
-        } else {
-            conn.user = server.acl.default_user();
         }
-    }
-    if conn.authenticated {
-        if conn.user.enabled() {
+        let admission = if self.logged_in {
+            if conn.user.enabled() {
+                Admission::In
+            } else {
+                Admission::Gone
+            }
+        } else if server.acl.auth_required() {
+            Admission::Out
+        } else {
             Admission::In
-        } else {
-            Admission::Gone
-        }
-    } else if server.acl.auth_required() {
-        Admission::Out
-    } else {
-        Admission::In
+        };
+        conn.authenticated = admission == Admission::In;
+        admission
     }
-}
 
-/// Logs `name` in with `pass` (SASL PLAIN, the text protocol's `set`, a bearer token): on
-/// success the connection runs as that user from now on. A failure is logged to ACL LOG with
-/// `object` as what was tried ("SASL", "HTTP", ...) and leaves the connection as it was.
-pub fn login(
-    server: &Server,
-    conn: &mut ConnState,
-    name: &[u8],
-    pass: &[u8],
-    object: &str,
-) -> bool {
-    match server.acl.authenticate(name, pass) {
-        Some(user) => {
-            *conn.handle.user.lock() = user.name.clone();
-            conn.user = user;
-            conn.acl_generation = server.acl.generation();
-            conn.authenticated = true;
-            true
-        }
-        None => {
-            acl::log_auth_failure(server, &conn.handle, name, object);
-            false
+    /// Logs `name` in with `pass` (SASL PLAIN, the text protocol's `set`): on success the
+    /// connection runs as that user from now on. A failure is logged to ACL LOG with
+    /// `object` as what was tried and leaves the connection as it was.
+    pub fn login(
+        &mut self,
+        server: &Server,
+        conn: &mut ConnState,
+        name: &[u8],
+        pass: &[u8],
+        object: &str,
+    ) -> bool {
+        match server.acl.authenticate(name, pass) {
+            Some(user) => {
+                self.enter(server, conn, user);
+                true
+            }
+            None => {
+                acl::log_auth_failure(server, &conn.handle, name, object);
+                false
+            }
         }
     }
-}
 
-/// Forgets an explicit login: the connection is the default user again (an HTTP request
-/// without a token after one with).
-pub fn logout(server: &Server, conn: &mut ConnState) {
-    if conn.authenticated {
-        conn.authenticated = false;
-        conn.user = server.acl.default_user();
+    /// The connection runs as `user`, already authenticated, from now on.
+    pub fn enter(&mut self, server: &Server, conn: &mut ConnState, user: Arc<User>) {
+        *conn.handle.user.lock() = user.name.clone();
+        conn.user = user;
         conn.acl_generation = server.acl.generation();
-        *conn.handle.user.lock() = conn.user.name.clone();
+        conn.authenticated = true;
+        self.logged_in = true;
+    }
+
+    /// Forgets an explicit login: the connection is the default user again (an HTTP request
+    /// without a token after one with).
+    pub fn logout(&mut self, server: &Server, conn: &mut ConnState) {
+        if self.logged_in {
+            self.logged_in = false;
+            conn.user = server.acl.default_user();
+            conn.acl_generation = server.acl.generation();
+            *conn.handle.user.lock() = conn.user.name.clone();
+        }
     }
 }
 
@@ -123,33 +144,32 @@ pub fn check_all_keys(server: &Server, conn: &ConnState, argv: &[&[u8]]) -> Resu
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use larder_commands::config::Config;
     use larder_commands::testing::detached_handle;
 
     use super::*;
 
     fn conn(server: &Server) -> ConnState {
-        let mut c = ConnState::new(server, detached_handle(server), 0);
-        c.authenticated = false;
-        c
+        ConnState::new(server, detached_handle(server), 0)
     }
 
     #[test]
     fn default_user_without_password_is_admitted() {
         let server = Arc::new(Server::new(Config::new(), 1));
         let mut c = conn(&server);
-        assert_eq!(admitted(&server, &mut c), Admission::In);
+        let mut l = Login::default();
+        assert_eq!(l.admitted(&server, &mut c), Admission::In);
+        assert!(c.authenticated);
         server.acl.set_requirepass("pw");
-        assert_eq!(admitted(&server, &mut c), Admission::Out);
-        assert!(login(&server, &mut c, b"default", b"pw", "SASL"));
-        assert_eq!(admitted(&server, &mut c), Admission::In);
+        assert_eq!(l.admitted(&server, &mut c), Admission::Out);
+        assert!(!c.authenticated);
+        assert!(l.login(&server, &mut c, b"default", b"pw", "SASL"));
+        assert_eq!(l.admitted(&server, &mut c), Admission::In);
         assert_eq!(&*c.handle.user.lock().clone(), "default");
-        logout(&server, &mut c);
-        assert_eq!(admitted(&server, &mut c), Admission::Out);
+        l.logout(&server, &mut c);
+        assert_eq!(l.admitted(&server, &mut c), Admission::Out);
         server.acl.set_requirepass("");
-        assert_eq!(admitted(&server, &mut c), Admission::In);
+        assert_eq!(l.admitted(&server, &mut c), Admission::In);
     }
 
     #[test]
@@ -157,8 +177,9 @@ mod tests {
         let server = Arc::new(Server::new(Config::new(), 1));
         server.acl.set_requirepass("pw");
         let mut c = conn(&server);
-        assert!(!login(&server, &mut c, b"nobody", b"pw", "SASL"));
-        assert_eq!(admitted(&server, &mut c), Admission::Out);
+        let mut l = Login::default();
+        assert!(!l.login(&server, &mut c, b"nobody", b"pw", "SASL"));
+        assert_eq!(l.admitted(&server, &mut c), Admission::Out);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use larder_memcache::{
 };
 
 use super::{Ctx, Flow};
-use crate::acl_door;
+use crate::acl_door::Login;
 
 /// The one mechanism served.
 const MECHANISMS: &[u8] = b"PLAIN";
@@ -36,6 +36,7 @@ const TEXT_AUTH: &str = "SET";
 pub(super) fn sasl(
     cx: &Ctx<'_>,
     conn: &mut ConnState,
+    login: &mut Login,
     started: &mut bool,
     req: &BinaryRequest<'_>,
     out: &mut Vec<u8>,
@@ -66,7 +67,7 @@ pub(super) fn sasl(
     } else {
         plain(data)
     };
-    let ok = ok.is_some_and(|(user, pass)| acl_door::login(cx.server, conn, user, pass, SASL));
+    let ok = ok.is_some_and(|(user, pass)| login.login(cx.server, conn, user, pass, SASL));
     count(cx, ok);
     if ok {
         w.with_value(req, Status::SUCCESS, b"Authenticated");
@@ -101,6 +102,7 @@ pub(super) fn binary_refused(req: &BinaryRequest<'_>, out: &mut Vec<u8>) -> Flow
 pub(super) fn text(
     cx: &Ctx<'_>,
     conn: &mut ConnState,
+    login: &mut Login,
     req: &TextRequest<'_>,
     out: &mut Vec<u8>,
 ) -> Flow {
@@ -114,7 +116,7 @@ pub(super) fn text(
                 .filter(|w| !w.is_empty());
             match (words.next(), words.next()) {
                 (Some(user), Some(pass)) => {
-                    let ok = acl_door::login(cx.server, conn, user, pass, TEXT_AUTH);
+                    let ok = login.login(cx.server, conn, user, pass, TEXT_AUTH);
                     count(cx, ok);
                     if ok {
                         w.reply(larder_memcache::TextReply::Stored);

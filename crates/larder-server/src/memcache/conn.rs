@@ -116,12 +116,9 @@ impl Handler for McHandler {
     }
 }
 
-/// The command state a memcached connection keeps for its ACL user: the default user, not
-/// logged in.
+/// The command state a memcached connection keeps for its ACL user: the default user.
 pub(super) fn door_conn(server: &Server, handle: &Arc<ClientHandle>, worker: usize) -> ConnState {
-    let mut conn = ConnState::new(server, Arc::clone(handle), worker);
-    conn.authenticated = false;
-    conn
+    ConnState::new(server, Arc::clone(handle), worker)
 }
 
 impl Drop for McHandler {

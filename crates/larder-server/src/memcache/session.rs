@@ -10,7 +10,7 @@ use larder_memcache::{
 use larder_commands::ConnState;
 
 use super::{auth, binary, limits, text, Ctx, Flow};
-use crate::acl_door::{self, Admission};
+use crate::acl_door::{Admission, Login};
 
 /// The protocol state of a connection without its socket: which protocol it speaks, and
 /// what is left of a refused request. Unit tests drive it directly.
@@ -28,6 +28,8 @@ pub(super) struct Session {
     pub(super) paused_until_ms: Option<u64>,
     /// A SASL AUTH without data is waiting for its STEP.
     sasl_started: bool,
+    /// Whether the client logged in.
+    login: Login,
 }
 
 impl Session {
@@ -58,7 +60,7 @@ impl Session {
             let step = match protocol {
                 Protocol::Text => match parse_text(rest, &limits) {
                     Ok(Some((req, _))) if self.held(cx, req.writes()) => break,
-                    Ok(Some((req, used))) => match admitted(cx, conn) {
+                    Ok(Some((req, used))) => match self.login.admitted(cx.server, conn) {
                         Admission::In => {
                             let flow = text::execute(cx, conn, &req, out);
                             if cx.server.monitors.active() {
@@ -66,7 +68,9 @@ impl Session {
                             }
                             Step::Ran(flow, used)
                         }
-                        Admission::Out => Step::Ran(auth::text(cx, conn, &req, out), used),
+                        Admission::Out => {
+                            Step::Ran(auth::text(cx, conn, &mut self.login, &req, out), used)
+                        }
                         Admission::Gone => Step::Ran(Flow::Close, used),
                     },
                     Ok(None) => Step::Incomplete,
@@ -75,7 +79,9 @@ impl Session {
                             bump(&cx.counters.store_too_large, 1);
                             bump(&cx.counters.cmd_set, 1);
                         }
-                        if e.closes_connection() || admitted(cx, conn) == Admission::In {
+                        if e.closes_connection()
+                            || self.login.admitted(cx.server, conn) == Admission::In
+                        {
                             TextWriter::new(out).error(&e);
                         } else {
                             // Before login memcached answers every line so.
@@ -94,10 +100,17 @@ impl Session {
                             req.command,
                             BinaryCommand::SaslListMechs | BinaryCommand::Sasl { .. }
                         );
-                        let flow = match admitted(cx, conn) {
+                        let flow = match self.login.admitted(cx.server, conn) {
                             Admission::Gone => Flow::Close,
                             _ if sasl => {
-                                auth::sasl(cx, conn, &mut self.sasl_started, &req, out);
+                                auth::sasl(
+                                    cx,
+                                    conn,
+                                    &mut self.login,
+                                    &mut self.sasl_started,
+                                    &req,
+                                    out,
+                                );
                                 Flow::Continue
                             }
                             Admission::In => binary::execute(cx, conn, &req, out),
@@ -162,11 +175,6 @@ impl Session {
         self.paused_until_ms = cx.server.pause.holds_now(writes);
         self.paused_until_ms.is_some()
     }
-}
-
-/// Whether the connection may run requests now (see [`acl_door::admitted`]).
-fn admitted(cx: &Ctx<'_>, conn: &mut ConnState) -> Admission {
-    acl_door::admitted(cx.server, conn)
 }
 
 /// The result of one parse-and-run step.
