@@ -26,6 +26,7 @@ pub enum Param {
     Threads,
     Databases,
     Requirepass,
+    ProtectedMode,
     Maxclients,
     Timeout,
     TcpKeepalive,
