@@ -379,6 +379,19 @@ mod tests {
     }
 
     #[test]
+    fn a_user_has_one_bucket_across_addresses() {
+        let rates = Rates::default();
+        let t = 2_000_000;
+        let alice = || RateKey::User(Arc::from("alice"));
+        assert_eq!(rates.check(alice(), 2, t), Ok(()));
+        assert_eq!(rates.check(alice(), 2, t), Ok(()));
+        assert_eq!(rates.check(alice(), 2, t), Err(1));
+        // Another user and the addresses keep budgets of their own.
+        assert_eq!(rates.check(RateKey::User(Arc::from("bob")), 2, t), Ok(()));
+        assert_eq!(rates.check(ip("10.0.0.9"), 2, t), Ok(()));
+    }
+
+    #[test]
     fn many_addresses_stay_bounded() {
         let rates = Rates::default();
         let t = 5_000_000;
