@@ -293,8 +293,8 @@ fn token<'r>(cx: &Cx<'_, 'r>) -> Option<std::borrow::Cow<'r, [u8]>> {
 
 /// Whether the request may use data endpoints, and as which ACL user. Without a token the
 /// request is the default user, admitted while that user needs no password. A token is
-/// `<user>:<password>`, or a password alone for `default` (a token with a colon that names no
-/// user is tried whole as `default`'s password too), checked by `Acl::authenticate`; a
+/// `<user>:<password>`, or a password alone for `default` (a token whose part before a colon
+/// names no user is tried whole as `default`'s password), checked by `Acl::authenticate`; a
 /// refused one is logged to ACL LOG and answered `401`. A keep-alive connection keeps the
 /// user its token logged in as until the token or any ACL user changes.
 pub fn authorized(cx: &mut Cx<'_, '_>) -> bool {
@@ -316,9 +316,12 @@ pub fn authorized(cx: &mut Cx<'_, '_>) -> bool {
         Some(i) => (&token[..i], &token[i + 1..]),
         None => (&b"default"[..], &token[..]),
     };
+    // A colon may be part of a bare password: the whole token is `default`'s when the part
+    // before it names no user.
+    let whole_is_password = pass.len() < token.len() && acl.user(name).is_none();
     let user = acl
         .authenticate(name, pass)
-        .or_else(|| (pass.len() < token.len()).then(|| acl.authenticate(b"default", &token))?);
+        .or_else(|| whole_is_password.then(|| acl.authenticate(b"default", &token))?);
     match user {
         Some(user) => {
             cx.login.enter(cx.server, cx.state, user);

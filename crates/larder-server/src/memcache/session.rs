@@ -100,7 +100,8 @@ impl Session {
                             req.command,
                             BinaryCommand::SaslListMechs | BinaryCommand::Sasl { .. }
                         );
-                        let flow = match self.login.admitted(cx.server, conn) {
+                        let admission = self.login.admitted(cx.server, conn);
+                        let flow = match admission {
                             Admission::Gone => Flow::Close,
                             _ if sasl => {
                                 auth::sasl(
@@ -116,7 +117,8 @@ impl Session {
                             Admission::In => binary::execute(cx, conn, &req, out),
                             Admission::Out => auth::binary_refused(&req, out),
                         };
-                        if cx.server.monitors.active() {
+                        // What ran: SASL (without its credentials) and admitted requests.
+                        if cx.server.monitors.active() && (sasl || admission == Admission::In) {
                             monitor_binary(cx, &req);
                         }
                         Step::Ran(flow, used)
