@@ -150,3 +150,26 @@ def test_subscribe_checks_channels(door: Server) -> None:
                       stream=True, timeout=5)
     assert ok.status_code == 200
     ok.close()
+
+
+def test_watch_checks_keyspace_channels_and_values(door: Server) -> None:
+    r = door.client(protocol=2, password=PASSWORD)
+    r.execute_command("ACL", "SETUSER", "watcher", "on", ">xpw", "~app:*", "resetchannels",
+                      "&__keyspace@0__:app:*", "+@all")
+    r.close()
+    h = bearer("watcher:xpw")
+
+    def status(query: str) -> int:
+        resp = requests.get(url(door, f"/v1/watch?{query}"), headers=h, stream=True, timeout=5)
+        resp.close()
+        return resp.status_code
+
+    assert status("key=app:x") == 200
+    assert status("key=app:x&values=1") == 200
+    assert status("key=other") == 403
+    # A prefix is PSUBSCRIBE __keyspace@0__:app:*, which must equal an allowed pattern.
+    assert status("prefix=app:") == 200
+    # Values of every key under a prefix need allkeys.
+    assert status("prefix=app:&values=1") == 403
+    # Everything is PSUBSCRIBE __keyspace@0__:*.
+    assert status("events=set") == 403
