@@ -104,6 +104,9 @@ impl Status {
     pub const AUTH_ERROR_MEMCACHED: Status = Status(0x0020);
     /// 0x0021 Authentication continue, the value memcached actually sends.
     pub const AUTH_CONTINUE_MEMCACHED: Status = Status(0x0021);
+    /// 0x0024 No access (Couchbase's EACCESS): larder's answer to a request the
+    /// connection's ACL user may not make, with the NOPERM text as the body.
+    pub const NO_ACCESS: Status = Status(0x0024);
     /// 0x0081 Unknown command.
     pub const UNKNOWN_COMMAND: Status = Status(0x0081);
     /// 0x0082 Out of memory.
@@ -126,8 +129,7 @@ impl Status {
 
 macro_rules! opcodes {
     ($($(#[$doc:meta])* $name:ident = $value:literal,)*) => {
-        /// A binary opcode served by memcached 1.6 (and the SASL ones it answers as unknown
-        /// when SASL is off). Verbosity (0x1b) and the range opcodes are not served.
+        /// A binary opcode served by memcached 1.6, the SASL ones included. Verbosity (0x1b) and the range opcodes are not served.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         #[repr(u8)]
         pub enum Opcode {
@@ -339,6 +341,18 @@ pub enum BinaryCommand<'a> {
         /// The group; empty for the general statistics.
         group: &'a [u8],
     },
+    /// SASL LIST MECHS: the mechanisms, space-separated, as the value.
+    SaslListMechs,
+    /// SASL AUTH (`step: false`) starts an exchange with a mechanism; SASL STEP continues
+    /// it. For PLAIN the data is `authzid\0user\0password`.
+    Sasl {
+        /// SASL STEP rather than SASL AUTH.
+        step: bool,
+        /// The mechanism's name (the key).
+        mechanism: &'a [u8],
+        /// The client's response (the value).
+        data: &'a [u8],
+    },
 }
 
 impl BinaryCommand<'_> {
@@ -350,7 +364,9 @@ impl BinaryCommand<'_> {
             | BinaryCommand::Quit
             | BinaryCommand::Noop
             | BinaryCommand::Version
-            | BinaryCommand::Stat { .. } => false,
+            | BinaryCommand::Stat { .. }
+            | BinaryCommand::SaslListMechs
+            | BinaryCommand::Sasl { .. } => false,
             BinaryCommand::Touch { .. }
             | BinaryCommand::GetAndTouch { .. }
             | BinaryCommand::Store { .. }
@@ -476,12 +492,6 @@ pub fn parse_binary<'a>(
     if !lengths_valid(op, extras_len, key_len, body_len) {
         return fail(BinaryErrorKind::InvalidArguments);
     }
-    if matches!(
-        op,
-        Opcode::SaslListMechs | Opcode::SaslAuth | Opcode::SaslStep
-    ) {
-        return fail(BinaryErrorKind::UnknownCommand);
-    }
     let value_len = body_len - key_len - extras_len;
     if is_storage(op) && value_len > limits.item_size_max {
         return fail(BinaryErrorKind::TooLarge);
@@ -563,8 +573,12 @@ pub fn parse_binary<'a>(
         Noop => BinaryCommand::Noop,
         Version => BinaryCommand::Version,
         Stat => BinaryCommand::Stat { group: key },
-        // Refused above.
-        SaslListMechs | SaslAuth | SaslStep => return fail(BinaryErrorKind::UnknownCommand),
+        SaslListMechs => BinaryCommand::SaslListMechs,
+        SaslAuth | SaslStep => BinaryCommand::Sasl {
+            step: op == SaslStep,
+            mechanism: key,
+            data: value,
+        },
     };
     Ok(Some((
         BinaryRequest {

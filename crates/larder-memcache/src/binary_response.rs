@@ -172,6 +172,14 @@ impl<'o> BinaryWriter<'o> {
         self.out.extend_from_slice(value);
     }
 
+    /// A response with `status` and `value` as its body, sent for quiet opcodes too: SASL's
+    /// answers (the mechanisms, "Authenticated", a continue challenge) and a refusal with a
+    /// message of its own (a NOPERM text).
+    pub fn with_value(&mut self, req: &BinaryRequest<'_>, status: Status, value: &[u8]) {
+        self.header(req.opcode as u8, status, 0, 0, value.len(), req.opaque, 0);
+        self.out.extend_from_slice(value);
+    }
+
     /// The empty packet that ends a STAT answer.
     pub fn stat_end(&mut self, req: &BinaryRequest<'_>) {
         self.header(req.opcode as u8, Status::SUCCESS, 0, 0, 0, req.opaque, 0);

@@ -198,7 +198,7 @@ pub enum BinaryErrorKind {
     /// Extras, key or body lengths wrong for the opcode, or a key over the limit:
     /// status 0x0004 and close.
     InvalidArguments,
-    /// An opcode memcached does not serve (SASL included, when SASL is off): status 0x0081,
+    /// An opcode memcached does not serve: status 0x0081,
     /// the packet is skipped and the connection goes on.
     UnknownCommand,
     /// A value over `item_size_max`, or a body over `binary_body_max`: status 0x0003, the

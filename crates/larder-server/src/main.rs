@@ -3,6 +3,7 @@
 //! `larder [--port N] [--config FILE] [--<any config parameter> VALUE]...` starts the server;
 //! `larder cache <build|get|info|verify|bench>` works with cache files.
 
+mod acl_door;
 mod alloc;
 mod cache_cli;
 mod conn;

@@ -344,15 +344,40 @@ fn refusals_without_closing() {
     assert_eq!(kind_of(&p), (BinaryErrorKind::UnknownCommand, p.len()));
     let p = packet(0x1b, &1u32.to_be_bytes(), b"", b"", 0);
     assert_eq!(kind_of(&p), (BinaryErrorKind::UnknownCommand, p.len()));
-    let p = packet(0x20, b"", b"", b"", 0);
-    assert_eq!(kind_of(&p), (BinaryErrorKind::UnknownCommand, p.len()));
-    let p = packet(0x21, b"", b"PLAIN", b"\0u\0p", 0);
-    assert_eq!(kind_of(&p), (BinaryErrorKind::UnknownCommand, p.len()));
     // The header alone is enough to refuse an unknown opcode.
+    let p = packet(0x50, b"", b"abc", b"xyz", 0);
     assert_eq!(
         kind_of(&p[..HEADER_LEN]),
         (BinaryErrorKind::UnknownCommand, p.len())
     );
+}
+
+#[test]
+fn sasl_requests() {
+    let p = packet(0x20, b"", b"", b"", 0);
+    let (req, used) = parse(&p).expect("valid").expect("complete");
+    assert_eq!((req.command, used), (BinaryCommand::SaslListMechs, p.len()));
+    let p = packet(0x21, b"", b"PLAIN", b"\0u\0p", 7);
+    let (req, _) = parse(&p).expect("valid").expect("complete");
+    assert_eq!(
+        req.command,
+        BinaryCommand::Sasl {
+            step: false,
+            mechanism: b"PLAIN",
+            data: b"\0u\0p"
+        }
+    );
+    assert!(!req.command.writes());
+    let p = packet(0x22, b"", b"PLAIN", b"", 0);
+    let (req, _) = parse(&p).expect("valid").expect("complete");
+    assert!(matches!(
+        req.command,
+        BinaryCommand::Sasl {
+            step: true,
+            data: b"",
+            ..
+        }
+    ));
 }
 
 #[test]

@@ -30,6 +30,18 @@ pub fn serve(cx: &mut Cx<'_, '_>, rest: &[&str]) -> Action {
     if key.is_empty() {
         return cx.error(400, "empty key");
     }
+    // The RESP equivalent each method is checked as (docs/security.md).
+    let equivalent: &[&[u8]] = match cx.req.method {
+        Method::Get | Method::Head => &[b"GET", &key],
+        Method::Put => &[b"SET", &key, b""],
+        Method::Delete => &[b"DEL", &key],
+        _ => &[],
+    };
+    if !equivalent.is_empty() {
+        if let Err(e) = cx.check(equivalent) {
+            return cx.error(403, e.message());
+        }
+    }
     match cx.req.method {
         Method::Get | Method::Head => get(cx, &key),
         Method::Put => put(cx, &key),

@@ -14,19 +14,22 @@
 //!   browser page whose origin is not allowed is refused with `403` before it runs, so a
 //!   page cannot write to the door through a "simple" cross-origin request (one sent without
 //!   a preflight) whose answer it could not even read.
-//! - **Rate limit**: `http-rate-limit` requests per second per client address, a token bucket
-//!   whose burst is one second's worth; beyond it, `429` with `Retry-After`. IPv6 clients are
-//!   counted per /64, the block one host usually has.
+//! - **Rate limit**: `http-rate-limit` requests per second per user logged in with a token
+//!   (other than `default`), across its addresses, and per client address for the rest, a
+//!   token bucket whose burst is one second's worth; beyond it, `429` with `Retry-After`.
+//!   IPv6 clients are counted per /64, the block one host usually has.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use larder_commands::config::Param;
 use larder_http::{Method, Query};
 use parking_lot::Mutex;
 
 use super::{Action, Cx};
+use crate::acl_door::Admission;
 
 /// The most body bytes of a request refused with `413` that are read and dropped before the
 /// connection closes, so that a client that sends all its body before reading the answer sees
@@ -57,8 +60,23 @@ const RATE_SHARD_ADDRESSES: usize = 4096;
 /// A bucket untouched this long is full again, as good as forgotten.
 const BUCKET_REFILL_MS: u64 = 1000;
 
-/// Per-address request budgets (`http-rate-limit`): token buckets holding up to one second's
-/// worth of requests.
+/// Whose budget a request is counted against.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RateKey {
+    /// A client address (an IPv6 one by its /64): requests without a user of their own.
+    Addr(IpAddr),
+    /// A user logged in with a token (other than `default`): its requests from every address.
+    User(Arc<str>),
+}
+
+impl From<IpAddr> for RateKey {
+    fn from(addr: IpAddr) -> RateKey {
+        RateKey::Addr(rate_key(addr))
+    }
+}
+
+/// Request budgets (`http-rate-limit`) per address or user: token buckets holding up to one
+/// second's worth of requests.
 pub struct Rates {
     shards: [Mutex<RateShard>; RATE_SHARDS],
 }
@@ -73,7 +91,7 @@ impl Default for Rates {
 
 #[derive(Default)]
 struct RateShard {
-    buckets: HashMap<IpAddr, Bucket>,
+    buckets: HashMap<RateKey, Bucket>,
     /// Shared by the addresses that find the shard full.
     overflow: Bucket,
     /// A full shard forgets its idle addresses no more often than this (Unix ms), so a flood
@@ -111,10 +129,10 @@ impl Bucket {
 }
 
 impl Rates {
-    /// Counts one request from `addr` against a budget of `per_s` a second. `Err`: over
-    /// budget, with the whole seconds to wait (at least 1).
-    pub fn check(&self, addr: IpAddr, per_s: u64, now_ms: u64) -> Result<(), u64> {
-        let addr = rate_key(addr);
+    /// Counts one request from `key` (an address or a user) against a budget of `per_s` a
+    /// second. `Err`: over budget, with the whole seconds to wait (at least 1).
+    pub fn check(&self, key: impl Into<RateKey>, per_s: u64, now_ms: u64) -> Result<(), u64> {
+        let addr = key.into();
         let mut h = std::collections::hash_map::DefaultHasher::new();
         addr.hash(&mut h);
         let mut shard = self.shards[h.finish() as usize % RATE_SHARDS].lock();
@@ -165,18 +183,31 @@ fn client_ip(addr: &str) -> Option<IpAddr> {
         .ok()
 }
 
-/// Checks that come before routing: the rate limit, then CORS (the preflight answered, the
-/// origin checked and remembered for the response). `Some`: the request is answered.
-pub fn screen(cx: &mut Cx<'_, '_>) -> Option<Action> {
+/// The rate limit (`http-rate-limit`): a request of a user logged in with a token, other
+/// than `default`, counts against that user's budget, shared by all its addresses; any other
+/// (no token, a bare password, a refused token) against its address's. `Some`: answered
+/// `429`.
+pub fn rate(cx: &mut Cx<'_, '_>) -> Option<Action> {
     let per_s = cx.server.config.num(Param::HttpRateLimit).max(0) as u64;
     // A long poll run again after a wake-up is the same request, already counted.
-    if per_s > 0 && cx.wait_until.is_none() {
-        if let Some(ip) = client_ip(&cx.state.handle.addr) {
-            if let Err(wait_s) = cx.shared.rates.check(ip, per_s, cx.now_ms) {
-                return Some(too_many(cx, wait_s));
-            }
-        }
+    if per_s == 0 || cx.wait_until.is_some() {
+        return None;
     }
+    let key = if cx.state.authenticated && cx.authorized_token.is_some() {
+        Some(&cx.state.user.name)
+            .filter(|name| &***name != "default")
+            .map(|name| RateKey::User(Arc::clone(name)))
+    } else {
+        None
+    };
+    let key = key.or_else(|| client_ip(&cx.state.handle.addr).map(RateKey::from))?;
+    let wait_s = cx.shared.rates.check(key, per_s, cx.now_ms).err()?;
+    Some(too_many(cx, wait_s))
+}
+
+/// Checks that come before routing: CORS (the preflight answered, the origin checked and
+/// remembered for the response). `Some`: the request is answered.
+pub fn screen(cx: &mut Cx<'_, '_>) -> Option<Action> {
     let origin = cx.req.header("origin");
     let preflight = cx.req.method == Method::Options
         && cx.req.header("access-control-request-method").is_some();
@@ -237,7 +268,7 @@ fn origin_allowed(cx: &Cx<'_, '_>, origin: &[u8]) -> bool {
 /// `429` with `Retry-After`.
 fn too_many(cx: &mut Cx<'_, '_>, wait_s: u64) -> Action {
     let body = serde_json::json!({
-        "error": "too many requests from this address (http-rate-limit)"
+        "error": "too many requests from this address or user (http-rate-limit)"
     })
     .to_string();
     let mut r = cx.start(429);
@@ -260,35 +291,51 @@ fn token<'r>(cx: &Cx<'_, 'r>) -> Option<std::borrow::Cow<'r, [u8]>> {
     }
 }
 
-/// Whether the request may use data endpoints: without `requirepass` anyone may; with it,
-/// the request's token (see [`token`]) is `<user>:<password>`, or a password alone for the
-/// `default` user, checked as AUTH checks it.
+/// Whether the request may use data endpoints, and as which ACL user. Without a token the
+/// request is the default user, admitted while that user needs no password. A token is
+/// `<user>:<password>`, or a password alone for `default` (a token whose part before a colon
+/// names no user is tried whole as `default`'s password), checked by `Acl::authenticate`; a
+/// refused one is logged to ACL LOG and answered `401`. A keep-alive connection keeps the
+/// user its token logged in as until the token or any ACL user changes.
 pub fn authorized(cx: &mut Cx<'_, '_>) -> bool {
-    let required = cx.server.config.text(Param::Requirepass);
-    if required.is_empty() {
-        cx.state.authenticated = true;
-        return true;
-    }
     let Some(token) = token(cx) else {
-        cx.state.authenticated = false;
-        return false;
+        *cx.authorized_token = None;
+        cx.login.logout(cx.server, cx.state);
+        return cx.login.admitted(cx.server, cx.state) == Admission::In;
     };
-    if let Some((t, pass)) = cx.authorized_token.as_ref() {
-        if *t == *token && *pass == required {
-            cx.state.authenticated = true;
-            return true;
+    let generation = cx.server.acl.generation();
+    if cx
+        .authorized_token
+        .as_ref()
+        .is_some_and(|(t, g)| *t == *token && *g == generation)
+    {
+        return cx.login.admitted(cx.server, cx.state) == Admission::In;
+    }
+    let acl = &cx.server.acl;
+    let (name, pass) = match token.iter().position(|&b| b == b':') {
+        Some(i) => (&token[..i], &token[i + 1..]),
+        None => (&b"default"[..], &token[..]),
+    };
+    // A colon may be part of a bare password: the whole token is `default`'s when the part
+    // before it names no user.
+    let whole_is_password = pass.len() < token.len() && acl.user(name).is_none();
+    let user = acl
+        .authenticate(name, pass)
+        .or_else(|| whole_is_password.then(|| acl.authenticate(b"default", &token))?);
+    match user {
+        Some(user) => {
+            cx.login.enter(cx.server, cx.state, user);
+            *cx.authorized_token = Some((token.to_vec(), generation));
+            true
+        }
+        None => {
+            larder_commands::acl::log_auth_failure(cx.server, &cx.state.handle, name, "HTTP");
+            *cx.authorized_token = None;
+            cx.login.logout(cx.server, cx.state);
+            cx.state.authenticated = false;
+            false
         }
     }
-    let ok = match token.iter().position(|&b| b == b':') {
-        Some(i) => {
-            larder_commands::connection::credentials_ok(cx.server, &token[..i], &token[i + 1..])
-                || larder_commands::connection::credentials_ok(cx.server, b"default", &token)
-        }
-        None => larder_commands::connection::credentials_ok(cx.server, b"default", &token),
-    };
-    cx.state.authenticated = ok;
-    *cx.authorized_token = ok.then(|| (token.to_vec(), required));
-    ok
 }
 
 /// `401` with a bearer challenge: NOAUTH without a token, WRONGPASS (AUTH's error) with a
@@ -332,6 +379,19 @@ mod tests {
         let slow: IpAddr = ip("10.0.0.3");
         assert_eq!(rates.check(slow, 1, t), Ok(()));
         assert_eq!(rates.check(slow, 1, t + 10), Err(1));
+    }
+
+    #[test]
+    fn a_user_has_one_bucket_across_addresses() {
+        let rates = Rates::default();
+        let t = 2_000_000;
+        let alice = || RateKey::User(Arc::from("alice"));
+        assert_eq!(rates.check(alice(), 2, t), Ok(()));
+        assert_eq!(rates.check(alice(), 2, t), Ok(()));
+        assert_eq!(rates.check(alice(), 2, t), Err(1));
+        // Another user and the addresses keep budgets of their own.
+        assert_eq!(rates.check(RateKey::User(Arc::from("bob")), 2, t), Ok(()));
+        assert_eq!(rates.check(ip("10.0.0.9"), 2, t), Ok(()));
     }
 
     #[test]

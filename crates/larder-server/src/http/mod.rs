@@ -23,6 +23,7 @@ use larder_commands::{execute, ConnState, Outcome, Server};
 use larder_http::{parse_request, Limits, Method, Parsed, Request, Response};
 use larder_resp::{Frame, Protocol, ReplyBuf};
 
+use crate::acl_door::Login;
 use crate::conn::{Close, Handler, Output, Processed};
 
 mod collections;
@@ -86,9 +87,12 @@ pub struct HttpHandler {
     /// Input bytes to read and drop before closing: the body of a request refused with `413`
     /// (see [`limits::DISCARD_MAX`]).
     discard: u64,
-    /// The token that authenticated the last request, so a keep-alive client's next requests
-    /// with the same one are not checked again (cleared when `requirepass` changes).
-    pub(crate) authorized_token: Option<(Vec<u8>, String)>,
+    /// The token that authenticated the last request and the `Acl::generation` it was
+    /// checked at, so a keep-alive client's next requests with the same one are not checked
+    /// again (checked again once any ACL user changes).
+    pub(crate) authorized_token: Option<(Vec<u8>, u64)>,
+    /// Whether the token logged the connection in as a user.
+    login: Login,
     /// The deadline of the long poll at the front of the input (Unix ms), fixed by its
     /// first run and kept across the runs wake-ups cause.
     wait_until: Option<u64>,
@@ -113,6 +117,7 @@ impl HttpHandler {
             streaming: false,
             discard: 0,
             authorized_token: None,
+            login: Login::default(),
             wait_until: None,
         }
     }
@@ -148,6 +153,7 @@ impl HttpHandler {
             shared: &self.shared,
             state: &mut self.state,
             authorized_token: &mut self.authorized_token,
+            login: &mut self.login,
             wait_until: &mut self.wait_until,
             req,
             out,
@@ -169,7 +175,8 @@ pub struct Cx<'a, 'r> {
     pub shared: &'a HttpShared,
     /// The connection's command state, for requests that run commands.
     pub state: &'a mut ConnState,
-    authorized_token: &'a mut Option<(Vec<u8>, String)>,
+    authorized_token: &'a mut Option<(Vec<u8>, u64)>,
+    login: &'a mut Login,
     /// The long poll's deadline (see [`watch::long_poll`]).
     pub(crate) wait_until: &'a mut Option<u64>,
     pub req: &'a Request<'r>,
@@ -254,6 +261,13 @@ impl<'r> Cx<'_, 'r> {
         }
     }
 
+    /// Checks `argv`, the RESP equivalent of what the request is about to do without the
+    /// executor, for the request's user (`crate::acl_door::check`): `Err` holds the NOPERM
+    /// error, answered `403`.
+    pub fn check(&self, argv: &[&[u8]]) -> Result<(), larder_commands::error::Error> {
+        crate::acl_door::check(self.server, self.state, argv)
+    }
+
     /// Whether the data is still loading: data endpoints answer 503 meanwhile.
     pub fn loading(&self) -> bool {
         self.server
@@ -268,15 +282,23 @@ fn route(cx: &mut Cx<'_, '_>) -> Action {
     let path = cx.req.path;
     let mut segs = larder_http::path_segments(path);
     let first = segs.next().unwrap_or("");
+    let open = matches!(first, "healthz" | "livez" | "readyz" | "ui");
+    let authorized = open || limits::authorized(cx);
+    if let Some(action) = limits::rate(cx) {
+        return action;
+    }
     match first {
         "healthz" | "livez" | "readyz" => metrics::serve_health(cx, first),
         "ui" => ui::serve(cx),
         _ => {
-            if !limits::authorized(cx) {
+            if !authorized {
                 return limits::unauthorized(cx);
             }
             // Metrics are read while the data loads, as INFO is.
             if first == "metrics" {
+                if let Err(e) = cx.check(&[b"INFO"]) {
+                    return cx.error(403, e.message());
+                }
                 return metrics::serve_metrics(cx);
             }
             if cx.loading() {

@@ -182,6 +182,7 @@ fn token_in_header_or_query_and_requirepass_at_once() {
         .config
         .set_many(&[("requirepass", "s3cret")])
         .expect("config");
+    door.server.acl.set_requirepass("s3cret");
     let r = door.ask("GET /v1/kv/k HTTP/1.1\r\n\r\n");
     assert_eq!(r.status, 401);
     assert_eq!(
@@ -234,6 +235,7 @@ fn token_in_header_or_query_and_requirepass_at_once() {
         .config
         .set_many(&[("requirepass", "other")])
         .expect("config");
+    door.server.acl.set_requirepass("other");
     assert_eq!(door.ask_on(&mut conn, req).status, 401);
     let req2 = "GET /v1/kv/k HTTP/1.1\r\nAuthorization: Bearer other\r\n\r\n";
     assert_eq!(door.ask_on(&mut conn, req2).status, 404);
@@ -241,6 +243,7 @@ fn token_in_header_or_query_and_requirepass_at_once() {
         .config
         .set_many(&[("requirepass", "")])
         .expect("config");
+    door.server.acl.set_requirepass("");
     assert_eq!(
         door.ask_on(&mut conn, "GET /v1/kv/k HTTP/1.1\r\n\r\n")
             .status,
@@ -290,6 +293,7 @@ fn cors_allowlist_and_preflight() {
         .config
         .set_many(&[("requirepass", "pw")])
         .expect("config");
+    door.server.acl.set_requirepass("pw");
     assert_eq!(pre("https://app.example").status, 204);
     // Every response to an allowed origin names it, errors included.
     let r = door.ask("GET /v1/kv/k HTTP/1.1\r\nOrigin: https://app.example\r\n\r\n");

@@ -5,15 +5,27 @@
 use larder_commands::state::bump;
 use larder_memcache::{BinaryCommand, BinaryRequest, BinaryWriter, Status, StoreMode};
 
+use larder_commands::ConnState;
+
 use super::stats::{self, VERSION};
-use super::{Ctx, Flow};
+use super::{perm, Ctx, Flow};
 use crate::items::{
     self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, Read, StoreOutcome,
 };
 
-/// Runs one request and appends its response packets to `out`.
-pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) -> Flow {
+/// Runs one request and appends its response packets to `out`. A request the connection's
+/// user may not make is answered status `0x0024` with the NOPERM text ([`perm`]).
+pub(super) fn execute(
+    cx: &Ctx<'_>,
+    conn: &ConnState,
+    req: &BinaryRequest<'_>,
+    out: &mut Vec<u8>,
+) -> Flow {
     let mut w = BinaryWriter::new(out);
+    if let Err(e) = perm::binary(cx, conn, &req.command) {
+        w.with_value(req, Status::NO_ACCESS, e.message().as_bytes());
+        return Flow::Continue;
+    }
     let c = cx.counters;
     let db = cx.db();
     match req.command {
@@ -194,6 +206,10 @@ pub(super) fn execute(cx: &Ctx<'_>, req: &BinaryRequest<'_>, out: &mut Vec<u8>) 
                 }
             }
             w.stat_end(req);
+        }
+        // Answered by `auth::sasl` before commands run.
+        BinaryCommand::SaslListMechs | BinaryCommand::Sasl { .. } => {
+            w.status(req, Status::UNKNOWN_COMMAND);
         }
     }
     Flow::Continue

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use larder_commands::state::{bump, ClientHandle};
-use larder_commands::Server;
+use larder_commands::{ConnState, Server};
 use larder_memcache::{Protocol, HEADER_LEN};
 
 use super::session::Session;
@@ -19,6 +19,9 @@ pub struct McHandler {
     worker: usize,
     mc: Arc<McShared>,
     session: Session,
+    /// The ACL user the connection runs as, made at its first request (see
+    /// [`crate::acl_door`]).
+    conn: Option<ConnState>,
 }
 
 impl McHandler {
@@ -31,6 +34,7 @@ impl McHandler {
             worker,
             mc,
             session: Session::default(),
+            conn: None,
         }
     }
 }
@@ -53,7 +57,10 @@ impl Handler for McHandler {
             &self.handle.addr,
         );
         let first = self.session.protocol.is_none();
-        let (used, close) = self.session.run(&cx, buf, &mut out.bytes, stop_at);
+        let conn = self
+            .conn
+            .get_or_insert_with(|| door_conn(server, &self.handle, self.worker));
+        let (used, close) = self.session.run(&cx, conn, buf, &mut out.bytes, stop_at);
         if first {
             if let Some(p) = self.session.protocol {
                 self.handle.names.lock().lib_name = match p {
@@ -107,6 +114,11 @@ impl Handler for McHandler {
     fn durability_error(&self, reason: &str) -> Vec<u8> {
         format!("SERVER_ERROR writing to the append-only log failed: {reason}\r\n").into_bytes()
     }
+}
+
+/// The command state a memcached connection keeps for its ACL user: the default user.
+pub(super) fn door_conn(server: &Server, handle: &Arc<ClientHandle>, worker: usize) -> ConnState {
+    ConnState::new(server, Arc::clone(handle), worker)
 }
 
 impl Drop for McHandler {

@@ -8,16 +8,20 @@
 //!   `larder-memcache` and runs each request.
 //! - `text` and `binary` map parsed requests onto the engine operations of `ops` and encode
 //!   the answers; `stats` renders `stats`; `flush` is `flush_all` with a delay.
+//! - `auth` logs clients in (binary SASL PLAIN, the text protocol's `set`) as ACL users;
+//!   `perm` checks each request as its RESP equivalent (`crate::acl_door`).
 //! - [`McShared`] is the door's server-wide state: counters, the pending flush, verbosity and
 //!   the list of memcached connections.
 //!
 //! It is not a RESP translator: memcached commands never become RESP argv; they call shard
 //! operations directly.
 
+mod auth;
 mod binary;
 mod conn;
 mod detail;
 mod flush;
+mod perm;
 mod session;
 mod stats;
 mod text;

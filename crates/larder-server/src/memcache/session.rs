@@ -7,7 +7,10 @@ use larder_memcache::{
     TextWriter, HEADER_LEN,
 };
 
-use super::{binary, limits, text, Ctx, Flow};
+use larder_commands::ConnState;
+
+use super::{auth, binary, limits, text, Ctx, Flow};
+use crate::acl_door::{Admission, Login};
 
 /// The protocol state of a connection without its socket: which protocol it speaks, and
 /// what is left of a refused request. Unit tests drive it directly.
@@ -23,6 +26,10 @@ pub(super) struct Session {
     /// Set when CLIENT PAUSE held the next request back: the pause's deadline. The request
     /// stays unconsumed and runs on a later call.
     pub(super) paused_until_ms: Option<u64>,
+    /// A SASL AUTH without data is waiting for its STEP.
+    sasl_started: bool,
+    /// Whether the client logged in.
+    login: Login,
 }
 
 impl Session {
@@ -32,6 +39,7 @@ impl Session {
     pub(super) fn run(
         &mut self,
         cx: &Ctx<'_>,
+        conn: &mut ConnState,
         buf: &[u8],
         out: &mut Vec<u8>,
         stop_at: usize,
@@ -52,20 +60,33 @@ impl Session {
             let step = match protocol {
                 Protocol::Text => match parse_text(rest, &limits) {
                     Ok(Some((req, _))) if self.held(cx, req.writes()) => break,
-                    Ok(Some((req, used))) => {
-                        let flow = text::execute(cx, &req, out);
-                        if cx.server.monitors.active() {
-                            monitor_text(cx, rest);
+                    Ok(Some((req, used))) => match self.login.admitted(cx.server, conn) {
+                        Admission::In => {
+                            let flow = text::execute(cx, conn, &req, out);
+                            if cx.server.monitors.active() {
+                                monitor_text(cx, rest);
+                            }
+                            Step::Ran(flow, used)
                         }
-                        Step::Ran(flow, used)
-                    }
+                        Admission::Out => {
+                            Step::Ran(auth::text(cx, conn, &mut self.login, &req, out), used)
+                        }
+                        Admission::Gone => Step::Ran(Flow::Close, used),
+                    },
                     Ok(None) => Step::Incomplete,
                     Err(e) => {
                         if e.kind == larder_memcache::TextErrorKind::ObjectTooLarge {
                             bump(&cx.counters.store_too_large, 1);
                             bump(&cx.counters.cmd_set, 1);
                         }
-                        TextWriter::new(out).error(&e);
+                        if e.closes_connection()
+                            || self.login.admitted(cx.server, conn) == Admission::In
+                        {
+                            TextWriter::new(out).error(&e);
+                        } else {
+                            // Before login memcached answers every line so.
+                            auth::unauthenticated(out);
+                        }
                         Step::Refused {
                             skip: e.skip,
                             close: e.closes_connection(),
@@ -75,8 +96,29 @@ impl Session {
                 Protocol::Binary => match parse_binary(rest, &limits) {
                     Ok(Some((req, _))) if self.held(cx, req.command.writes()) => break,
                     Ok(Some((req, used))) => {
-                        let flow = binary::execute(cx, &req, out);
-                        if cx.server.monitors.active() {
+                        let sasl = matches!(
+                            req.command,
+                            BinaryCommand::SaslListMechs | BinaryCommand::Sasl { .. }
+                        );
+                        let admission = self.login.admitted(cx.server, conn);
+                        let flow = match admission {
+                            Admission::Gone => Flow::Close,
+                            _ if sasl => {
+                                auth::sasl(
+                                    cx,
+                                    conn,
+                                    &mut self.login,
+                                    &mut self.sasl_started,
+                                    &req,
+                                    out,
+                                );
+                                Flow::Continue
+                            }
+                            Admission::In => binary::execute(cx, conn, &req, out),
+                            Admission::Out => auth::binary_refused(&req, out),
+                        };
+                        // What ran: SASL (without its credentials) and admitted requests.
+                        if cx.server.monitors.active() && (sasl || admission == Admission::In) {
                             monitor_binary(cx, &req);
                         }
                         Step::Ran(flow, used)
@@ -204,7 +246,10 @@ fn binary_words(req: &BinaryRequest<'_>) -> Vec<Vec<u8>> {
         }
         BinaryCommand::Flush { delay } => w.push(num(&delay)),
         BinaryCommand::Stat { group } if !group.is_empty() => w.push(group.to_vec()),
+        // The mechanism only: the credentials are never shown.
+        BinaryCommand::Sasl { mechanism, .. } => w.push(mechanism.to_vec()),
         BinaryCommand::Stat { .. }
+        | BinaryCommand::SaslListMechs
         | BinaryCommand::Quit
         | BinaryCommand::Noop
         | BinaryCommand::Version => {}

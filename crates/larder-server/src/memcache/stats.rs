@@ -57,6 +57,11 @@ counters! {
     store_too_large,
     /// Stores refused because used memory is over maxmemory.
     store_no_memory,
+    /// Logins tried: SASL AUTH and STEP that ended the exchange, and the text protocol's
+    /// authenticating `set`.
+    auth_cmds,
+    /// Logins refused.
+    auth_errors,
     bytes_read,
     bytes_written,
     /// Times a connection gave up the worker with requests still unread (fairness).
@@ -188,8 +193,8 @@ pub fn general(server: &Server, mc: &McShared, now_ms: u64, emit: &mut dyn FnMut
     ] {
         e.num(name, s.sum(name));
     }
-    e.num("auth_cmds", 0);
-    e.num("auth_errors", 0);
+    e.num("auth_cmds", s.sum("auth_cmds"));
+    e.num("auth_errors", s.sum("auth_errors"));
     e.num("bytes_read", s.sum("bytes_read"));
     e.num("bytes_written", s.sum("bytes_written"));
     e.num("limit_maxbytes", server.config.num(Param::Maxmemory).max(0));
@@ -234,8 +239,15 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.text("cas_enabled", "yes");
     e.num("tcp_backlog", 511);
     e.text("binding_protocol", "auto-negotiate");
-    e.text("auth_enabled_sasl", "no");
-    e.text("auth_enabled_ascii", "no");
+    // Both logins are always served; they are required while the default user has a
+    // password (docs/security.md).
+    let auth = if server.acl.auth_required() {
+        "yes"
+    } else {
+        "no"
+    };
+    e.text("auth_enabled_sasl", auth);
+    e.text("auth_enabled_ascii", auth);
     e.num("item_size_max", c.num(Param::MemcachedItemSizeMax));
     e.text("maxconns_fast", "yes");
     e.text("flush_enabled", "yes");

@@ -12,14 +12,19 @@ struct Door {
     server: Server,
     mc: McShared,
     session: Session,
+    conn: larder_commands::ConnState,
 }
 
 impl Door {
     fn new() -> Door {
+        let server = Server::new(Config::new(), 1);
+        let handle = larder_commands::testing::detached_handle(&server);
+        let conn = conn::door_conn(&server, &handle, 0);
         Door {
-            server: Server::new(Config::new(), 1),
+            server,
             mc: McShared::new(1, Vec::new()),
             session: Session::default(),
+            conn,
         }
     }
 
@@ -27,7 +32,9 @@ impl Door {
     fn feed(&mut self, input: &[u8]) -> (Vec<u8>, usize, bool) {
         let cx = Ctx::new(&self.server, &self.mc, 0, 1, "127.0.0.1:0");
         let mut out = Vec::new();
-        let (used, close) = self.session.run(&cx, input, &mut out, usize::MAX);
+        let (used, close) = self
+            .session
+            .run(&cx, &mut self.conn, input, &mut out, usize::MAX);
         (out, used, close)
     }
 
@@ -318,4 +325,83 @@ fn monitors_see_requests_in_memcached_words() {
             r#""noop""#,
         ]
     );
+}
+
+#[test]
+fn text_login_as_memcached_dash_y() {
+    let mut d = Door::new();
+    // No password: the default user, no login needed.
+    assert_eq!(d.text("get k\r\n"), "END\r\n");
+    d.server.acl.set_requirepass("pw");
+    let cases: &[(&str, &str)] = &[
+        ("get k\r\n", "CLIENT_ERROR unauthenticated\r\n"),
+        ("mn\r\n", "CLIENT_ERROR unauthenticated\r\n"),
+        ("bogus\r\n", "CLIENT_ERROR unauthenticated\r\n"),
+        ("add k 0 0 1\r\nx\r\n", "CLIENT_ERROR unauthenticated\r\n"),
+        (
+            "set k 0 0 5\r\nnoone\r\n",
+            "CLIENT_ERROR bad authentication token format\r\n",
+        ),
+        (
+            "set k 0 0 9\r\nnobody pw\r\n",
+            "CLIENT_ERROR authentication failure\r\n",
+        ),
+        ("set k 0 0 10 noreply\r\ndefault pw\r\n", "STORED\r\n"),
+        // Logged in: the set family stores again.
+        ("set k 0 0 1\r\nv\r\n", "STORED\r\n"),
+        ("get k\r\n", "VALUE k 0 1\r\nv\r\nEND\r\n"),
+    ];
+    for (req, want) in cases {
+        assert_eq!(d.text(req), *want, "{req:?}");
+    }
+    let stats = d.text("stats\r\n");
+    // A malformed token is not a login (memcached counts neither).
+    assert!(stats.contains("STAT auth_cmds 2\r\n"), "{stats}");
+    assert!(stats.contains("STAT auth_errors 1\r\n"), "{stats}");
+    assert!(d
+        .text("stats settings\r\n")
+        .contains("STAT auth_enabled_sasl yes\r\n"));
+}
+
+#[test]
+fn binary_sasl_plain() {
+    let mut d = Door::new();
+    d.server.acl.set_requirepass("pw");
+    let run = |d: &mut Door, p: Vec<u8>| {
+        let (out, used, close) = d.feed(&p);
+        assert_eq!(used, p.len());
+        (responses(&out), close)
+    };
+    let (r, close) = run(&mut d, packet(0x20, b"", b"", b"", 0));
+    assert_eq!(r[0].0, 0);
+    assert_eq!(r[0].3, b"PLAIN");
+    assert!(!close);
+    let (r, _) = run(&mut d, packet(0x0b, b"", b"", b"", 0));
+    assert_eq!(r[0].3, b"1.6.18");
+    let (r, close) = run(&mut d, packet(0x21, b"", b"PLAIN", b"\0nobody\0pw", 0));
+    assert_eq!(
+        (r[0].0, r[0].3.as_slice(), close),
+        (0x20, &b"Auth failure."[..], false)
+    );
+    let (r, _) = run(&mut d, packet(0x21, b"", b"CRAM-MD5", b"x", 0));
+    assert_eq!(r[0].0, 0x20);
+    // STEP without AUTH fails; AUTH without data continues, STEP finishes.
+    let (r, _) = run(&mut d, packet(0x22, b"", b"PLAIN", b"\0default\0pw", 0));
+    assert_eq!(r[0].0, 0x20);
+    let (r, _) = run(&mut d, packet(0x21, b"", b"PLAIN", b"", 0));
+    assert_eq!((r[0].0, r[0].3.len()), (0x21, 0));
+    let (r, _) = run(&mut d, packet(0x22, b"", b"PLAIN", b"\0default\0pw", 0));
+    assert_eq!((r[0].0, r[0].3.as_slice()), (0, &b"Authenticated"[..]));
+    let (r, _) = run(&mut d, packet(0x00, b"", b"k", b"", 0));
+    assert_eq!(r[0].0, 0x01);
+    // A fresh connection that skips SASL is refused and closed.
+    let mut fresh = Door::new();
+    fresh.server.acl.set_requirepass("pw");
+    let (r, close) = run(&mut fresh, packet(0x00, b"", b"k", b"", 0));
+    assert_eq!(
+        (r[0].0, r[0].3.as_slice(), close),
+        (0x20, &b"Auth failure."[..], true)
+    );
+    let (r, _) = run(&mut fresh, packet(0x21, b"", &[b'M'; 33], b"", 0));
+    assert_eq!(r[0].0, 0x04);
 }

@@ -8,17 +8,31 @@ use larder_memcache::{
     TextErrorKind, TextReply, TextRequest, TextWriter, Tokens,
 };
 
+use larder_commands::ConnState;
+
 use super::stats::{self, VERSION};
-use super::{Ctx, Flow};
+use super::{perm, Ctx, Flow};
 use crate::items::{
     self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, MetaGetOpts, Read, StoreOutcome,
 };
 
 /// Runs one request and appends its answer to `out`. A classic command with `noreply`
-/// answers nothing, errors included (memcached 1.6).
-pub(super) fn execute(cx: &Ctx<'_>, req: &TextRequest<'_>, out: &mut Vec<u8>) -> Flow {
+/// answers nothing, errors included (memcached 1.6). A request the connection's user may
+/// not make is answered `CLIENT_ERROR NOPERM ...` ([`perm`]).
+pub(super) fn execute(
+    cx: &Ctx<'_>,
+    conn: &ConnState,
+    req: &TextRequest<'_>,
+    out: &mut Vec<u8>,
+) -> Flow {
     let start = out.len();
-    let flow = run(cx, req, &mut TextWriter::new(out));
+    let flow = match perm::text(cx, conn, req) {
+        Ok(()) => run(cx, req, &mut TextWriter::new(out)),
+        Err(e) => {
+            TextWriter::new(out).client_error(e.message());
+            Flow::Continue
+        }
+    };
     if req.noreply() {
         out.truncate(start);
     }
@@ -273,7 +287,7 @@ fn stats_command(cx: &Ctx<'_>, mut args: Tokens<'_>, w: &mut TextWriter<'_>) {
 /// A meta key's bytes: decoded when sent in base64.
 // Kept on the stack for one request: boxing the decoded key would allocate.
 #[allow(clippy::large_enum_variant)]
-enum KeyBytes<'a> {
+pub(super) enum KeyBytes<'a> {
     Raw(&'a [u8]),
     Decoded(larder_memcache::KeyBuf),
 }
@@ -287,7 +301,7 @@ impl AsRef<[u8]> for KeyBytes<'_> {
     }
 }
 
-fn meta_key<'a>(key: &MetaKey<'a>) -> KeyBytes<'a> {
+pub(super) fn meta_key<'a>(key: &MetaKey<'a>) -> KeyBytes<'a> {
     match key.decoded() {
         Some(k) => KeyBytes::Decoded(k),
         None => KeyBytes::Raw(key.raw()),

@@ -434,7 +434,7 @@ pub fn keys(cx: &mut Cx<'_, '_>) -> Action {
 }
 
 /// A MATCH pattern for keys starting with `prefix`: its glob characters escaped, then `*`.
-fn glob_prefix(prefix: &[u8]) -> Vec<u8> {
+pub(super) fn glob_prefix(prefix: &[u8]) -> Vec<u8> {
     let mut p = Vec::with_capacity(prefix.len() * 2 + 1);
     for &b in prefix {
         if matches!(b, b'*' | b'?' | b'[' | b']' | b'\\') {

@@ -116,6 +116,9 @@ pub fn watch(cx: &mut Cx<'_, '_>) -> Action {
     let Some(every_ms) = heartbeat(cx) else {
         return cx.error(400, "heartbeat must be a duration from 1s to 5m");
     };
+    if let Err(e) = check_watch(cx, db, &keys, &prefixes, values) {
+        return cx.error(403, e.message());
+    }
     let filter = Filter {
         db,
         keys,
@@ -129,6 +132,52 @@ pub fn watch(cx: &mut Cx<'_, '_>) -> Action {
     let handle = Arc::clone(&cx.state.handle);
     cx.shared.watch.inner.join(&handle, filter, resume, cx.out);
     action
+}
+
+/// A watch is checked as subscribing to the keyspace notifications of what it watches:
+/// SUBSCRIBE `__keyspace@<db>__:<key>` per key, PSUBSCRIBE `__keyspace@<db>__:<prefix>*` per
+/// prefix (`__keyspace@<db>__:*` when it names neither). With `values=1` it also reads: GET
+/// per key, and `allkeys` for a watch by prefix or of everything.
+fn check_watch(
+    cx: &Cx<'_, '_>,
+    db: u32,
+    keys: &[Vec<u8>],
+    prefixes: &[Vec<u8>],
+    values: bool,
+) -> Result<(), larder_commands::error::Error> {
+    if cx.state.user.unrestricted() {
+        return Ok(());
+    }
+    let channel = |name: &[u8]| {
+        let mut c = format!("__keyspace@{db}__:").into_bytes();
+        c.extend_from_slice(name);
+        c
+    };
+    let channels: Vec<Vec<u8>> = keys.iter().map(|k| channel(k)).collect();
+    let mut patterns: Vec<Vec<u8>> = prefixes
+        .iter()
+        .map(|p| channel(&super::collections::glob_prefix(p)))
+        .collect();
+    if keys.is_empty() && prefixes.is_empty() {
+        patterns.push(channel(b"*"));
+    }
+    for (command, names) in [(&b"SUBSCRIBE"[..], &channels), (b"PSUBSCRIBE", &patterns)] {
+        if !names.is_empty() {
+            let mut argv: Vec<&[u8]> = vec![command];
+            argv.extend(names.iter().map(Vec::as_slice));
+            cx.check(&argv)?;
+        }
+    }
+    if values {
+        if patterns.is_empty() {
+            for k in keys {
+                cx.check(&[b"GET", k])?;
+            }
+        } else {
+            crate::acl_door::check_all_keys(cx.server, cx.state, &[b"GET", b"*"])?;
+        }
+    }
+    Ok(())
 }
 
 /// `GET /v1/subscribe?channel=..&pattern=..&heartbeat=..`.
@@ -155,6 +204,16 @@ pub fn subscribe(cx: &mut Cx<'_, '_>) -> Action {
     let Some(every_ms) = heartbeat(cx) else {
         return cx.error(400, "heartbeat must be a duration from 1s to 5m");
     };
+    for (command, names) in [(&b"SUBSCRIBE"[..], &channels), (b"PSUBSCRIBE", &patterns)] {
+        if names.is_empty() {
+            continue;
+        }
+        let mut argv: Vec<&[u8]> = vec![command];
+        argv.extend(names.iter().map(Vec::as_slice));
+        if let Err(e) = cx.check(&argv) {
+            return cx.error(403, e.message());
+        }
+    }
     let Some(action) = open(cx, every_ms) else {
         return too_many(cx);
     };
