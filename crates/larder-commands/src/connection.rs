@@ -196,7 +196,7 @@ fn set_protocol(c: &mut Cmd<'_>, proto: Protocol) {
 fn auth(c: &mut Cmd<'_>) -> Result<()> {
     let (user, pass) = match c.args.rest() {
         [pass] => {
-            if !c.server.acl.auth_required() {
+            if c.server.acl.default_user().nopass() {
                 return Err(Error::Static(error::AUTH_NOT_CONFIGURED));
             }
             (DEFAULT_USER, *pass)
@@ -227,8 +227,9 @@ fn reset(c: &mut Cmd<'_>) -> Result<()> {
     c.conn.reply_mode = ReplyMode::On;
     // Back to the default user, authenticated only if it needs no password (Redis's
     // `clientSetDefaultAuth`).
-    c.conn.authenticated = !c.server.acl.auth_required();
-    set_user(c.server, c.conn, c.server.acl.default_user());
+    let default = c.server.acl.default_user();
+    c.conn.authenticated = default.nopass() && default.enabled();
+    set_user(c.server, c.conn, default);
     c.conn.handle.no_evict.store(false, Ordering::Relaxed);
     c.conn.handle.no_touch.store(false, Ordering::Relaxed);
     // As Redis's RESET: out of MULTI, no watched keys, no subscriptions.
