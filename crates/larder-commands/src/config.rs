@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use parking_lot::RwLock;
 
 mod params;
-pub use params::{ALIASES, PARAMS};
+pub use params::{ALIASES, PARAMS, TLS12_CIPHERS, TLS13_SUITES, TLS_AUTH_CLIENTS, TLS_PROTOCOLS};
 
 /// A configuration parameter. The discriminant indexes [`Config`]'s value array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +23,16 @@ pub enum Param {
     HttpRateLimit,
     HttpSseMaxWatchers,
     HttpSseBufferLimit,
+    TlsPort,
+    MemcachedTlsPort,
+    HttpTlsPort,
+    TlsCertFile,
+    TlsKeyFile,
+    TlsCaCertFile,
+    TlsAuthClients,
+    TlsProtocols,
+    TlsCiphersuites,
+    TlsCiphers,
     Threads,
     Databases,
     Requirepass,
@@ -229,9 +239,20 @@ struct Slot {
     text: RwLock<String>,
 }
 
+/// A check that CONFIG SET runs before it stores new values of the parameters it watches,
+/// with a lookup of each parameter's value as it would be after the CONFIG SET. An error
+/// fails the CONFIG SET with nothing changed; success commits whatever the hook built from
+/// them (the TLS ports' certificates: a bad file must not replace working ones).
+pub struct ApplyHook {
+    pub params: &'static [Param],
+    #[allow(clippy::type_complexity)]
+    pub apply: Box<dyn Fn(&dyn Fn(Param) -> String) -> Result<(), String> + Send + Sync>,
+}
+
 /// Current values of every parameter.
 pub struct Config {
     slots: Vec<Slot>,
+    hooks: RwLock<Vec<ApplyHook>>,
 }
 
 impl Default for Config {
@@ -250,7 +271,10 @@ impl Config {
                 text: RwLock::new(String::new()),
             })
             .collect();
-        let c = Config { slots };
+        let c = Config {
+            slots,
+            hooks: RwLock::new(Vec::new()),
+        };
         for d in PARAMS {
             // Defaults are valid by construction (checked by a test).
             let _ = c.apply(d, d.default);
@@ -402,8 +426,14 @@ pub fn format_percentile(p: f64) -> String {
 }
 
 impl Config {
+    /// Installs a hook that CONFIG SET of its parameters runs (see [`ApplyHook`]).
+    pub fn add_hook(&self, hook: ApplyHook) {
+        self.hooks.write().push(hook);
+    }
+
     /// CONFIG SET of several `name value` pairs, all or nothing: every pair is validated
-    /// before any is applied. Errors carry Redis's full text.
+    /// (and handed to the hooks that watch it) before any is applied. Errors carry Redis's
+    /// full text.
     pub fn set_many(&self, pairs: &[(&str, &str)]) -> Result<(), String> {
         let mut seen: Vec<&str> = Vec::new();
         let mut defs = Vec::new();
@@ -429,6 +459,24 @@ impl Config {
                 format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
             })?;
             defs.push((d, *value));
+        }
+        for hook in self.hooks.read().iter() {
+            let Some((d, _)) = defs.iter().find(|(d, _)| hook.params.contains(&d.param)) else {
+                continue;
+            };
+            // Each value as CONFIG GET would show it after the CONFIG SET.
+            let after = |p: Param| match defs.iter().rev().find(|(d, _)| d.param == p) {
+                Some((d, value)) => parse_value(d, value)
+                    .map(|(_, shown)| shown)
+                    .unwrap_or_default(),
+                None => self.text(p),
+            };
+            (hook.apply)(&after).map_err(|why| {
+                format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                    d.name
+                )
+            })?;
         }
         for (d, value) in defs {
             self.apply(d, value).map_err(|why| {
