@@ -37,9 +37,10 @@ fn config() -> Arc<ServerConfig> {
         for cert in pem(include_bytes!("../../testdata/tls/ca.crt")) {
             roots.add(cert).expect("test CA");
         }
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()
-            .expect("verifier");
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .build()
+                .expect("verifier");
         let key = PrivateKeyDer::from_pem_slice(include_bytes!("../../testdata/tls/server.key"))
             .expect("test key");
         let config = ServerConfig::builder_with_provider(provider)
@@ -98,14 +99,22 @@ fuzz_target!(|data: &[u8]| {
     let room = usize::from(cut >> 6) * 700;
     let mut plain = Vec::new();
     let mut fed = 0;
-    for chunk in rest.chunks(step) {
+    for (i, chunk) in rest.chunks(step).enumerate() {
         let mut sock = Socket {
             inbound: chunk,
             outbound: 0,
             room,
         };
         fed += chunk.len();
-        match tls.read_appending(&mut sock, &mut plain, 16 * 1024) {
+        // Both ways a connection reads: into its scratch buffer, or onto a buffer's end.
+        let read = if i % 2 == 0 {
+            tls.read_appending(&mut sock, &mut plain, 16 * 1024)
+        } else {
+            let mut scratch = [0u8; 4096];
+            tls.read(&mut sock, &mut scratch)
+                .inspect(|&n| plain.extend_from_slice(&scratch[..n]))
+        };
+        match read {
             Ok(0) => return,
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -119,8 +128,13 @@ fuzz_target!(|data: &[u8]| {
             !tls.is_handshaking() || fed <= HANDSHAKE_BYTES_MAX,
             "handshake bytes past the cap"
         );
-        let reply = [IoSlice::new(b"+PONG\r\n"), IoSlice::new(&chunk[..chunk.len().min(9)])];
+        let reply = [
+            IoSlice::new(b"+PONG\r\n"),
+            IoSlice::new(&chunk[..chunk.len().min(9)]),
+        ];
         let _ = tls.write_vectored(&mut sock, &reply);
-        let _ = tls.flush(&mut sock);
+        if tls.wants_write() {
+            let _ = tls.flush(&mut sock);
+        }
     }
 });

@@ -633,6 +633,40 @@ mod tests {
             .contains("Unknown option"));
     }
 
+    /// A hook sees the values as they will be after the CONFIG SET, normalized, and its
+    /// refusal leaves every value as it was.
+    #[test]
+    fn apply_hooks_see_the_new_values_and_can_refuse() {
+        let c = Config::new();
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let log = std::sync::Arc::clone(&seen);
+        c.add_hook(ApplyHook {
+            params: &[Param::TlsCertFile, Param::TlsAuthClients],
+            apply: Box::new(move |after| {
+                let (cert, auth) = (after(Param::TlsCertFile), after(Param::TlsAuthClients));
+                log.lock().push(format!("{cert} {auth}"));
+                if cert == "bad" {
+                    return Err("no good".to_string());
+                }
+                Ok(())
+            }),
+        });
+        c.set_many(&[("timeout", "5")]).expect("not watched");
+        assert!(seen.lock().is_empty());
+        c.set_many(&[("tls-auth-clients", "OPTIONAL"), ("tls-cert-file", "a.pem")])
+            .expect("accepted");
+        let err = c
+            .set_many(&[("timeout", "7"), ("tls-cert-file", "bad")])
+            .expect_err("refused");
+        assert_eq!(
+            err,
+            "ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - no good"
+        );
+        assert_eq!(*seen.lock(), ["a.pem optional", "bad optional"]);
+        assert_eq!(c.text(Param::TlsCertFile), "a.pem");
+        assert_eq!(c.num(Param::Timeout), 5);
+    }
+
     #[test]
     fn maxmemory_parameters() {
         let c = Config::new();
