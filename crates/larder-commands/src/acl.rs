@@ -30,6 +30,8 @@ pub struct Acl {
     default: RwLock<Arc<User>>,
     generation: AtomicU64,
     auth_required: AtomicBool,
+    /// Skeleton only: the default user's one password.
+    requirepass: RwLock<String>,
 }
 
 impl Default for Acl {
@@ -51,6 +53,7 @@ impl Acl {
             default: RwLock::new(default),
             generation: AtomicU64::new(0),
             auth_required: AtomicBool::new(false),
+            requirepass: RwLock::new(String::new()),
         }
     }
 
@@ -82,14 +85,19 @@ impl Acl {
     /// AUTH / HELLO AUTH / SASL / bearer tokens: the user, when it exists, is `on`, and the
     /// password matches one of its passwords (or it is `nopass`). `None` answers WRONGPASS.
     pub fn authenticate(&self, name: &[u8], pass: &[u8]) -> Option<Arc<User>> {
-        let _ = pass;
+        let required = self.requirepass.read();
+        if !required.is_empty() && required.as_bytes() != pass {
+            return None;
+        }
         self.user(name)
     }
 
     /// `requirepass`: the default user's only password (`resetpass >pass`), or `nopass` when
     /// empty.
     pub fn set_requirepass(&self, pass: &str) {
-        self.auth_required.store(!pass.is_empty(), Ordering::Relaxed);
+        *self.requirepass.write() = pass.to_string();
+        self.auth_required
+            .store(!pass.is_empty(), Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -137,6 +145,11 @@ impl User {
     /// Whether some selector of the user has `allkeys` (`~*`): the memcached door's
     /// operator commands that reveal every key need it, with `@admin`.
     pub fn all_keys(&self) -> bool {
+        true
+    }
+
+    /// Whether the user needs no password (`nopass`).
+    pub fn nopass(&self) -> bool {
         true
     }
 

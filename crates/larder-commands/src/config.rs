@@ -36,6 +36,7 @@ pub enum Param {
     Threads,
     Databases,
     Requirepass,
+    ProtectedMode,
     Maxclients,
     Timeout,
     TcpKeepalive,

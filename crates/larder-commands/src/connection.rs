@@ -11,12 +11,13 @@ mod client;
 pub use client::client_list_line;
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use larder_resp::Protocol;
 
 use crate::args::parse_i64;
-use crate::config::Param;
 use crate::error::{self, Error, Result};
+use crate::exec::ConnState;
 use crate::exec::{Cmd, ReplyMode};
 use crate::state::{ClientHandle, Server};
 use crate::table::{flags::*, CommandSpec, Group, KeySpec};
@@ -29,7 +30,7 @@ const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already 
 const BAD_CLIENT_NAME: &str =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 
-/// The only ACL user larder has.
+/// The user `AUTH <password>` names.
 const DEFAULT_USER: &[u8] = b"default";
 
 const fn cmd(
@@ -96,23 +97,31 @@ fn echo(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Whether `user`/`pass` authenticate as larder's only user. Without `requirepass` the default
-/// user has no password and any password is accepted, as Redis's `nopass` user does.
+/// Whether `user`/`pass` authenticate as an ACL user (`on`, and the password is one of its
+/// own or it is `nopass`).
 pub fn credentials_ok(server: &Server, user: &[u8], pass: &[u8]) -> bool {
-    if user != DEFAULT_USER {
-        return false;
-    }
-    let required = server.config.text(Param::Requirepass);
-    required.is_empty() || constant_time_eq(required.as_bytes(), pass)
+    server.acl.authenticate(user, pass).is_some()
 }
 
-/// Byte comparison whose time does not depend on where the inputs differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for (i, &x) in a.iter().enumerate() {
-        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(!x));
-    }
-    diff == 0
+/// AUTH and HELLO AUTH: switch the connection to `user` if `pass` is its password (Redis's
+/// `ACLAuthenticateUser`); a failure goes to ACL LOG, with the command's name as sent.
+fn log_in(c: &mut Cmd<'_>, user: &[u8], pass: &[u8]) -> Result<()> {
+    let Some(found) = c.server.acl.authenticate(user, pass) else {
+        let name = c.args.argv().first().copied().unwrap_or(b"AUTH");
+        let object = String::from_utf8_lossy(name);
+        crate::acl::log_auth_failure(c.server, &c.conn.handle, user, &object);
+        return Err(Error::Static(error::WRONGPASS));
+    };
+    set_user(c.server, c.conn, found);
+    c.conn.authenticated = true;
+    Ok(())
+}
+
+/// Run the connection as `user` from now on.
+pub fn set_user(server: &Server, conn: &mut ConnState, user: Arc<crate::acl::User>) {
+    *conn.handle.user.lock() = user.name.clone();
+    conn.user = user;
+    conn.acl_generation = server.acl.generation();
 }
 
 /// HELLO [protover [AUTH username password] [SETNAME clientname]]
@@ -134,10 +143,7 @@ fn hello(c: &mut Cmd<'_>) -> Result<()> {
         if opt.eq_ignore_ascii_case(b"AUTH") && more >= 2 {
             let user = c.args.next_arg()?;
             let pass = c.args.next_arg()?;
-            if !credentials_ok(c.server, user, pass) {
-                return Err(Error::Static(error::WRONGPASS));
-            }
-            c.conn.authenticated = true;
+            log_in(c, user, pass)?;
         } else if opt.eq_ignore_ascii_case(b"SETNAME") && more >= 1 {
             let name = c.args.next_arg()?;
             set_client_name(&c.conn.handle, name)?;
@@ -148,7 +154,7 @@ fn hello(c: &mut Cmd<'_>) -> Result<()> {
             )));
         }
     }
-    if !c.conn.authenticated {
+    if !c.conn.authenticated && c.server.acl.auth_required() {
         return Err(Error::Static(HELLO_NOAUTH));
     }
     if let Some(p) = proto {
@@ -190,7 +196,7 @@ fn set_protocol(c: &mut Cmd<'_>, proto: Protocol) {
 fn auth(c: &mut Cmd<'_>) -> Result<()> {
     let (user, pass) = match c.args.rest() {
         [pass] => {
-            if c.server.config.text(Param::Requirepass).is_empty() {
+            if !c.server.acl.auth_required() {
                 return Err(Error::Static(error::AUTH_NOT_CONFIGURED));
             }
             (DEFAULT_USER, *pass)
@@ -198,11 +204,8 @@ fn auth(c: &mut Cmd<'_>) -> Result<()> {
         [user, pass] => (*user, *pass),
         _ => return Err(Error::Static(error::SYNTAX)),
     };
-    // A failed AUTH leaves an already authenticated connection authenticated, as in Redis.
-    if !credentials_ok(c.server, user, pass) {
-        return Err(Error::Static(error::WRONGPASS));
-    }
-    c.conn.authenticated = true;
+    // A failed AUTH leaves the connection as it was (authenticated or not), as in Redis.
+    log_in(c, user, pass)?;
     c.out.simple("OK");
     Ok(())
 }
@@ -222,7 +225,10 @@ fn reset(c: &mut Cmd<'_>) -> Result<()> {
     set_protocol(c, Protocol::Resp2);
     c.conn.handle.names.lock().name.clear();
     c.conn.reply_mode = ReplyMode::On;
-    c.conn.authenticated = c.server.config.text(Param::Requirepass).is_empty();
+    // Back to the default user, authenticated only if it needs no password (Redis's
+    // `clientSetDefaultAuth`).
+    c.conn.authenticated = !c.server.acl.auth_required();
+    set_user(c.server, c.conn, c.server.acl.default_user());
     c.conn.handle.no_evict.store(false, Ordering::Relaxed);
     c.conn.handle.no_touch.store(false, Ordering::Relaxed);
     // As Redis's RESET: out of MULTI, no watched keys, no subscriptions.
@@ -499,16 +505,6 @@ mod tests {
         assert_eq!(h2.run(&["AUTH", "default", "secret"]), ok());
         assert!(h2.conn.authenticated);
         assert_eq!(h2.run(&["AUTH", "a", "b", "c"]), err("ERR syntax error"));
-    }
-
-    #[test]
-    fn constant_time_compare() {
-        assert!(constant_time_eq(b"", b""));
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"ab"));
-        assert!(!constant_time_eq(b"ab", b"abc"));
-        assert!(!constant_time_eq(b"", b"a"));
     }
 
     #[test]

@@ -146,6 +146,27 @@ impl PubSub {
         self.add(kind, name, client);
     }
 
+    /// Close the connections of `user` subscribed to a channel or pattern the user may no
+    /// longer use, after its rules changed (Redis 7.0's `ACLKillPubsubClientsIfNeeded`).
+    pub fn disconnect_unpermitted(&self, user: &crate::acl::User) {
+        for (kind, is_pattern) in [
+            (Kind::Channel, false),
+            (Kind::Pattern, true),
+            (Kind::Shard, false),
+        ] {
+            for (name, clients) in self.registry(kind).read().iter() {
+                if user.check_channel(name, is_pattern) {
+                    continue;
+                }
+                for c in clients {
+                    if **c.user.lock() == *user.name {
+                        crate::state::kill_client(c);
+                    }
+                }
+            }
+        }
+    }
+
     /// Drop every subscription of a client that is going away.
     pub fn forget(&self, subs: &Subscriptions, id: u64) {
         for c in &subs.channels {

@@ -50,7 +50,13 @@ struct Options<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn parse<'a>(argv: &'a [&'a [u8]], store: Store) -> Result<Options<'a>> {
+/// Redis's refusals of BY and GET patterns for a user without read access to every key.
+const BY_DENIED: &str = "ERR BY option of SORT denied due to insufficient ACL permissions.";
+const GET_DENIED: &str = "ERR GET option of SORT denied due to insufficient ACL permissions.";
+
+/// `all_keys`: whether the user may read every key, which BY and GET patterns need (they
+/// name keys no ACL check saw).
+fn parse<'a>(argv: &'a [&'a [u8]], store: Store, all_keys: bool) -> Result<Options<'a>> {
     let mut o = Options {
         by: None,
         dont_sort: false,
@@ -82,8 +88,14 @@ fn parse<'a>(argv: &'a [&'a [u8]], store: Store) -> Result<Options<'a>> {
             o.by = Some(pattern);
             // A pattern without `*` names one key for every element: nothing to sort by.
             o.dont_sort = !pattern.contains(&b'*');
+            if !o.dont_sort && !all_keys {
+                return Err(Error::Static(BY_DENIED));
+            }
             i += 1;
         } else if word.eq_ignore_ascii_case(b"get") && left >= 1 {
+            if !all_keys {
+                return Err(Error::Static(GET_DENIED));
+            }
             o.get.push(argv[i + 1]);
             i += 1;
         } else {
@@ -122,7 +134,8 @@ struct Item {
 
 fn run(c: &mut Cmd<'_>, store: Store) -> Result<()> {
     let key = c.args.key()?;
-    let mut o = parse(c.args.rest(), store)?;
+    let all_keys = c.conn.user.unrestricted() || c.conn.user.all_keys();
+    let mut o = parse(c.args.rest(), store, all_keys)?;
     // The elements, in the value's own order.
     let (source, elements) = {
         let (mut shard, hash) = c.shard_of(key);

@@ -15,7 +15,7 @@ use larder_engine::Db;
 use crate::error::{Error, Result};
 use crate::exec::{self, Cmd};
 use crate::locks::{Held, Plan};
-use crate::table::{flags::*, CommandSpec, Group, KeySpec, Scope};
+use crate::table::{flags::*, CommandSpec, Group, KeySpec, Resolved, Scope};
 
 /// A transaction being queued.
 #[derive(Default, Debug)]
@@ -212,6 +212,11 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
     c.out.array(requests.len());
     c.conn.in_exec = true;
     for (argv, r) in requests.iter().zip(resolved) {
+        // Permissions are checked again at EXEC, in case the rules changed since queuing.
+        if let Err(e) = acl_recheck(c, argv, r) {
+            exec::reply_error(server, c.conn, c.out, &e);
+            continue;
+        }
         let started_us = larder_engine::now_us();
         let since = larder_engine::feed::data_changes();
         let result = {
@@ -242,6 +247,33 @@ fn exec(c: &mut Cmd<'_>) -> Result<()> {
     drop(group);
     drop(guards);
     Ok(())
+}
+
+/// Redis's ACL check of each queued command at EXEC (`execCommand`).
+fn acl_recheck(c: &Cmd<'_>, argv: &[&[u8]], r: Resolved) -> Result<()> {
+    if c.conn.user.unrestricted() {
+        return Ok(());
+    }
+    let Err(denied) = c.conn.user.check(&r, argv) else {
+        return Ok(());
+    };
+    crate::acl::log_denied(
+        c.server,
+        c.conn,
+        &denied,
+        r.full_name,
+        crate::acl::Context::Multi,
+    );
+    let reason = match denied {
+        crate::acl::Denied::Command => "no permission to execute the command or subcommand",
+        crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
+        crate::acl::Denied::Channel(_) => {
+            "no permission to access one of the channels used as arguments"
+        }
+    };
+    Err(Error::Owned(format!(
+        "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"
+    )))
 }
 
 #[cfg(test)]

@@ -404,6 +404,11 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
                                     reject(stream, &server, door, tls.is_some(), mc.as_deref());
                                     continue;
                                 }
+                                if protected(&server, &addr) {
+                                    server.connected_clients.fetch_sub(1, Ordering::AcqRel);
+                                    deny(stream, &server, door, tls.is_some());
+                                    continue;
+                                }
                                 let link = &links[next % links.len()];
                                 next = next.wrapping_add(1);
                                 link.post(Letter::Connect(stream, addr, door, tls.clone()));
@@ -455,6 +460,41 @@ fn admit(server: &Server, _ok: bool) -> bool {
         return false;
     }
     true
+}
+
+/// Redis's protected mode: with `protected-mode yes` and no password for the default user,
+/// only clients on the loopback interface get in.
+fn protected(server: &Server, addr: &SocketAddr) -> bool {
+    server.config.num(Param::ProtectedMode) != 0
+        && !addr.ip().to_canonical().is_loopback()
+        && !server.acl.auth_required()
+}
+
+/// Redis's refusal of a client protected mode keeps out.
+const DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
+
+/// Write the protected-mode refusal in the door's protocol, and close (on a TLS port without
+/// a word, as `reject`).
+fn deny(stream: TcpStream, server: &Server, door: Door, tls: bool) {
+    server
+        .stats
+        .rejected_connections
+        .fetch_add(1, Ordering::Relaxed);
+    if tls {
+        return;
+    }
+    let mut s = stream;
+    let _ = match door {
+        Door::Resp => s.write(format!("-{DENIED}\r\n").as_bytes()),
+        Door::Http => s.write(
+            format!(
+                "HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{DENIED}",
+                DENIED.len()
+            )
+            .as_bytes(),
+        ),
+        Door::Memcache => s.write(format!("SERVER_ERROR {DENIED}\r\n").as_bytes()),
+    };
 }
 
 /// Redis (and memcached) accept, write the error, and close; on a TLS port, where plaintext

@@ -71,7 +71,7 @@ impl RespHandler {
         self.min_total = 0;
         'requests: while done.used < buf.len() && done.close.is_none() {
             // Re-read per request: an AUTH earlier in the same pipeline lifts the limits.
-            limits.unauthenticated = !self.state.authenticated;
+            limits.unauthenticated = !self.state.authenticated && server.acl.auth_required();
             let rest = &buf[done.used..];
             match parse_request_resume(rest, &limits, &mut argv, &mut self.progress) {
                 Ok(Parsed::Complete { consumed }) => {
@@ -90,7 +90,7 @@ impl RespHandler {
                     }
                     batch.clear();
                     batch.push((0, args.len(), consumed));
-                    if self.state.authenticated {
+                    if !limits.unauthenticated {
                         look_ahead(&rest[consumed..], &limits, &mut argv, &mut args, &mut batch);
                     }
                     if batch.len() > 1 {
@@ -99,7 +99,7 @@ impl RespHandler {
                     for (i, &(from, to, consumed)) in batch.iter().enumerate() {
                         // RESET may end the authentication the batch was parsed under: parse
                         // the rest again under the unauthenticated limits.
-                        if i > 0 && !self.state.authenticated {
+                        if i > 0 && !self.state.authenticated && server.acl.auth_required() {
                             continue 'requests;
                         }
                         if !self.exec(server, &args[from..to], consumed, &mut done, stop_at) {

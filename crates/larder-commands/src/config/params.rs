@@ -212,6 +212,14 @@ pub static PARAMS: &[ParamDef] = &[
         "password for the default user",
     ),
     def(
+        Param::ProtectedMode,
+        "protected-mode",
+        Kind::Bool,
+        "yes",
+        Mutability::Mutable,
+        "without a password for the default user, refuse clients not on loopback",
+    ),
+    def(
         Param::Maxclients,
         "maxclients",
         Kind::Int {

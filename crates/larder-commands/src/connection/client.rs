@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-use super::{cmd, set_client_name, valid_client_attr, DEFAULT_USER};
+use super::{cmd, set_client_name, valid_client_attr};
 use crate::args::parse_i64;
 use crate::error::{self, Error, Result};
 use crate::exec::{Cmd, ReplyMode};
@@ -282,7 +282,7 @@ fn write_client_line(
         out,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 \
          ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem={} multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 \
-         omem={} tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} \
+         omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} \
          lib-ver={}",
         handle.id,
         handle.addr,
@@ -299,6 +299,7 @@ fn write_client_line(
         qbuf + argv_mem + omem,
         events,
         cmd,
+        handle.user.lock(),
         redir,
         handle.resp.load(Ordering::Relaxed),
         names.lib_name,
@@ -312,6 +313,7 @@ struct KillFilter<'a> {
     laddr: Option<&'a [u8]>,
     id: Option<u64>,
     client_type: Option<ClientType>,
+    user: Option<&'a [u8]>,
     max_age_s: Option<u64>,
     skip_me: bool,
 }
@@ -322,6 +324,7 @@ impl KillFilter<'_> {
             && self.laddr.is_none_or(|a| a == h.laddr.as_bytes())
             && self.id.is_none_or(|id| id == h.id)
             && self.client_type.is_none_or(|t| t == ClientType::of(h))
+            && self.user.is_none_or(|u| u == h.user.lock().as_bytes())
             && self
                 .max_age_s
                 .is_none_or(|max| now_ms.saturating_sub(h.created_ms) / 1000 > max)
@@ -340,6 +343,7 @@ fn client_kill(c: &mut Cmd<'_>) -> Result<()> {
         laddr: None,
         id: None,
         client_type: None,
+        user: None,
         max_age_s: None,
         skip_me: !old_form,
     };
@@ -363,13 +367,13 @@ fn client_kill(c: &mut Cmd<'_>) -> Result<()> {
                 b"addr" => filter.addr = Some(value),
                 b"laddr" => filter.laddr = Some(value),
                 b"user" => {
-                    // Every connection runs as the default user, larder's only user.
-                    if *value != DEFAULT_USER {
+                    if c.server.acl.user(value).is_none() {
                         return Err(Error::Owned(format!(
                             "ERR No such user '{}'",
                             String::from_utf8_lossy(value)
                         )));
                     }
+                    filter.user = Some(value);
                 }
                 b"skipme" => {
                     filter.skip_me = if value.eq_ignore_ascii_case(b"yes") {

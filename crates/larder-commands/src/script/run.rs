@@ -365,6 +365,15 @@ impl Host for RunHost<'_, '_, '_, '_> {
             out.error(e.message());
             return Ok(());
         }
+        // The script runs as its caller's user (Redis's `scriptVerifyACL`).
+        if !self.conn.user.unrestricted() {
+            if let Err(denied) = self.conn.user.check(&resolved, argv) {
+                let context = crate::acl::Context::Lua;
+                crate::acl::log_denied(server, self.conn, &denied, resolved.full_name, context);
+                out.error(script_acl_error(&denied));
+                return Ok(());
+            }
+        }
         if let Some(w) = self.needs(spec, resolved.full_name, argv) {
             self.wider = self.wider.max(w);
             return Err(Abort::Retry);
@@ -436,6 +445,22 @@ impl Host for RunHost<'_, '_, '_, '_> {
         // Effects are always recorded: the log and replicas replay the script's writes, not
         // the script (Redis 7.0 accepts the call and ignores REPL_NONE only for AOF/replicas
         // it does not have either).
+    }
+}
+
+/// The error `redis.call` raises for a command the caller's user may not run (Redis's
+/// `getAclErrorMessage`).
+fn script_acl_error(denied: &crate::acl::Denied) -> &'static str {
+    match denied {
+        crate::acl::Denied::Command => {
+            "ERR The user executing the script can't run this command or subcommand"
+        }
+        crate::acl::Denied::Key(_) => {
+            "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments"
+        }
+        crate::acl::Denied::Channel(_) => {
+            "ERR The user executing the script can't publish to the channel mentioned in the command"
+        }
     }
 }
 

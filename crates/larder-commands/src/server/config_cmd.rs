@@ -88,6 +88,14 @@ fn config_set(c: &mut Cmd<'_>) -> Result<()> {
         .collect();
     let pairs: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (&**n, &**v)).collect();
     c.server.config.set_many(&pairs).map_err(Error::Owned)?;
+    // `requirepass` is the default user's password; only setting it changes that user.
+    if pairs
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("requirepass"))
+    {
+        let pass = c.server.config.text(crate::config::Param::Requirepass);
+        c.server.acl.set_requirepass(&pass);
+    }
     c.server.sync_access_policy();
     c.server.sync_notifications();
     c.out.simple("OK");
