@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use parking_lot::RwLock;
 
 mod params;
-pub use params::{ALIASES, PARAMS};
+pub use params::{ALIASES, PARAMS, TLS12_CIPHERS, TLS13_SUITES, TLS_AUTH_CLIENTS, TLS_PROTOCOLS};
 
 /// A configuration parameter. The discriminant indexes [`Config`]'s value array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +23,16 @@ pub enum Param {
     HttpRateLimit,
     HttpSseMaxWatchers,
     HttpSseBufferLimit,
+    TlsPort,
+    MemcachedTlsPort,
+    HttpTlsPort,
+    TlsCertFile,
+    TlsKeyFile,
+    TlsCaCertFile,
+    TlsAuthClients,
+    TlsProtocols,
+    TlsCiphersuites,
+    TlsCiphers,
     Threads,
     Databases,
     Requirepass,
@@ -232,9 +242,20 @@ struct Slot {
     text: RwLock<String>,
 }
 
+/// A check that CONFIG SET runs before it stores new values of the parameters it watches,
+/// with a lookup of each parameter's value as it would be after the CONFIG SET. An error
+/// fails the CONFIG SET with nothing changed; success commits whatever the hook built from
+/// them (the TLS ports' certificates: a bad file must not replace working ones).
+pub struct ApplyHook {
+    pub params: &'static [Param],
+    #[allow(clippy::type_complexity)]
+    pub apply: Box<dyn Fn(&dyn Fn(Param) -> String) -> Result<(), String> + Send + Sync>,
+}
+
 /// Current values of every parameter.
 pub struct Config {
     slots: Vec<Slot>,
+    hooks: RwLock<Vec<ApplyHook>>,
 }
 
 impl Default for Config {
@@ -253,7 +274,10 @@ impl Config {
                 text: RwLock::new(String::new()),
             })
             .collect();
-        let c = Config { slots };
+        let c = Config {
+            slots,
+            hooks: RwLock::new(Vec::new()),
+        };
         for d in PARAMS {
             // Defaults are valid by construction (checked by a test).
             let _ = c.apply(d, d.default);
@@ -405,8 +429,14 @@ pub fn format_percentile(p: f64) -> String {
 }
 
 impl Config {
+    /// Installs a hook that CONFIG SET of its parameters runs (see [`ApplyHook`]).
+    pub fn add_hook(&self, hook: ApplyHook) {
+        self.hooks.write().push(hook);
+    }
+
     /// CONFIG SET of several `name value` pairs, all or nothing: every pair is validated
-    /// before any is applied. Errors carry Redis's full text.
+    /// (and handed to the hooks that watch it) before any is applied. Errors carry Redis's
+    /// full text.
     pub fn set_many(&self, pairs: &[(&str, &str)]) -> Result<(), String> {
         let mut seen: Vec<&str> = Vec::new();
         let mut defs = Vec::new();
@@ -432,6 +462,24 @@ impl Config {
                 format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
             })?;
             defs.push((d, *value));
+        }
+        for hook in self.hooks.read().iter() {
+            let Some((d, _)) = defs.iter().find(|(d, _)| hook.params.contains(&d.param)) else {
+                continue;
+            };
+            // Each value as CONFIG GET would show it after the CONFIG SET.
+            let after = |p: Param| match defs.iter().rev().find(|(d, _)| d.param == p) {
+                Some((d, value)) => parse_value(d, value)
+                    .map(|(_, shown)| shown)
+                    .unwrap_or_default(),
+                None => self.text(p),
+            };
+            (hook.apply)(&after).map_err(|why| {
+                format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{}') - {why}",
+                    d.name
+                )
+            })?;
         }
         for (d, value) in defs {
             self.apply(d, value).map_err(|why| {
@@ -586,6 +634,40 @@ mod tests {
             .set_many(&[("nope", "1")])
             .expect_err("must fail")
             .contains("Unknown option"));
+    }
+
+    /// A hook sees the values as they will be after the CONFIG SET, normalized, and its
+    /// refusal leaves every value as it was.
+    #[test]
+    fn apply_hooks_see_the_new_values_and_can_refuse() {
+        let c = Config::new();
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let log = std::sync::Arc::clone(&seen);
+        c.add_hook(ApplyHook {
+            params: &[Param::TlsCertFile, Param::TlsAuthClients],
+            apply: Box::new(move |after| {
+                let (cert, auth) = (after(Param::TlsCertFile), after(Param::TlsAuthClients));
+                log.lock().push(format!("{cert} {auth}"));
+                if cert == "bad" {
+                    return Err("no good".to_string());
+                }
+                Ok(())
+            }),
+        });
+        c.set_many(&[("timeout", "5")]).expect("not watched");
+        assert!(seen.lock().is_empty());
+        c.set_many(&[("tls-auth-clients", "OPTIONAL"), ("tls-cert-file", "a.pem")])
+            .expect("accepted");
+        let err = c
+            .set_many(&[("timeout", "7"), ("tls-cert-file", "bad")])
+            .expect_err("refused");
+        assert_eq!(
+            err,
+            "ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - no good"
+        );
+        assert_eq!(*seen.lock(), ["a.pem optional", "bad optional"]);
+        assert_eq!(c.text(Param::TlsCertFile), "a.pem");
+        assert_eq!(c.num(Param::Timeout), 5);
     }
 
     #[test]

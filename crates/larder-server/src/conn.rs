@@ -12,6 +12,8 @@ use larder_commands::Server;
 use larder_resp::Attachments;
 use mio::net::TcpStream;
 
+use crate::tls::TlsSession;
+
 /// Size of one read. Matches Redis's PROTO_IOBUF_LEN.
 pub const READ_CHUNK: usize = 16 * 1024;
 /// Stop running pipelined requests and write once this much output is pending, so a client
@@ -204,6 +206,8 @@ pub trait Handler {
 /// A client connection: its socket, buffers and protocol handler.
 pub struct Conn<H> {
     pub stream: TcpStream,
+    /// The TLS session over `stream`, on a TLS port: every read and write goes through it.
+    pub tls: Option<Box<TlsSession>>,
     pub handler: H,
     /// The worker serving the connection (indexes the per-thread counters).
     worker: usize,
@@ -244,9 +248,15 @@ pub struct Conn<H> {
 
 impl<H: Handler> Conn<H> {
     /// A new connection served by worker `worker`.
-    pub fn new(stream: TcpStream, worker: usize, handler: H) -> Conn<H> {
+    pub fn new(
+        stream: TcpStream,
+        tls: Option<Box<TlsSession>>,
+        worker: usize,
+        handler: H,
+    ) -> Conn<H> {
         Conn {
             stream,
+            tls,
             handler,
             worker,
             rbuf: Vec::new(),
@@ -329,13 +339,20 @@ impl<H: Handler> Conn<H> {
                     let cap = (buf.capacity() * 2).clamp(buf.len() + want, *total);
                     buf.reserve_exact(cap - buf.len());
                 }
-                (ReadInto::Big, want, read_appending(&self.stream, buf, want))
+                let result = match &mut self.tls {
+                    None => read_appending(&self.stream, buf, want),
+                    Some(tls) => tls.read_appending(&mut &self.stream, buf, want),
+                };
+                (ReadInto::Big, want, result)
             } else if self.rbuf.is_empty() {
                 // Sized once per worker; not cleared, so no 16 KiB memset per read.
                 if scratch.len() < READ_CHUNK {
                     scratch.resize(READ_CHUNK, 0);
                 }
-                let result = self.stream.read(&mut scratch[..READ_CHUNK]);
+                let result = match &mut self.tls {
+                    None => self.stream.read(&mut scratch[..READ_CHUNK]),
+                    Some(tls) => tls.read(&mut &self.stream, &mut scratch[..READ_CHUNK]),
+                };
                 (ReadInto::Scratch, READ_CHUNK, result)
             } else {
                 // A request spans reads. If a large argument is arriving, make room for all of
@@ -343,7 +360,10 @@ impl<H: Handler> Conn<H> {
                 // read after read.
                 let pending = self.handler.min_total().saturating_sub(self.rbuf.len());
                 let want = READ_CHUNK.max(pending.min(1 << 20));
-                let result = read_appending(&self.stream, &mut self.rbuf, want);
+                let result = match &mut self.tls {
+                    None => read_appending(&self.stream, &mut self.rbuf, want),
+                    Some(tls) => tls.read_appending(&mut &self.stream, &mut self.rbuf, want),
+                };
                 (ReadInto::Buffer, want, result)
             };
             let n = match result {
@@ -357,8 +377,8 @@ impl<H: Handler> Conn<H> {
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => {
-                    self.closing = Some(Close::Peer);
+                Err(e) => {
+                    self.read_failed(&e);
                     return;
                 }
             };
@@ -452,6 +472,37 @@ impl<H: Handler> Conn<H> {
         if self.rbuf.is_empty() && self.rbuf.capacity() > BUFFER_KEEP {
             self.rbuf = Vec::new();
         }
+    }
+
+    /// A read failed: the peer is gone, or its TLS session went wrong (logged and counted if
+    /// it failed in its handshake: plaintext or garbage on a TLS port, a bad certificate).
+    fn read_failed(&mut self, e: &io::Error) {
+        if let Some(tls) = &self.tls {
+            if tls.is_handshaking() {
+                let failures = crate::tls::note_handshake_failure();
+                tracing::debug!(
+                    client = %self.handler.handle().addr,
+                    error = %e,
+                    failures,
+                    "TLS handshake failed"
+                );
+            } else {
+                tracing::debug!(client = %self.handler.handle().addr, error = %e, "TLS error");
+            }
+        }
+        self.closing = Some(Close::Peer);
+    }
+
+    /// Whether the TLS session's handshake has been under way since `created_ms` for longer
+    /// than allowed at `now_ms`.
+    pub fn handshake_expired(&self, created_ms: u64, now_ms: u64) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.is_handshaking())
+            && now_ms.saturating_sub(created_ms) > crate::tls::HANDSHAKE_TIMEOUT_MS
+    }
+
+    /// Whether the connection is a TLS one still in its handshake.
+    pub fn handshaking(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.is_handshaking())
     }
 
     fn count_input(&self, server: &Server, n: usize) {
@@ -583,7 +634,18 @@ impl<H: Handler> Conn<H> {
                 break;
             }
         }
-        if self.pending_output() == 0 {
+        // Ciphertext the socket did not take yet (TLS) waits for WRITABLE as output does.
+        let backlog = match &mut self.tls {
+            None => false,
+            Some(tls) => match tls.flush(&mut &self.stream) {
+                Ok(done) => !done,
+                Err(_) => {
+                    self.closing = Some(Close::Peer);
+                    false
+                }
+            },
+        };
+        if self.pending_output() == 0 && !backlog {
             self.reset_output();
             self.want_write = false;
         } else {
@@ -644,12 +706,22 @@ impl<H: Handler> Conn<H> {
     /// Write pending output until it is all written or the socket is full.
     fn write_pending(&mut self, server: &Server) {
         while self.pending_output() > 0 {
-            let result = if self.sent.att_next == self.out.attached.len() {
-                (&self.stream).write(&self.out.bytes[self.sent.bytes..])
-            } else {
-                let mut iov = [IoSlice::new(&[]); MAX_IOV];
-                let n = self.sent.gather(&self.out, &mut iov);
-                (&self.stream).write_vectored(&iov[..n])
+            let result = match &mut self.tls {
+                None if self.sent.att_next == self.out.attached.len() => {
+                    (&self.stream).write(&self.out.bytes[self.sent.bytes..])
+                }
+                None => {
+                    let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                    let n = self.sent.gather(&self.out, &mut iov);
+                    (&self.stream).write_vectored(&iov[..n])
+                }
+                // Attachments are copied into the session's records with the bytes around
+                // them.
+                Some(tls) => {
+                    let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                    let n = self.sent.gather(&self.out, &mut iov);
+                    tls.write_vectored(&mut &self.stream, &iov[..n])
+                }
             };
             match result {
                 Ok(0) => {
@@ -689,7 +761,9 @@ impl<H: Handler> Conn<H> {
         match self.closing {
             None => false,
             Some(Close::Peer) | Some(Close::Now) => true,
-            Some(Close::AfterReply) => self.pending_output() == 0,
+            Some(Close::AfterReply) => {
+                self.pending_output() == 0 && !self.tls.as_ref().is_some_and(|t| t.wants_write())
+            }
         }
     }
 }

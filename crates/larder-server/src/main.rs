@@ -13,6 +13,7 @@ mod memcache;
 mod net;
 mod persist;
 mod resp;
+mod tls;
 
 use std::net::ToSocketAddrs;
 use std::sync::Arc;
@@ -262,6 +263,36 @@ fn run() -> anyhow::Result<()> {
         }
     }
 
+    // The TLS ports, each door's beside its plain one; they need a certificate and key that
+    // load.
+    let tls_ports = [
+        (Param::TlsPort, net::Door::Resp, "TLS"),
+        (
+            Param::MemcachedTlsPort,
+            net::Door::Memcache,
+            "memcached TLS",
+        ),
+        (Param::HttpTlsPort, net::Door::Http, "HTTPS"),
+    ];
+    let mut tls_doors = Vec::new();
+    if tls_ports.iter().any(|&(p, _, _)| config.num(p) != 0) {
+        let tls = tls::Tls::from_config(&config)
+            .map_err(|why| anyhow::anyhow!("cannot start the TLS ports: {why}"))?;
+        for (param, door, what) in tls_ports {
+            let port = config.num(param) as u16;
+            if port != 0 {
+                let (sockets, port) = listen_on(&bind, port, what)?;
+                tracing::info!(port, "{what} port ready");
+                tls_doors.push(net::Listeners {
+                    door,
+                    sockets,
+                    tls: Some(Arc::clone(&tls)),
+                });
+            }
+        }
+        tls.reload_on_config_set(&config);
+    }
+
     let mut server = Server::new(config, threads);
     server.used_memory = alloc::used_bytes;
     *server.info.lock() = ServerInfo {
@@ -305,20 +336,24 @@ fn run() -> anyhow::Result<()> {
             "HTTP door ready (key API, commands, SSE, /metrics, /ui)"
         );
     }
-    let doors = vec![
+    let mut doors = vec![
         net::Listeners {
             door: net::Door::Resp,
             sockets: listeners,
+            tls: None,
         },
         net::Listeners {
             door: net::Door::Memcache,
             sockets: mc_listeners,
+            tls: None,
         },
         net::Listeners {
             door: net::Door::Http,
             sockets: http_listeners,
+            tls: None,
         },
     ];
+    doors.append(&mut tls_doors);
     net::serve(Arc::clone(&server), doors, threads)?;
     persistence.shutdown(*server.shutdown_save.lock());
     tracing::info!("larder is now ready to exit, bye bye");
@@ -352,6 +387,28 @@ fn default_threads() -> usize {
         3..=8 => cores - 1,
         _ => cores - 2,
     }
+}
+
+/// Listens on `port` at every `bind` address (`what` names the port in errors); returns the
+/// sockets and the port bound.
+fn listen_on(
+    bind: &str,
+    mut port: u16,
+    what: &str,
+) -> anyhow::Result<(Vec<std::net::TcpListener>, u16)> {
+    let mut sockets = Vec::new();
+    for host in bind.split_whitespace() {
+        let host = host.trim_start_matches('-');
+        let addr = (host, port)
+            .to_socket_addrs()
+            .with_context(|| format!("resolving bind address {host}"))?
+            .next()
+            .with_context(|| format!("no address for {host}"))?;
+        let l = listen(addr).with_context(|| format!("listening on {addr} ({what})"))?;
+        port = l.local_addr()?.port();
+        sockets.push(l);
+    }
+    Ok((sockets, port))
 }
 
 fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {

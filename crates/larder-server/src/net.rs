@@ -25,6 +25,7 @@ use crate::conn::{BigArg, Conn, Handler, Output, Processed};
 use crate::http::{HttpHandler, HttpShared};
 use crate::memcache::{McHandler, McShared};
 use crate::resp::RespHandler;
+use crate::tls::Tls;
 
 mod pump;
 mod worker;
@@ -48,16 +49,19 @@ pub enum Door {
     Http,
 }
 
-/// A door and the sockets it listens on: what `serve` takes, one entry per door.
+/// A door and the sockets it listens on: what `serve` takes, one entry per door and
+/// transport.
 pub struct Listeners {
     pub door: Door,
     pub sockets: Vec<std::net::TcpListener>,
+    /// The TLS settings of a TLS port's sockets; `None` for plain ones.
+    pub tls: Option<Arc<Tls>>,
 }
 
 /// What a worker's mailbox carries.
 enum Letter {
-    /// A new connection for this worker to serve.
-    Connect(TcpStream, SocketAddr, Door),
+    /// A new connection for this worker to serve (a TLS one with the port's settings).
+    Connect(TcpStream, SocketAddr, Door, Option<Arc<Tls>>),
     /// Bytes wait in the outbox of the client at `token` (if it is still client `id`).
     Wake { token: usize, id: u64 },
     /// CLIENT UNPAUSE ran: try the requests a pause held back now.
@@ -247,9 +251,9 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
 
     // Every door's listeners, each with its door. The memcached door also has shared state
     // (its listeners' addresses for `stats`) and a delayed-flush timer.
-    let mut mio_listeners: Vec<(TcpListener, Door)> = Vec::new();
+    let mut mio_listeners: Vec<(TcpListener, Door, Option<Arc<Tls>>)> = Vec::new();
     let mut mc_addrs = Vec::new();
-    for Listeners { door, sockets } in doors {
+    for Listeners { door, sockets, tls } in doors {
         for l in sockets {
             l.set_nonblocking(true)?;
             if door == Door::Memcache {
@@ -262,7 +266,7 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
             let token = Token(LISTENER_BASE + mio_listeners.len());
             poll.registry()
                 .register(&mut ml, token, Interest::READABLE)?;
-            mio_listeners.push((ml, door));
+            mio_listeners.push((ml, door, tls.clone()));
         }
     }
     let mc = (!mc_addrs.is_empty()).then(|| Arc::new(McShared::new(threads, mc_addrs)));
@@ -387,7 +391,7 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
                     break 'main;
                 }
                 Token(t) if t >= LISTENER_BASE && t - LISTENER_BASE < mio_listeners.len() => {
-                    let (l, door) = &mio_listeners[t - LISTENER_BASE];
+                    let (l, door, tls) = &mio_listeners[t - LISTENER_BASE];
                     let door = *door;
                     loop {
                         match l.accept() {
@@ -397,17 +401,17 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
                                     .connections_received
                                     .fetch_add(1, Ordering::Relaxed);
                                 if !admit(&server, stream.peer_addr().is_ok()) {
-                                    reject(stream, &server, door, mc.as_deref());
+                                    reject(stream, &server, door, tls.is_some(), mc.as_deref());
                                     continue;
                                 }
                                 if protected(&server, &addr) {
                                     server.connected_clients.fetch_sub(1, Ordering::AcqRel);
-                                    deny(stream, &server, door);
+                                    deny(stream, &server, door, tls.is_some());
                                     continue;
                                 }
                                 let link = &links[next % links.len()];
                                 next = next.wrapping_add(1);
-                                link.post(Letter::Connect(stream, addr, door));
+                                link.post(Letter::Connect(stream, addr, door, tls.clone()));
                             }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -469,12 +473,16 @@ fn protected(server: &Server, addr: &SocketAddr) -> bool {
 /// Redis's refusal of a client protected mode keeps out.
 const DENIED: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
 
-/// Write the protected-mode refusal in the door's protocol, and close.
-fn deny(stream: TcpStream, server: &Server, door: Door) {
+/// Write the protected-mode refusal in the door's protocol, and close (on a TLS port without
+/// a word, as `reject`).
+fn deny(stream: TcpStream, server: &Server, door: Door, tls: bool) {
     server
         .stats
         .rejected_connections
         .fetch_add(1, Ordering::Relaxed);
+    if tls {
+        return;
+    }
     let mut s = stream;
     let _ = match door {
         Door::Resp => s.write(format!("-{DENIED}\r\n").as_bytes()),
@@ -489,12 +497,16 @@ fn deny(stream: TcpStream, server: &Server, door: Door) {
     };
 }
 
-/// Redis (and memcached) accept, write the error, and close.
-fn reject(stream: TcpStream, server: &Server, door: Door, mc: Option<&McShared>) {
+/// Redis (and memcached) accept, write the error, and close; on a TLS port, where plaintext
+/// would only garble the handshake, the connection is closed without a word.
+fn reject(stream: TcpStream, server: &Server, door: Door, tls: bool, mc: Option<&McShared>) {
     server
         .stats
         .rejected_connections
         .fetch_add(1, Ordering::Relaxed);
+    if tls {
+        return;
+    }
     let mut s = stream;
     let _ = match door {
         Door::Resp => s.write(b"-ERR max number of clients reached\r\n"),

@@ -108,6 +108,86 @@ pub static PARAMS: &[ParamDef] = &[
         "unsent bytes an SSE stream may hold before it is resynced",
     ),
     def(
+        Param::TlsPort,
+        "tls-port",
+        Kind::Int { min: 0, max: 65535 },
+        "0",
+        Mutability::Immutable,
+        "RESP port over TLS (0 disables)",
+    ),
+    def(
+        Param::MemcachedTlsPort,
+        "memcached-tls-port",
+        Kind::Int { min: 0, max: 65535 },
+        "0",
+        Mutability::Immutable,
+        "memcached port over TLS (0 disables)",
+    ),
+    def(
+        Param::HttpTlsPort,
+        "http-tls-port",
+        Kind::Int { min: 0, max: 65535 },
+        "0",
+        Mutability::Immutable,
+        "HTTPS port (0 disables)",
+    ),
+    def(
+        Param::TlsCertFile,
+        "tls-cert-file",
+        Kind::Text,
+        "",
+        Mutability::Mutable,
+        "the server's certificate chain (PEM) for every TLS port",
+    ),
+    def(
+        Param::TlsKeyFile,
+        "tls-key-file",
+        Kind::Text,
+        "",
+        Mutability::Mutable,
+        "the private key (PEM) of tls-cert-file",
+    ),
+    def(
+        Param::TlsCaCertFile,
+        "tls-ca-cert-file",
+        Kind::Text,
+        "",
+        Mutability::Mutable,
+        "CA certificates (PEM) that client certificates are verified against",
+    ),
+    def(
+        Param::TlsAuthClients,
+        "tls-auth-clients",
+        Kind::Enum(TLS_AUTH_CLIENTS),
+        "yes",
+        Mutability::Mutable,
+        "whether TLS clients must present a certificate signed by tls-ca-cert-file",
+    ),
+    def(
+        Param::TlsProtocols,
+        "tls-protocols",
+        Kind::Custom(parse_tls_protocols),
+        "",
+        Mutability::Mutable,
+        "TLS versions accepted: TLSv1.2 and/or TLSv1.3 (empty: both)",
+    ),
+    def(
+        Param::TlsCiphersuites,
+        "tls-ciphersuites",
+        Kind::Custom(parse_tls_ciphersuites),
+        "",
+        Mutability::Mutable,
+        "TLS 1.3 cipher suites, colon-separated (empty: all supported)",
+    ),
+    def(
+        Param::TlsCiphers,
+        "tls-ciphers",
+        Kind::Custom(parse_tls_ciphers),
+        "",
+        Mutability::Mutable,
+        "TLS 1.2 ciphers in OpenSSL's names, colon-separated (empty: all supported)",
+    ),
+    def(
         Param::Threads,
         "threads",
         Kind::Int { min: 0, max: 1024 },
@@ -644,6 +724,67 @@ pub static ALIASES: &[(&str, Param)] = &[
     ("list-max-ziplist-size", Param::ListMaxListpackSize),
     ("lua-time-limit", Param::BusyReplyThreshold),
 ];
+
+/// `tls-auth-clients`' values; the stored number is the index.
+pub const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];
+
+/// The TLS versions `tls-protocols` may name.
+pub const TLS_PROTOCOLS: &[&str] = &["TLSv1.2", "TLSv1.3"];
+
+/// The TLS 1.3 suites `tls-ciphersuites` may name (OpenSSL and IANA use the same names).
+pub const TLS13_SUITES: &[&str] = &[
+    "TLS_AES_256_GCM_SHA384",
+    "TLS_AES_128_GCM_SHA256",
+    "TLS_CHACHA20_POLY1305_SHA256",
+];
+
+/// The TLS 1.2 ciphers `tls-ciphers` may name, in OpenSSL's spelling.
+pub const TLS12_CIPHERS: &[&str] = &[
+    "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "ECDHE-RSA-AES256-GCM-SHA384",
+    "ECDHE-RSA-AES128-GCM-SHA256",
+    "ECDHE-RSA-CHACHA20-POLY1305",
+];
+
+/// A list of names separated by `sep`, each one of `known` (case-insensitive), written back
+/// in `known`'s spelling; the number is how many. `what` names the list in the error.
+fn parse_names(
+    value: &str,
+    sep: char,
+    known: &[&str],
+    what: &str,
+) -> Result<(i64, String), String> {
+    let mut shown: Vec<&str> = Vec::new();
+    for word in value.split(sep).filter(|w| !w.is_empty()) {
+        let Some(name) = known.iter().find(|k| k.eq_ignore_ascii_case(word)) else {
+            return Err(format!(
+                "unsupported {what} '{word}' (supported: {})",
+                known.join(" ")
+            ));
+        };
+        if !shown.contains(name) {
+            shown.push(name);
+        }
+    }
+    Ok((shown.len() as i64, shown.join(&sep.to_string())))
+}
+
+/// `tls-protocols`' parser: space-separated versions.
+fn parse_tls_protocols(value: &str) -> Result<(i64, String), String> {
+    parse_names(value, ' ', TLS_PROTOCOLS, "TLS protocol")
+}
+
+/// `tls-ciphersuites`' parser: colon-separated TLS 1.3 suites.
+fn parse_tls_ciphersuites(value: &str) -> Result<(i64, String), String> {
+    parse_names(value, ':', TLS13_SUITES, "TLS 1.3 cipher suite")
+}
+
+/// `tls-ciphers`' parser: colon-separated TLS 1.2 ciphers.
+fn parse_tls_ciphers(value: &str) -> Result<(i64, String), String> {
+    parse_names(value, ':', TLS12_CIPHERS, "TLS 1.2 cipher")
+}
 
 /// `save`'s parser: pairs of seconds and changes, as Redis 7.0 takes them (an empty string
 /// for none). The number is the count of rules; the text is normalized.

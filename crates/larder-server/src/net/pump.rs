@@ -126,7 +126,9 @@ impl Pump {
         w.link.woken.store(false, Ordering::Release);
         while let Ok(letter) = w.rx.try_recv() {
             match letter {
-                Letter::Connect(stream, addr, door) => w.accept(stream, addr, door, now_ms),
+                Letter::Connect(stream, addr, door, tls) => {
+                    w.accept(stream, addr, door, tls.as_deref(), now_ms)
+                }
                 Letter::Wake { token, id } => {
                     let Some(shared) = w.conn(token) else {
                         continue;

@@ -27,6 +27,7 @@ use crate::conn::{Close, Conn, Handler};
 use crate::http::{HttpHandler, HttpShared};
 use crate::memcache::{McHandler, McShared};
 use crate::resp::RespHandler;
+use crate::tls::Tls;
 
 /// A connection as the worker holds it (see the module's note on borrowing).
 pub(super) type Shared = Rc<RefCell<Client>>;
@@ -69,6 +70,9 @@ pub(super) struct State {
     /// Letters the pump read but leaves to the loop (`Unblock`, `Resume`: Redis too serves
     /// blocked and paused clients only once the script ends).
     pub(super) letters: Vec<Letter>,
+    /// TLS connections that were in their handshake when last counted (at accept and by
+    /// housekeeping): while there are any, the loop wakes to close those that take too long.
+    handshakes: usize,
 }
 
 impl Worker {
@@ -98,6 +102,7 @@ impl Worker {
                 batch: VecDeque::new(),
                 deferred: Vec::new(),
                 letters: Vec::new(),
+                handshakes: 0,
             }),
         }
     }
@@ -233,7 +238,8 @@ impl Worker {
         // Held requests wake at the pause's end, or earlier by a `Letter::Resume`.
         let pause = earliest_pause_end(&st)
             .map(|at| Duration::from_millis(at.saturating_sub(larder_engine::now_ms()).max(1)));
-        let idle = (self.server.config.num(Param::Timeout) > 0 && !st.conns.is_empty())
+        let idle = ((self.server.config.num(Param::Timeout) > 0 && !st.conns.is_empty())
+            || st.handshakes > 0)
             .then_some(Duration::from_millis(500));
         match (pause, idle) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -251,7 +257,9 @@ impl Worker {
         let mut left = std::mem::take(&mut self.st.borrow_mut().letters).into_iter();
         while let Some(letter) = left.next().or_else(|| self.rx.try_recv().ok()) {
             match letter {
-                Letter::Connect(stream, addr, door) => self.accept(stream, addr, door, now_ms),
+                Letter::Connect(stream, addr, door, tls) => {
+                    self.accept(stream, addr, door, tls.as_deref(), now_ms)
+                }
                 Letter::Resume => resume = true,
                 Letter::Wake { token, id } => {
                     if let Some(c) = self.conn(token) {
@@ -294,7 +302,22 @@ impl Worker {
         });
     }
 
-    pub(super) fn accept(&self, mut stream: TcpStream, addr: SocketAddr, door: Door, now_ms: u64) {
+    pub(super) fn accept(
+        &self,
+        mut stream: TcpStream,
+        addr: SocketAddr,
+        door: Door,
+        tls: Option<&Tls>,
+        now_ms: u64,
+    ) {
+        let tls = match tls.map(Tls::session).transpose() {
+            Ok(session) => session.map(Box::new),
+            Err(e) => {
+                tracing::warn!(error = %e, "TLS session not started");
+                self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
+                return;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let keepalive = self.server.config.num(Param::TcpKeepalive);
         if keepalive > 0 {
@@ -360,7 +383,12 @@ impl Worker {
                 self.id,
             ))),
         };
-        entry.insert(Rc::new(RefCell::new(Conn::new(stream, self.id, handler))));
+        if tls.is_some() {
+            st.handshakes += 1;
+        }
+        entry.insert(Rc::new(RefCell::new(Conn::new(
+            stream, tls, self.id, handler,
+        ))));
     }
 
     fn check_killed(&self, touched: &mut Vec<usize>) {
@@ -438,16 +466,30 @@ impl Worker {
         self.server.connected_clients.fetch_sub(1, Ordering::AcqRel);
     }
 
-    /// Idle timeouts and killed clients.
+    /// Idle timeouts, killed clients, and TLS handshakes that take too long.
     fn housekeeping(&self, now_ms: u64) {
         let timeout_s = self.server.config.num(Param::Timeout);
         let st = &mut *self.st.borrow_mut();
         let mut doomed = Vec::new();
+        let mut handshakes = 0;
         for (t, c) in st.conns.iter() {
             let c = c.borrow();
             if c.handler.handle().killed.load(Ordering::Acquire) {
                 doomed.push(t);
                 continue;
+            }
+            if c.handshaking() {
+                if c.handshake_expired(c.handler.handle().created_ms, now_ms) {
+                    let failures = crate::tls::note_handshake_failure();
+                    tracing::debug!(
+                        client = %c.handler.handle().addr,
+                        failures,
+                        "closing TLS client whose handshake timed out"
+                    );
+                    doomed.push(t);
+                    continue;
+                }
+                handshakes += 1;
             }
             // Monitors are replicas to Redis, which the idle timeout does not close.
             if timeout_s > 0
@@ -466,6 +508,7 @@ impl Worker {
                 }
             }
         }
+        st.handshakes = handshakes;
         for t in doomed {
             self.close(st, t);
         }
