@@ -195,9 +195,12 @@ fn checks_commands_and_selectors() {
     acl.set_user(b"u", &[b"(~x* +set)"]).expect("valid");
     let u = acl.user(b"u").expect("u");
     assert!(u.check_key(b"x1", super::access::WRITE) && !u.check_key(b"y", 0));
+    let argv: &[&[u8]] = &[b"SET", b"x1", b"v"];
+    let r = reg.resolve(argv).expect("resolves");
+    assert!(u.check(&r, argv).is_ok(), "the selector allows SET of x1");
     let argv: &[&[u8]] = &[b"SET", b"k", b"v"];
     let r = reg.resolve(argv).expect("resolves");
-    assert!(u.check(&r, argv).is_ok(), "the selector allows SET");
+    assert_eq!(u.check(&r, argv), Err(super::Denied::Key(b"k".to_vec())));
     assert!(acl.user(b"default").expect("default").unrestricted());
 }
 
