@@ -249,3 +249,11 @@ def test_user_lines_and_aclfile_together_refused(start_server, tmp_path):
                                    config_text="user alice on >pw +@all\n")
     assert code != 0
     assert "please define either an ACL file or declare users directly" in out
+
+
+def test_help(acl):
+    lines = acl_cmd(acl, "HELP")
+    assert len(lines) == 29
+    assert lines[0] == b"ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    assert lines[1] == b"CAT [<category>]"
+    assert lines[-2:] == [b"HELP", b"    Prints this help."]

@@ -128,6 +128,8 @@ def test_memcached_text_table(door: Server, admin, user: str) -> None:
             if line.startswith(b"VALUE"):
                 c.line()
             line = c.line()
+        if line.startswith(b"VA "):
+            c.line()  # a meta get's value
         refused = line.startswith(b"CLIENT_ERROR NOPERM")
         if refused != dry_refuses(admin, user, argv):
             mismatches.append((name, line))

@@ -611,7 +611,7 @@ fn pubsub_help(c: &mut Cmd<'_>) -> Result<()> {
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
         "HELP",
-        "    Print this help.",
+        "    Prints this help.",
     ];
     crate::server::reply_help(c, LINES)
 }

@@ -394,7 +394,7 @@ fn acl_help(c: &mut Cmd<'_>) -> Result<()> {
             "WHOAMI",
             "    Return the current connection username.",
             "HELP",
-            "    Print this help.",
+            "    Prints this help.",
         ],
     )
 }
