@@ -14,12 +14,15 @@ benchmark's keys (`key:*`; redis-benchmark's keys are `key:<12 digits>`) stands:
           as Redis does: each refusal names another key, so each is a new entry)
 
 Each round runs every (server, arm, command) cell once, servers alternating which goes first;
-per cell: redis-benchmark -P --pipeline -c 50 -r 100000 -d 32, server CPU-µs per request from
-/proc/PID/stat (utime+stime), ops/s, p50/p99/p99.9. Reported: per arm the median and [min-max]
-of CPU-µs per op over the rounds, and the overhead against `open` on the same server.
+per cell: bench/mixgen.c (redis-benchmark stops at the first error reply, and the `none` arm is
+all errors), 50 connections logged in with AUTH, pipeline --pipeline, GET only or SET only of
+`key:<12 digits>` over 100000 keys, 32-byte values; server CPU-µs per request from
+/proc/PID/stat (utime+stime), ops/s, p50/p99/p99.9 (mixgen's, exact). Reported: per arm the
+median and [min-max] of CPU-µs per op over the rounds, and the overhead against `open` on the
+same server.
 Results: bench/results/*.md, *.json (*.raw: generator output, gitignored).
 
-usage: bench/acl_cost.py [--rounds 5] [--requests 1000000] [--pipeline 16] [--tag NAME]
+usage: bench/acl_cost.py [--rounds 5] [--requests 2000000] [--pipeline 16] [--tag NAME]
 """
 
 import argparse
@@ -31,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
-    RESULTS, Server, default_larder_bin, machine_line, measured_run, parse_redis_benchmark)
+    RESULTS, Server, build_mixgen, default_larder_bin, machine_line, measured_run)
 
 ARMS = ("open", "first", "last", "none")
 PASSWORD = "bench-pw"
@@ -61,19 +64,26 @@ def setup_users(server):
     assert len(users) == 100, len(users)
 
 
-def bench_cmd(server, arm, test, args):
-    cmd = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(server.port), "-t", test,
-           "-n", str(args.requests), "-P", str(args.pipeline), "-c", "50", "-r", "100000",
-           "-d", "32"]
+def bench_cmd(mixgen, server, arm, test, args, rnd):
+    cmd = [mixgen, "127.0.0.1", str(server.port), "50", str(args.pipeline), str(args.requests),
+           "100000", "32", "1" if test == "set" else "0", "1" if test == "get" else "0",
+           str(rnd + 1)]
     if arm != "open":
-        cmd += ["--user", "bench-" + arm, "-a", PASSWORD]
+        cmd = ["env", "MIXGEN_AUTH=bench-%s %s" % (arm, PASSWORD)] + cmd
     return cmd
+
+
+def check_errors(res, arm, requests):
+    """`none` must be refused every time, the other arms never."""
+    want = requests if arm == "none" else 0
+    if res["errors"] != want:
+        raise RuntimeError("arm %s: %d error replies, expected %d" % (arm, res["errors"], want))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--requests", type=int, default=1_000_000)
+    ap.add_argument("--requests", type=int, default=2_000_000)
     ap.add_argument("--pipeline", type=int, default=16)
     ap.add_argument("--larder", default=default_larder_bin())
     ap.add_argument("--tag", default="acl")
@@ -85,19 +95,26 @@ def main():
     raw = open(base + ".raw", "w")
     servers = [Server.larder(args.larder, "larder", base + "-servers.log.raw"),
                Server.redis("redis", base + "-servers.log.raw")]
+    mixgen, why = build_mixgen()
+    if not mixgen:
+        sys.exit("cannot build bench/mixgen.c: %s" % why)
     runs = []
     try:
         for s in servers:
             s.start()
             setup_users(s)
+            # Every key exists before the first measured GET, and the allocator is warm.
+            warm = bench_cmd(mixgen, s, "open", "set", args, 99)
+            warm[5] = "1000000"
+            measured_run(s, warm, raw, json.loads, timeout=600)
         for rnd in range(args.rounds):
             order = servers if rnd % 2 == 0 else servers[::-1]
             for test in ("get", "set"):
                 for arm in ARMS:
                     for s in order:
-                        res = measured_run(s, bench_cmd(s, arm, test, args), raw,
-                                           lambda t: parse_redis_benchmark(t, args.requests),
-                                           timeout=600)
+                        res = measured_run(s, bench_cmd(mixgen, s, arm, test, args, rnd),
+                                           raw, json.loads, timeout=600)
+                        check_errors(res, arm, args.requests)
                         res.update(server=s.label, arm=arm, test=test, round=rnd,
                                    cpu_us_per_op=res["server_cpu_s"] * 1e6 / args.requests)
                         runs.append(res)
@@ -110,7 +127,8 @@ def main():
 
     lines = ["# ACL check cost (bench/acl_cost.py)", "",
              machine_line(), "",
-             "redis-benchmark -P %d -c 50 -r 100000 -d 32, %d requests per cell, %d rounds; "
+             "mixgen, pipeline %d, 50 connections, 100000 keys, 32-byte values, %d requests "
+             "per cell, %d rounds; "
              "server CPU-µs per request from /proc, median [min-max] over rounds; overhead "
              "against `open` on the same server (medians)." % (
                  args.pipeline, args.requests, args.rounds), "",

@@ -3,7 +3,9 @@
  * One thread and epoll, like redis-benchmark. A global sequence number interleaves the ops
  * exactly (seq % (SET_W+GET_W) < SET_W -> SET); keys are "key:%012d", uniform in [0, KEYSPACE),
  * the format of redis-benchmark's key:__rand_int__. A request's latency runs from the write of
- * its pipeline batch to the moment its own reply is parsed. Prints one JSON line. */
+ * its pipeline batch to the moment its own reply is parsed. Error replies are counted, not
+ * fatal. With MIXGEN_AUTH="user password" each connection first logs in with AUTH.
+ * Prints one JSON line. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,6 +40,24 @@ static uint64_t now_ns(void) {
 }
 static uint64_t xrand(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 static void die(const char *m) { perror(m); exit(2); }
+
+/* AUTH as "user password" (env MIXGEN_AUTH) on a still blocking socket; exits unless +OK. */
+static void login(int fd, const char *auth) {
+  const char *sp = strchr(auth, ' ');
+  if (!sp) { fprintf(stderr, "MIXGEN_AUTH: \"user password\"\n"); exit(2); }
+  char req[1024], rep[256];
+  int ulen = (int)(sp - auth), plen = (int)strlen(sp + 1);
+  int n = snprintf(req, sizeof req, "*3\r\n$4\r\nAUTH\r\n$%d\r\n%.*s\r\n$%d\r\n%s\r\n",
+                   ulen, ulen, auth, plen, sp + 1);
+  if (n <= 0 || n >= (int)sizeof req || write(fd, req, (size_t)n) != n) die("auth write");
+  ssize_t got = 0;
+  while (got < 2 || memcmp(rep + got - 2, "\r\n", 2) != 0) {
+    ssize_t r = read(fd, rep + got, sizeof rep - 1 - (size_t)got);
+    if (r <= 0) die("auth read");
+    got += r;
+  }
+  if (memcmp(rep, "+OK", 3) != 0) { fprintf(stderr, "AUTH refused: %.*s", (int)got, rep); exit(2); }
+}
 static void put(conn_t *c, const void *p, size_t n) {
   if (c->wlen + n > c->wcap) {
     while (c->wlen + n > c->wcap) c->wcap = c->wcap ? c->wcap * 2 : 65536;
@@ -106,6 +126,7 @@ int main(int argc, char **argv) {
   lat = malloc(sizeof(uint64_t) * (size_t)requests);
   conn_t *cs = calloc((size_t)nclients, sizeof(conn_t));
   if (!val || !lat || !cs) die("malloc");
+  const char *auth = getenv("MIXGEN_AUTH");
   ep = epoll_create1(0);
   struct sockaddr_in sa = {0}; sa.sin_family = AF_INET; sa.sin_port = htons((uint16_t)port);
   if (inet_pton(AF_INET, argv[1], &sa.sin_addr) != 1) {
@@ -117,6 +138,7 @@ int main(int argc, char **argv) {
     if (fd < 0) die("socket");
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) die("connect");
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (auth) login(fd, auth);
     if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) die("fcntl");
     cs[i].fd = fd; cs[i].bulk_left = -1;
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};

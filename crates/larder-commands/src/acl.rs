@@ -283,13 +283,27 @@ impl User {
     /// their access from `keys::keys`, channels from `keys::channels`; any selector
     /// suffices, as Redis's `ACLCheckAllUserCommandPerm`).
     pub fn check(&self, resolved: &Resolved, argv: &[&[u8]]) -> Result<(), Denied> {
-        let mut found_keys = None;
-        let mut found_channels = None;
+        // The keys and channels are found into buffers kept per thread, so a check allocates
+        // nothing (a nested check, none today, would get fresh ones).
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut found) => {
+                found.keys_found = false;
+                found.channels_found = false;
+                self.check_with(resolved, argv, &mut found)
+            }
+            Err(_) => self.check_with(resolved, argv, &mut Found::default()),
+        })
+    }
+
+    fn check_with(
+        &self,
+        resolved: &Resolved,
+        argv: &[&[u8]],
+        found: &mut Found,
+    ) -> Result<(), Denied> {
         let mut worst = (Refusal::Command, 0);
         for (i, sel) in self.rules.selectors.iter().enumerate() {
-            let refused =
-                self.check_selector(i, sel, resolved, argv, &mut found_keys, &mut found_channels);
-            match refused {
+            match self.check_selector(i, sel, resolved, argv, found) {
                 None => return Ok(()),
                 Some(r) if r > worst => worst = r,
                 Some(_) => {}
@@ -311,8 +325,7 @@ impl User {
         sel: &Selector,
         resolved: &Resolved,
         argv: &[&[u8]],
-        found_keys: &mut Option<Vec<keys::KeyRef>>,
-        found_channels: &mut Option<Vec<keys::ChannelRef>>,
+        found: &mut Found,
     ) -> Option<(Refusal, usize)> {
         let id = resolved.stat_index;
         if !sel.allcommands && !resolved.spec.has(flags::NO_AUTH) && !sel.allowed(id) {
@@ -323,12 +336,11 @@ impl User {
             }
         }
         if let Some(compiled) = &self.keys[i] {
-            let refs = found_keys.get_or_insert_with(|| {
-                let mut v = Vec::new();
-                keys::keys(resolved, argv, &mut v);
-                v
-            });
-            for k in refs.iter() {
+            if !found.keys_found {
+                keys::keys(resolved, argv, &mut found.keys);
+                found.keys_found = true;
+            }
+            for k in found.keys.iter() {
                 if !argv
                     .get(k.index)
                     .is_some_and(|key| compiled.allows(key, k.access))
@@ -337,13 +349,13 @@ impl User {
                 }
             }
         }
-        if !sel.allchannels {
-            let refs = found_channels.get_or_insert_with(|| {
-                let mut v = Vec::new();
-                keys::channels(resolved, argv, &mut v);
-                v
-            });
-            for c in refs.iter() {
+        // Only pub/sub commands name channels (`keys::channels`).
+        if !sel.allchannels && resolved.spec.has(flags::PUBSUB) {
+            if !found.channels_found {
+                keys::channels(resolved, argv, &mut found.channels);
+                found.channels_found = true;
+            }
+            for c in found.channels.iter() {
                 if !argv
                     .get(c.index)
                     .is_some_and(|ch| channel_allowed(sel, ch, c.is_pattern))
@@ -405,6 +417,19 @@ fn channel_allowed(sel: &Selector, channel: &[u8], is_pattern: bool) -> bool {
                 larder_engine::glob::matches(p, channel, false)
             }
         })
+}
+
+/// The keys and channels of the request being checked (`User::check`).
+#[derive(Default)]
+struct Found {
+    keys: Vec<keys::KeyRef>,
+    keys_found: bool,
+    channels: Vec<keys::ChannelRef>,
+    channels_found: bool,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Found> = std::cell::RefCell::new(Found::default());
 }
 
 /// Why a command was refused.

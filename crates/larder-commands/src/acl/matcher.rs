@@ -1,12 +1,19 @@
-//! A compiled set of key patterns: whether any of them matches a key, in time that does not
-//! grow with the number of literal and `prefix*` patterns.
+//! A compiled set of key patterns: whether any of them matches a key, in time that grows with
+//! the key's length, not with the number of patterns.
 //!
-//! Patterns fall into three classes: literals (no `*?[\`) in a hash set; `literal*` patterns
-//! in a hash set probed once per distinct prefix length; the rest matched one by one with
-//! Redis's glob (`larder_engine::glob`). Users with many key patterns mostly write the first
-//! two kinds, so a check costs a few hash probes rather than a glob per pattern.
+//! Every pattern is split at its first glob character (`*?[\\`) into a literal head and a
+//! rest. The heads form one radix trie, walked once along the key: a node where a literal
+//! pattern ends accepts a key that ends there, a node where a `literal*` pattern's head ends
+//! accepts every key that reaches it, and a node where another pattern's head ends holds that
+//! pattern, matched whole with Redis's glob (`larder_engine::glob`) when the key reaches it.
+//! Most key patterns are literals or prefixes, so a check is a walk of a few nodes; a glob is
+//! tried only on keys that start with its literal head. The trie is flattened into arrays: the
+//! root's children in a table by byte, every other node's edges sorted by byte, and a chain
+//! of nodes with one child and nothing to accept merged into its first edge's label (`key:*`
+//! among many other patterns is a table lookup and one three-byte comparison).
 
-use hashbrown::HashSet;
+use std::collections::BTreeMap;
+
 use larder_engine::glob;
 
 use super::access::{READ, WRITE};
@@ -16,58 +23,188 @@ fn is_special(b: u8) -> bool {
     matches!(b, b'*' | b'?' | b'[' | b'\\')
 }
 
-#[derive(Default, Clone)]
+/// One trie node, flattened.
+#[derive(Clone, Copy, Default)]
+struct Node {
+    /// The bytes after the edge's own byte that lead here: `labels[label..label + label_len]`.
+    label: u32,
+    label_len: u32,
+    /// Its edges: `edges[first..first + count]`, sorted by byte.
+    first: u32,
+    count: u32,
+    /// Its globs: `globs[glob_first..glob_first + glob_count]`.
+    glob_first: u32,
+    glob_count: u32,
+    /// A literal pattern ends here.
+    exact: bool,
+    /// A `literal*` pattern ends here: every key reaching this node matches.
+    prefix: bool,
+}
+
+/// No child of the root for this byte.
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone)]
 pub struct KeyMatcher {
-    /// A `*` pattern (or a `**`...): everything matches.
-    any: bool,
-    exact: HashSet<Vec<u8>>,
-    prefixes: HashSet<Vec<u8>>,
-    /// The distinct lengths of `prefixes`, ascending.
-    prefix_lens: Vec<usize>,
+    /// The root's child for each first byte (an index into `nodes`), or [`NONE`].
+    root_children: Box<[u32; 256]>,
+    nodes: Vec<Node>,
+    /// (byte, child node) per edge.
+    edges: Vec<(u8, u32)>,
+    labels: Vec<u8>,
     globs: Vec<Vec<u8>>,
+}
+
+impl Default for KeyMatcher {
+    fn default() -> Self {
+        KeyMatcher::new([])
+    }
+}
+
+/// The trie while it is built: one node per byte.
+#[derive(Default)]
+struct Building {
+    children: BTreeMap<u8, usize>,
+    exact: bool,
+    prefix: bool,
+    globs: Vec<Vec<u8>>,
+}
+
+impl Building {
+    /// Nothing ends here and one edge leaves: a node a label can pass through.
+    fn passes_through(&self) -> bool {
+        !self.exact && !self.prefix && self.globs.is_empty() && self.children.len() == 1
+    }
 }
 
 impl KeyMatcher {
     pub fn new<'a>(patterns: impl IntoIterator<Item = &'a [u8]>) -> KeyMatcher {
-        let mut m = KeyMatcher::default();
+        let mut tree: Vec<Building> = vec![Building::default()];
         for p in patterns {
-            let literal_len = p.iter().position(|&b| is_special(b)).unwrap_or(p.len());
-            if literal_len == p.len() {
-                m.exact.insert(p.to_vec());
-            } else if p[literal_len..].iter().all(|&b| b == b'*') {
-                if literal_len == 0 {
-                    m.any = true;
-                }
-                m.prefixes.insert(p[..literal_len].to_vec());
+            let head = p.iter().position(|&b| is_special(b)).unwrap_or(p.len());
+            let mut n = 0;
+            for &b in &p[..head] {
+                n = match tree[n].children.get(&b) {
+                    Some(&c) => c,
+                    None => {
+                        tree.push(Building::default());
+                        let c = tree.len() - 1;
+                        tree[n].children.insert(b, c);
+                        c
+                    }
+                };
+            }
+            if head == p.len() {
+                tree[n].exact = true;
+            } else if p[head..].iter().all(|&b| b == b'*') {
+                tree[n].prefix = true;
             } else {
-                m.globs.push(p.to_vec());
+                tree[n].globs.push(p.to_vec());
             }
         }
-        m.prefix_lens = m.prefixes.iter().map(Vec::len).collect();
-        m.prefix_lens.sort_unstable();
-        m.prefix_lens.dedup();
+        let mut m = KeyMatcher {
+            root_children: Box::new([NONE; 256]),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            labels: Vec::new(),
+            globs: Vec::new(),
+        };
+        // Breadth first: (tree node, its label); the root has none.
+        let mut queue = std::collections::VecDeque::from([(0usize, Vec::new())]);
+        let mut pending_edges: Vec<Vec<(u8, usize, Vec<u8>)>> = Vec::new();
+        while let Some((n, label)) = queue.pop_front() {
+            let b = &mut tree[n];
+            let mut out = Vec::new();
+            for (&byte, &child) in &b.children {
+                out.push((byte, child, Vec::new()));
+            }
+            m.nodes.push(Node {
+                label: m.labels.len() as u32,
+                label_len: label.len() as u32,
+                glob_first: m.globs.len() as u32,
+                glob_count: b.globs.len() as u32,
+                exact: b.exact,
+                prefix: b.prefix,
+                ..Node::default()
+            });
+            m.labels.extend_from_slice(&label);
+            m.globs.append(&mut b.globs);
+            pending_edges.push(out);
+            let last = pending_edges.len() - 1;
+            for edge in &mut pending_edges[last] {
+                // Follow the chain of pass-through nodes, collecting their bytes.
+                let mut target = edge.1;
+                while tree[target].passes_through() {
+                    let (&byte, &next) = tree[target].children.iter().next().expect("one child");
+                    edge.2.push(byte);
+                    target = next;
+                }
+                edge.1 = target;
+                queue.push_back((target, edge.2.clone()));
+            }
+        }
+        // Nodes were numbered in the order they were queued: node i's children are the next
+        // ones after all the children queued before them.
+        let mut next = 1u32;
+        for (i, out) in pending_edges.iter().enumerate() {
+            m.nodes[i].first = m.edges.len() as u32;
+            m.nodes[i].count = out.len() as u32;
+            for &(byte, _, _) in out {
+                if i == 0 {
+                    m.root_children[usize::from(byte)] = next;
+                }
+                m.edges.push((byte, next));
+                next += 1;
+            }
+        }
         m
     }
 
-    /// Whether some pattern matches `key` (case-sensitive, as Redis's ACL).
+    /// Whether any pattern matches `key`.
+    #[inline]
     pub fn matches(&self, key: &[u8]) -> bool {
-        if self.any || self.exact.contains(key) {
-            return true;
-        }
-        for &len in &self.prefix_lens {
-            if len > key.len() {
-                break;
-            }
-            if self.prefixes.contains(&key[..len]) {
+        let mut node = &self.nodes[0];
+        let mut depth = 0;
+        loop {
+            if node.prefix || self.globs_match(node, key) {
                 return true;
             }
+            let Some(&b) = key.get(depth) else {
+                return node.exact;
+            };
+            let child = if depth == 0 {
+                self.root_children[usize::from(b)]
+            } else {
+                let edges = &self.edges[node.first as usize..(node.first + node.count) as usize];
+                edges.iter().find(|e| e.0 == b).map_or(NONE, |e| e.1)
+            };
+            if child == NONE {
+                return false;
+            }
+            node = &self.nodes[child as usize];
+            depth += 1;
+            if node.label_len > 0 {
+                let label =
+                    &self.labels[node.label as usize..(node.label + node.label_len) as usize];
+                // Labels are short: a byte loop, not a call to memcmp.
+                let rest = &key[depth..];
+                if rest.len() < label.len() || rest.iter().zip(label).any(|(a, b)| a != b) {
+                    return false;
+                }
+                depth += label.len();
+            }
         }
-        self.globs.iter().any(|p| glob::matches(p, key, false))
+    }
+
+    #[inline]
+    fn globs_match(&self, node: &Node, key: &[u8]) -> bool {
+        node.glob_count > 0
+            && self.globs[node.glob_first as usize..(node.glob_first + node.glob_count) as usize]
+                .iter()
+                .any(|p| glob::matches(p, key, false))
     }
 }
 
-/// One selector's key patterns, compiled once per access a key may need: a key needing read
-/// and write must match one pattern that grants both (Redis's `ACLSelectorCheckKey`).
 #[derive(Clone)]
 pub struct SelectorKeys {
     /// Every pattern: keys whose key spec asks for no access.
