@@ -13,7 +13,8 @@ benchmark's keys (`key:*`; redis-benchmark's keys are `key:<12 digits>`) stands:
   none    no pattern matches: every request is refused with NOPERM (and logged to ACL LOG,
           as Redis does: each refusal names another key, so each is a new entry)
 
-Each round runs every (server, arm, command) cell once, servers alternating which goes first;
+Each round runs every (server, arm, command) cell once, servers alternating which goes first
+and the arms' order turning;
 per cell: bench/mixgen.c (redis-benchmark stops at the first error reply, and the `none` arm is
 all errors), 50 connections logged in with AUTH, pipeline --pipeline, GET only or SET only of
 `key:<12 digits>` over 100000 keys, 32-byte values; server CPU-µs per request from
@@ -109,8 +110,10 @@ def main():
             measured_run(s, warm, raw, json.loads, timeout=600)
         for rnd in range(args.rounds):
             order = servers if rnd % 2 == 0 else servers[::-1]
+            # Which arm goes first turns every round, so that no arm always follows another.
+            arms = ARMS[rnd % len(ARMS):] + ARMS[:rnd % len(ARMS)]
             for test in ("get", "set"):
-                for arm in ARMS:
+                for arm in arms:
                     for s in order:
                         res = measured_run(s, bench_cmd(mixgen, s, arm, test, args, rnd),
                                            raw, json.loads, timeout=600)

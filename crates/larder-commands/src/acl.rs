@@ -429,7 +429,14 @@ struct Found {
 }
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<Found> = std::cell::RefCell::new(Found::default());
+    static SCRATCH: std::cell::RefCell<Found> = const {
+        std::cell::RefCell::new(Found {
+            keys: Vec::new(),
+            keys_found: false,
+            channels: Vec::new(),
+            channels_found: false,
+        })
+    };
 }
 
 /// Why a command was refused.

@@ -207,11 +207,9 @@ impl KeyMatcher {
 
 #[derive(Clone)]
 pub struct SelectorKeys {
-    /// Every pattern: keys whose key spec asks for no access.
-    any: KeyMatcher,
-    read: KeyMatcher,
-    write: KeyMatcher,
-    both: KeyMatcher,
+    /// By the access bits a key needs (`READ | WRITE`, 0 to 3): every pattern for 0, the
+    /// patterns granting read for 1, write for 2, both for 3.
+    by_access: [KeyMatcher; 4],
 }
 
 impl SelectorKeys {
@@ -226,23 +224,14 @@ impl SelectorKeys {
             )
         };
         SelectorKeys {
-            any: with(0),
-            read: with(READ),
-            write: with(WRITE),
-            both: with(READ | WRITE),
+            by_access: [with(0), with(READ), with(WRITE), with(READ | WRITE)],
         }
     }
 
     /// Whether some pattern granting `access` matches `key`.
     #[inline]
     pub fn allows(&self, key: &[u8], access: u8) -> bool {
-        match access & (READ | WRITE) {
-            0 => &self.any,
-            READ => &self.read,
-            WRITE => &self.write,
-            _ => &self.both,
-        }
-        .matches(key)
+        self.by_access[usize::from(access & (READ | WRITE))].matches(key)
     }
 }
 
