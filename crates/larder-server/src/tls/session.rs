@@ -78,6 +78,10 @@ impl TlsSession {
         mut put: impl FnMut(&[u8]),
     ) -> io::Result<usize> {
         let mut got = 0;
+        // Set once a read from the socket returned less than it asked for: the socket is
+        // drained, so another read would only return `WouldBlock` (one wasted system call
+        // per request).
+        let mut drained = false;
         loop {
             // Plaintext already decrypted goes first: rustls refuses more ciphertext while
             // it holds too much of it.
@@ -105,7 +109,20 @@ impl TlsSession {
             if got == want || self.eof {
                 return Ok(got);
             }
-            match self.conn.read_tls(sock) {
+            if drained {
+                return if got > 0 {
+                    Ok(got)
+                } else {
+                    Err(io::ErrorKind::WouldBlock.into())
+                };
+            }
+            let mut probe = Probe {
+                sock: &mut *sock,
+                short: false,
+            };
+            let read = self.conn.read_tls(&mut probe);
+            drained = probe.short;
+            match read {
                 Ok(0) => {
                     self.eof = true;
                     continue;
@@ -166,5 +183,19 @@ impl TlsSession {
             }
         }
         Ok(true)
+    }
+}
+
+/// A socket that remembers whether its last read returned fewer bytes than asked for.
+struct Probe<'a, S> {
+    sock: &'a mut S,
+    short: bool,
+}
+
+impl<S: Read> Read for Probe<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.sock.read(buf)?;
+        self.short = n < buf.len();
+        Ok(n)
     }
 }
