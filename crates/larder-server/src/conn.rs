@@ -341,7 +341,10 @@ impl<H: Handler> Conn<H> {
                 }
                 let result = match &mut self.tls {
                     None => read_appending(&self.stream, buf, want),
-                    Some(tls) => tls.read_appending(&mut &self.stream, buf, want),
+                    Some(tls) => {
+                        tls.peer_closed = self.read_closed;
+                        tls.read_appending(&mut &self.stream, buf, want)
+                    }
                 };
                 (ReadInto::Big, want, result)
             } else if self.rbuf.is_empty() {
@@ -351,7 +354,10 @@ impl<H: Handler> Conn<H> {
                 }
                 let result = match &mut self.tls {
                     None => self.stream.read(&mut scratch[..READ_CHUNK]),
-                    Some(tls) => tls.read(&mut &self.stream, &mut scratch[..READ_CHUNK]),
+                    Some(tls) => {
+                        tls.peer_closed = self.read_closed;
+                        tls.read(&mut &self.stream, &mut scratch[..READ_CHUNK])
+                    }
                 };
                 (ReadInto::Scratch, READ_CHUNK, result)
             } else {
@@ -362,7 +368,10 @@ impl<H: Handler> Conn<H> {
                 let want = READ_CHUNK.max(pending.min(1 << 20));
                 let result = match &mut self.tls {
                     None => read_appending(&self.stream, &mut self.rbuf, want),
-                    Some(tls) => tls.read_appending(&mut &self.stream, &mut self.rbuf, want),
+                    Some(tls) => {
+                        tls.peer_closed = self.read_closed;
+                        tls.read_appending(&mut &self.stream, &mut self.rbuf, want)
+                    }
                 };
                 (ReadInto::Buffer, want, result)
             };

@@ -19,6 +19,9 @@ pub struct TlsSession {
     handshake_bytes: usize,
     /// The peer closed the socket or sent close_notify: no more plaintext will come.
     eof: bool,
+    /// The poller saw the peer's FIN: read until EOF rather than trust a short read to mean
+    /// the socket is drained (`Conn::read_closed`).
+    pub peer_closed: bool,
 }
 
 /// An error that ends the session: a bad handshake, a bad record, too many handshake bytes.
@@ -33,6 +36,7 @@ impl TlsSession {
             conn: ServerConnection::new(config)?,
             handshake_bytes: 0,
             eof: false,
+            peer_closed: false,
         })
     }
 
@@ -121,7 +125,7 @@ impl TlsSession {
                 short: false,
             };
             let read = self.conn.read_tls(&mut probe);
-            drained = probe.short;
+            drained = probe.short && !self.peer_closed;
             match read {
                 Ok(0) => {
                     self.eof = true;
