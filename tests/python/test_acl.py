@@ -257,3 +257,14 @@ def test_help(acl):
     assert lines[0] == b"ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
     assert lines[1] == b"CAT [<category>]"
     assert lines[-2:] == [b"HELP", b"    Prints this help."]
+
+
+def test_patterns_are_bytes(acl):
+    # Patterns that are not UTF-8 are kept and shown byte for byte, as Redis does.
+    assert acl_cmd(acl, "SETUSER", "bin", "+get", b"~a\xff*", b"&c\xfe", b"&c\xfd") == b"OK"
+    line = [l for l in acl_cmd(acl, "LIST") if l.startswith(b"user bin ")][0]
+    assert b" ~a\xff* " in line and b" &c\xfe &c\xfd " in line
+    u = as_map(acl_cmd(acl, "GETUSER", "bin"))
+    keys = u[b"keys"] if b"keys" in u else u["keys"]
+    assert keys == b"~a\xff*"
+    assert acl_cmd(acl, "DRYRUN", "bin", "get", b"a\xff1") in (b"OK", "OK")

@@ -114,11 +114,11 @@ fn acl_deluser(c: &mut Cmd<'_>) -> Result<()> {
 fn write_selector(c: &mut Cmd<'_>, s: &Selector) {
     let index = c.server.acl.index();
     c.out.bulk(b"commands");
-    c.out.bulk(s.describe_commands(index).as_bytes());
+    c.out.bulk(&s.describe_commands(index));
     c.out.bulk(b"keys");
-    c.out.bulk(s.describe_keys().as_bytes());
+    c.out.bulk(&s.describe_keys());
     c.out.bulk(b"channels");
-    c.out.bulk(s.describe_channels().as_bytes());
+    c.out.bulk(&s.describe_channels());
 }
 
 /// ACL GETUSER username
@@ -160,7 +160,7 @@ fn acl_list(c: &mut Cmd<'_>) -> Result<()> {
     let lines = file::describe_all(&c.server.acl);
     c.out.array(lines.len());
     for l in lines {
-        c.out.bulk(l.as_bytes());
+        c.out.bulk(&l);
     }
     Ok(())
 }

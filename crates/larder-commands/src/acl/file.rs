@@ -121,25 +121,29 @@ pub fn load(server: &Server) -> Result<(), String> {
 }
 
 /// The users in ACL file form (`user <name> <rules>` lines), as ACL LIST shows them.
-pub fn describe_all(acl: &Acl) -> Vec<String> {
+pub fn describe_all(acl: &Acl) -> Vec<Vec<u8>> {
     acl.users()
         .iter()
-        .map(|u| format!("user {} {}", u.name, u.rules().describe(acl.index())))
+        .map(|u| {
+            let mut line = format!("user {} ", u.name).into_bytes();
+            line.extend_from_slice(&u.rules().describe(acl.index()));
+            line
+        })
         .collect()
 }
 
 /// ACL SAVE: write every user to `aclfile` through a temporary file renamed over it.
 pub fn save(server: &Server) -> std::io::Result<()> {
     let filename = server.config.text(Param::Aclfile);
-    let mut text = describe_all(&server.acl).join("\n");
-    text.push('\n');
+    let mut text = describe_all(&server.acl).join(&b'\n');
+    text.push(b'\n');
     let tmp = format!(
         "{filename}.tmp-{}-{}",
         std::process::id(),
         larder_engine::now_ms()
     );
     let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .and_then(|mut f| f.write_all(&text).and_then(|()| f.sync_all()))
         .and_then(|()| std::fs::rename(&tmp, &filename));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);

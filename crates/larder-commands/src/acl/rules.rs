@@ -289,9 +289,13 @@ impl Selector {
     /// The command rules that rebuild this selector's bit set
     /// (`ACLDescribeSelectorCommandRules`): `+@all` or `-@all`, the categories that fit
     /// best, then single commands.
-    pub fn describe_commands(&self, index: &CommandIndex) -> String {
+    pub fn describe_commands(&self, index: &CommandIndex) -> Vec<u8> {
         let additive = !self.future;
-        let mut rules = String::from(if additive { "-@all " } else { "+@all " });
+        let mut rules: Vec<u8> = if additive {
+            b"-@all ".to_vec()
+        } else {
+            b"+@all ".to_vec()
+        };
         let mut fake = Selector::new(false, index);
         fake.all_commands(!additive);
         let mut temp = self.commands.clone();
@@ -317,27 +321,27 @@ impl Selector {
             t.commands = temp;
             t.change_category(index, 1 << j, !additive);
             temp = t.commands;
-            rules.push_str(if additive { "+" } else { "-" });
-            rules.push_str(categories::NAMES[j]);
-            rules.push(' ');
+            rules.push(if additive { b'+' } else { b'-' });
+            rules.extend_from_slice(categories::NAMES[j].as_bytes());
+            rules.push(b' ');
             applied[j] = true;
         }
         for &id in index.ordered() {
             let (user_bit, fake_bit) = (self.allowed(id), fake.allowed(id));
             let name = &index.entry(id).full_name;
             if user_bit != fake_bit {
-                rules.push(if user_bit { '+' } else { '-' });
-                rules.push_str(name);
-                rules.push(' ');
+                rules.push(if user_bit { b'+' } else { b'-' });
+                rules.extend_from_slice(name.as_bytes());
+                rules.push(b' ');
                 fake.change(index, id, user_bit);
             }
             if !user_bit {
                 for arg in self.firstargs.get(&id).into_iter().flatten() {
-                    rules.push('+');
-                    rules.push_str(name);
-                    rules.push('|');
-                    rules.push_str(&String::from_utf8_lossy(arg));
-                    rules.push(' ');
+                    rules.push(b'+');
+                    rules.extend_from_slice(name.as_bytes());
+                    rules.push(b'|');
+                    rules.extend_from_slice(arg);
+                    rules.push(b' ');
                 }
             }
         }
@@ -345,54 +349,54 @@ impl Selector {
         rules
     }
 
-    /// The key patterns as ACL GETUSER shows them (`~*`, or `~a %R~b`).
-    pub fn describe_keys(&self) -> String {
+    /// The key patterns as ACL GETUSER shows them (`~*`, or `~a %R~b`), bytes as given.
+    pub fn describe_keys(&self) -> Vec<u8> {
         if self.allkeys {
-            return "~*".into();
+            return b"~*".to_vec();
         }
-        let pats: Vec<String> = self
+        let pats: Vec<Vec<u8>> = self
             .patterns
             .iter()
-            .map(|(p, bits)| pattern_string(p, *bits))
+            .map(|(p, bits)| pattern_bytes(p, *bits))
             .collect();
-        pats.join(" ")
+        pats.join(&b' ')
     }
 
     /// The channel patterns as ACL GETUSER shows them (`&*`, or `&a &b`).
-    pub fn describe_channels(&self) -> String {
+    pub fn describe_channels(&self) -> Vec<u8> {
         if self.allchannels {
-            return "&*".into();
+            return b"&*".to_vec();
         }
-        let pats: Vec<String> = self
+        let pats: Vec<Vec<u8>> = self
             .channels
             .iter()
-            .map(|c| format!("&{}", String::from_utf8_lossy(c)))
+            .map(|c| [b"&", &c[..]].concat())
             .collect();
-        pats.join(" ")
+        pats.join(&b' ')
     }
 
     /// The selector in ACL LIST form (`ACLDescribeSelector`).
-    fn describe(&self, index: &CommandIndex) -> String {
-        let mut s = String::new();
+    fn describe(&self, index: &CommandIndex) -> Vec<u8> {
+        let mut s = Vec::new();
         if self.allkeys {
-            s.push_str("~* ");
+            s.extend_from_slice(b"~* ");
         } else {
             for (p, bits) in &self.patterns {
-                s.push_str(&pattern_string(p, *bits));
-                s.push(' ');
+                s.extend_from_slice(&pattern_bytes(p, *bits));
+                s.push(b' ');
             }
         }
         if self.allchannels {
-            s.push_str("&* ");
+            s.extend_from_slice(b"&* ");
         } else {
-            s.push_str("resetchannels ");
+            s.extend_from_slice(b"resetchannels ");
             for c in &self.channels {
-                s.push('&');
-                s.push_str(&String::from_utf8_lossy(c));
-                s.push(' ');
+                s.push(b'&');
+                s.extend_from_slice(c);
+                s.push(b' ');
             }
         }
-        s.push_str(&self.describe_commands(index));
+        s.extend_from_slice(&self.describe_commands(index));
         s
     }
 }
@@ -425,13 +429,13 @@ fn key_pattern(op: &[u8]) -> Result<(u8, &[u8]), RuleError> {
     Ok((bits, &op[offset..]))
 }
 
-fn pattern_string(pattern: &[u8], bits: u8) -> String {
-    let prefix = match bits {
-        access::READ => "%R~",
-        access::WRITE => "%W~",
-        _ => "~",
+fn pattern_bytes(pattern: &[u8], bits: u8) -> Vec<u8> {
+    let prefix: &[u8] = match bits {
+        access::READ => b"%R~",
+        access::WRITE => b"%W~",
+        _ => b"~",
     };
-    format!("{prefix}{}", String::from_utf8_lossy(pattern))
+    [prefix, pattern].concat()
 }
 
 /// Everything about a user but its name.
@@ -534,27 +538,28 @@ impl Rules {
         Ok(String::from_utf8_lossy(&op[1..]).into_owned())
     }
 
-    /// The rules in ACL LIST form, without `user <name> ` (`ACLDescribeUser`).
-    pub fn describe(&self, index: &CommandIndex) -> String {
-        let mut s = String::new();
+    /// The rules in ACL LIST form, without `user <name> ` (`ACLDescribeUser`); patterns are
+    /// the bytes they were given, as Redis shows them.
+    pub fn describe(&self, index: &CommandIndex) -> Vec<u8> {
+        let mut s = Vec::new();
         for (f, name) in flag::NAMES {
             if self.has(*f) {
-                s.push_str(name);
-                s.push(' ');
+                s.extend_from_slice(name.as_bytes());
+                s.push(b' ');
             }
         }
         for p in &self.passwords {
-            s.push('#');
-            s.push_str(p);
-            s.push(' ');
+            s.push(b'#');
+            s.extend_from_slice(p.as_bytes());
+            s.push(b' ');
         }
         for sel in &self.selectors {
             if sel.root {
-                s.push_str(&sel.describe(index));
+                s.extend_from_slice(&sel.describe(index));
             } else {
-                s.push_str(" (");
-                s.push_str(&sel.describe(index));
-                s.push(')');
+                s.extend_from_slice(b" (");
+                s.extend_from_slice(&sel.describe(index));
+                s.push(b')');
             }
         }
         s

@@ -451,7 +451,7 @@ fn random_rules_describe_themselves_exactly() {
         }
         let user = acl.user(b"r").expect("r");
         let described = user.rules().describe(acl.index());
-        let words: Vec<&[u8]> = described.split(' ').map(str::as_bytes).collect();
+        let words: Vec<&[u8]> = described.split(|&b| b == b' ').collect();
         acl.delete_users(&[b"copy"]);
         acl.set_user(b"copy", &words)
             .expect("a description is valid");
