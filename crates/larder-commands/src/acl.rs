@@ -291,7 +291,7 @@ impl User {
                 found.channels_found = false;
                 self.check_with(resolved, argv, &mut found)
             }
-            Err(_) => self.check_with(resolved, argv, &mut Found::default()),
+            Err(_) => self.check_with(resolved, argv, &mut Found::new()),
         })
     }
 
@@ -343,7 +343,7 @@ impl User {
             for k in found.keys.iter() {
                 if !argv
                     .get(k.index)
-                    .is_some_and(|key| compiled.allows(key, k.access))
+                    .is_some_and(|key| compiled.allows_memo(key, k.access, &mut found.memo))
                 {
                     return Some((Refusal::Key, k.index));
                 }
@@ -420,23 +420,29 @@ fn channel_allowed(sel: &Selector, channel: &[u8], is_pattern: bool) -> bool {
 }
 
 /// The keys and channels of the request being checked (`User::check`).
-#[derive(Default)]
 struct Found {
+    /// The last prefix pattern that accepted a key on this thread.
+    memo: matcher::Memo,
     keys: Vec<keys::KeyRef>,
     keys_found: bool,
     channels: Vec<keys::ChannelRef>,
     channels_found: bool,
 }
 
-thread_local! {
-    static SCRATCH: std::cell::RefCell<Found> = const {
-        std::cell::RefCell::new(Found {
+impl Found {
+    const fn new() -> Found {
+        Found {
+            memo: matcher::Memo::EMPTY,
             keys: Vec::new(),
             keys_found: false,
             channels: Vec::new(),
             channels_found: false,
-        })
-    };
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Found> = const { std::cell::RefCell::new(Found::new()) };
 }
 
 /// Why a command was refused.

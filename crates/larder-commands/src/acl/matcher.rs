@@ -163,14 +163,25 @@ impl KeyMatcher {
     /// Whether any pattern matches `key`.
     #[inline]
     pub fn matches(&self, key: &[u8]) -> bool {
+        self.find(key).is_some()
+    }
+
+    /// `None` when no pattern matches `key`; else `Some(n)` when a `literal*` pattern of
+    /// head `key[..n]` does (so every key starting so matches too), `Some(usize::MAX)` when
+    /// another pattern does.
+    #[inline]
+    fn find(&self, key: &[u8]) -> Option<usize> {
         let mut node = &self.nodes[0];
         let mut depth = 0;
         loop {
-            if node.prefix || self.globs_match(node, key) {
-                return true;
+            if node.prefix {
+                return Some(depth);
+            }
+            if self.globs_match(node, key) {
+                return Some(usize::MAX);
             }
             let Some(&b) = key.get(depth) else {
-                return node.exact;
+                return node.exact.then_some(usize::MAX);
             };
             let child = if depth == 0 {
                 self.root_children[usize::from(b)]
@@ -179,7 +190,7 @@ impl KeyMatcher {
                 edges.iter().find(|e| e.0 == b).map_or(NONE, |e| e.1)
             };
             if child == NONE {
-                return false;
+                return None;
             }
             node = &self.nodes[child as usize];
             depth += 1;
@@ -189,7 +200,7 @@ impl KeyMatcher {
                 // Labels are short: a byte loop, not a call to memcmp.
                 let rest = &key[depth..];
                 if rest.len() < label.len() || rest.iter().zip(label).any(|(a, b)| a != b) {
-                    return false;
+                    return None;
                 }
                 depth += label.len();
             }
@@ -207,14 +218,43 @@ impl KeyMatcher {
 
 #[derive(Clone)]
 pub struct SelectorKeys {
+    /// Unique among every `SelectorKeys` ever built (never reused, unlike an address): the
+    /// key of a [`Memo`].
+    id: u64,
     /// By the access bits a key needs (`READ | WRITE`, 0 to 3): every pattern for 0, the
     /// patterns granting read for 1, write for 2, both for 3.
     by_access: [KeyMatcher; 4],
 }
 
+/// The last `literal*` pattern that accepted a key on this thread: requests mostly touch keys
+/// with a common prefix (`user:*`), and a key that starts with the same literal is accepted
+/// by comparing a few bytes, without walking the trie (whose nodes the keyspace's own memory
+/// traffic keeps pushing out of the cache).
+#[derive(Clone, Copy)]
+pub struct Memo {
+    /// The `SelectorKeys::id` it holds for (0: none).
+    id: u64,
+    access: u8,
+    len: u8,
+    prefix: [u8; Memo::MAX],
+}
+
+impl Memo {
+    /// The longest literal a memo keeps.
+    const MAX: usize = 22;
+    /// A memo that holds nothing.
+    pub const EMPTY: Memo = Memo {
+        id: 0,
+        access: 0,
+        len: 0,
+        prefix: [0; Memo::MAX],
+    };
+}
+
 impl SelectorKeys {
     /// From `(pattern, access bits)` pairs.
     pub fn new(patterns: &[(Vec<u8>, u8)]) -> SelectorKeys {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let with = |need: u8| {
             KeyMatcher::new(
                 patterns
@@ -224,6 +264,7 @@ impl SelectorKeys {
             )
         };
         SelectorKeys {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             by_access: [with(0), with(READ), with(WRITE), with(READ | WRITE)],
         }
     }
@@ -232,6 +273,31 @@ impl SelectorKeys {
     #[inline]
     pub fn allows(&self, key: &[u8], access: u8) -> bool {
         self.by_access[usize::from(access & (READ | WRITE))].matches(key)
+    }
+
+    /// [`SelectorKeys::allows`], trying `memo` first and keeping in it the `literal*`
+    /// pattern that accepted the key.
+    #[inline]
+    pub fn allows_memo(&self, key: &[u8], access: u8, memo: &mut Memo) -> bool {
+        let access = access & (READ | WRITE);
+        if memo.id == self.id && memo.access == access {
+            let len = usize::from(memo.len);
+            if key.len() >= len && key[..len].iter().zip(&memo.prefix).all(|(a, b)| a == b) {
+                return true;
+            }
+        }
+        match self.by_access[usize::from(access)].find(key) {
+            None => false,
+            Some(n) => {
+                if n <= Memo::MAX {
+                    memo.id = self.id;
+                    memo.access = access;
+                    memo.len = n as u8;
+                    memo.prefix[..n].copy_from_slice(&key[..n]);
+                }
+                true
+            }
+        }
     }
 }
 
@@ -299,6 +365,37 @@ mod tests {
                 let want = pats.iter().any(|p| glob::matches(p, &key, false));
                 assert_eq!(m.matches(&key), want, "patterns {pats:?} key {key:?}");
             }
+        }
+    }
+
+    /// A memo never changes an answer: two selectors with different patterns share one memo
+    /// (as a thread's checks of different users do), on random keys and access bits.
+    #[test]
+    fn memo_agrees_with_the_trie() {
+        let a = SelectorKeys::new(&[
+            (b"key:*".to_vec(), READ | WRITE),
+            (b"k*".to_vec(), READ),
+            (b"user:1".to_vec(), WRITE),
+            (b"g?:*".to_vec(), READ | WRITE),
+        ]);
+        let b = SelectorKeys::new(&[(b"key:1*".to_vec(), WRITE), (b"x*".to_vec(), READ)]);
+        const KEY: &[u8] = b"key:1uxg?*";
+        let mut memo = Memo::EMPTY;
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for _ in 0..20_000 {
+            x = xorshift(x);
+            // Keys often start with a pattern's literal, so the memo is hit and missed.
+            const HEADS: [&[u8]; 7] = [b"", b"key:", b"key:1", b"k", b"x", b"user:1", b"g1:"];
+            let len = (x % 4) as usize;
+            let mut key = HEADS[((x >> 4) % 7) as usize].to_vec();
+            key.extend((0..len).map(|i| KEY[((x >> (8 + 4 * i)) % KEY.len() as u64) as usize]));
+            let access = ((x >> 60) % 4) as u8;
+            let sel = if x & 1 == 0 { &a } else { &b };
+            assert_eq!(
+                sel.allows_memo(&key, access, &mut memo),
+                sel.allows(&key, access),
+                "key {key:?} access {access}"
+            );
         }
     }
 }
