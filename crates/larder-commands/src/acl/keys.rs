@@ -170,6 +170,9 @@ const fn keynum(keynumidx: i32, firstkey: i32, step: i32) -> Find {
 /// How a command's keys are found.
 #[derive(Clone, Copy)]
 enum Source {
+    /// One key, the first argument, with these flags (GET, SET without options' variants
+    /// aside, INCR, ...: most commands), found without interpreting the spec.
+    First(u16),
     Redis(&'static Entry),
     /// larder's own `KeySpec` (a command Redis does not have, or one without keys there).
     Larder,
@@ -193,7 +196,7 @@ fn by_stat_index() -> &'static [(&'static CommandSpec, Source)] {
             let table = registry
                 .all()
                 .iter()
-                .map(|(name, spec)| (*spec, lookup(name).map_or(Source::Larder, Source::Redis)))
+                .map(|(name, spec)| (*spec, lookup(name).map_or(Source::Larder, of_entry)))
                 .collect();
             (registry, table)
         })
@@ -205,7 +208,25 @@ fn source(resolved: &Resolved) -> Source {
     match by_stat_index().get(resolved.stat_index) {
         Some(&(spec, source)) if std::ptr::eq(spec, resolved.spec) => source,
         // A registry other than `crate::registry()` (a test's): look the name up.
-        _ => lookup(resolved.full_name).map_or(Source::Larder, Source::Redis),
+        _ => lookup(resolved.full_name).map_or(Source::Larder, of_entry),
+    }
+}
+
+/// [`Source::First`] for an entry whose one spec is the first argument alone with fixed
+/// flags (what `procs::from_specs` would find for any request the arity admits).
+fn of_entry(e: &'static Entry) -> Source {
+    match e.specs {
+        [Spec {
+            flags: f,
+            begin: Begin::Index(1),
+            find:
+                Find::Range {
+                    lastkey: 0,
+                    step: 1,
+                    limit: 0,
+                },
+        }] if e.specs_first() => Source::First(*f),
+        _ => Source::Redis(e),
     }
 }
 
@@ -236,6 +257,12 @@ pub fn keys_with_flags(resolved: &Resolved, argv: &[&[u8]], out: &mut Vec<(usize
 
 fn find<T>(resolved: &Resolved, argv: &[&[u8]], out: &mut Vec<T>, make: impl Fn(usize, u16) -> T) {
     match source(resolved) {
+        Source::First(f) => {
+            out.clear();
+            if argv.len() > 1 {
+                out.push(make(1, f));
+            }
+        }
         Source::Redis(e) => {
             if e.specs_first() && procs::from_specs(e.specs, argv, out, &make) {
                 return;
