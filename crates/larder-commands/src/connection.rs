@@ -97,12 +97,6 @@ fn echo(c: &mut Cmd<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Whether `user`/`pass` authenticate as an ACL user (`on`, and the password is one of its
-/// own or it is `nopass`).
-pub fn credentials_ok(server: &Server, user: &[u8], pass: &[u8]) -> bool {
-    server.acl.authenticate(user, pass).is_some()
-}
-
 /// AUTH and HELLO AUTH: switch the connection to `user` if `pass` is its password (Redis's
 /// `ACLAuthenticateUser`); a failure goes to ACL LOG, with the command's name as sent.
 fn log_in(c: &mut Cmd<'_>, user: &[u8], pass: &[u8]) -> Result<()> {
