@@ -89,9 +89,7 @@ impl Login {
 
     /// The connection runs as `user`, already authenticated, from now on.
     pub fn enter(&mut self, server: &Server, conn: &mut ConnState, user: Arc<User>) {
-        *conn.handle.user.lock() = user.name.clone();
-        conn.user = user;
-        conn.acl_generation = server.acl.generation();
+        larder_commands::connection::set_user(server, conn, user);
         conn.authenticated = true;
         self.logged_in = true;
     }
@@ -101,9 +99,7 @@ impl Login {
     pub fn logout(&mut self, server: &Server, conn: &mut ConnState) {
         if self.logged_in {
             self.logged_in = false;
-            conn.user = server.acl.default_user();
-            conn.acl_generation = server.acl.generation();
-            *conn.handle.user.lock() = conn.user.name.clone();
+            larder_commands::connection::set_user(server, conn, server.acl.default_user());
         }
     }
 }
