@@ -37,15 +37,15 @@ impl Login {
     /// Brings the connection's user up to date with the ACL (fetched again by name when any
     /// user changed), then says whether it may run operations; `conn.authenticated` follows.
     pub fn admitted(&self, server: &Server, conn: &mut ConnState) -> Admission {
-        let generation = server.acl.generation();
-        if conn.acl_generation != generation {
-            conn.acl_generation = generation;
-            if self.logged_in {
-                match server.acl.user(conn.user.name.as_bytes()) {
-                    Some(user) => conn.user = user,
-                    None => return Admission::Gone,
-                }
-            } else {
+        if self.logged_in {
+            // As a RESP connection: its user again by name when any user changed.
+            if !larder_commands::exec::refresh_user(server, conn) {
+                return Admission::Gone;
+            }
+        } else {
+            let generation = server.acl.generation();
+            if conn.acl_generation != generation {
+                conn.acl_generation = generation;
                 conn.user = server.acl.default_user();
             }
         }
