@@ -213,55 +213,19 @@ fn run() -> anyhow::Result<()> {
     };
     let port = config.num(Param::Port) as u16;
     let bind = config.text(Param::Bind);
-    let mut listeners = Vec::new();
-    let mut bound_port = port;
-    for host in bind.split_whitespace() {
-        let host = host.trim_start_matches('-');
-        let addr = (host, bound_port)
-            .to_socket_addrs()
-            .with_context(|| format!("resolving bind address {host}"))?
-            .next()
-            .with_context(|| format!("no address for {host}"))?;
-        let l = listen(addr).with_context(|| format!("listening on {addr}"))?;
-        bound_port = l.local_addr()?.port();
-        listeners.push(l);
-    }
+    let (listeners, bound_port) = listen_on(&bind, port, "RESP")?;
     if listeners.is_empty() {
         bail!("nothing to listen on: bind is empty");
     }
-    // The memcached door listens on the same addresses; port 0 disables it.
-    let mut mc_listeners = Vec::new();
-    let mut mc_port = config.num(Param::MemcachedPort) as u16;
-    if mc_port != 0 {
-        for host in bind.split_whitespace() {
-            let host = host.trim_start_matches('-');
-            let addr = (host, mc_port)
-                .to_socket_addrs()
-                .with_context(|| format!("resolving bind address {host}"))?
-                .next()
-                .with_context(|| format!("no address for {host}"))?;
-            let l = listen(addr).with_context(|| format!("listening on {addr} (memcached)"))?;
-            mc_port = l.local_addr()?.port();
-            mc_listeners.push(l);
+    // The memcached and HTTP doors listen on the same addresses; port 0 disables each.
+    let door = |param, what| -> anyhow::Result<(Vec<std::net::TcpListener>, u16)> {
+        match config.num(param) as u16 {
+            0 => Ok((Vec::new(), 0)),
+            port => listen_on(&bind, port, what),
         }
-    }
-
-    // The HTTP door too; port 0 disables it.
-    let mut http_listeners = Vec::new();
-    let mut http_port = config.num(Param::HttpPort) as u16;
-    if http_port != 0 {
-        for host in bind.split_whitespace() {
-            let host = host.trim_start_matches('-');
-            let addr = (host, http_port)
-                .to_socket_addrs()
-                .with_context(|| format!("resolving bind address {host}"))?
-                .next()
-                .with_context(|| format!("no address for {host}"))?;
-            let l = listen(addr).with_context(|| format!("listening on {addr} (HTTP)"))?;
-            http_port = l.local_addr()?.port();
-            http_listeners.push(l);
-        }
-    }
+    };
+    let (mc_listeners, mc_port) = door(Param::MemcachedPort, "memcached")?;
+    let (http_listeners, http_port) = door(Param::HttpPort, "HTTP")?;
 
     // The TLS ports, each door's beside its plain one; they need a certificate and key that
     // load.

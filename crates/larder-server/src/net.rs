@@ -476,48 +476,43 @@ const DENIED: &str = "DENIED Redis is running in protected mode because protecte
 /// Write the protected-mode refusal in the door's protocol, and close (on a TLS port without
 /// a word, as `reject`).
 fn deny(stream: TcpStream, server: &Server, door: Door, tls: bool) {
+    let reply = match door {
+        Door::Resp => format!("-{DENIED}\r\n"),
+        Door::Http => format!(
+            "HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{DENIED}",
+            DENIED.len()
+        ),
+        Door::Memcache => format!("SERVER_ERROR {DENIED}\r\n"),
+    };
+    refuse(stream, server, tls, reply.as_bytes());
+}
+
+/// Count a refused connection, write `reply` (unless on a TLS port, where plaintext would
+/// only garble the handshake) and close.
+fn refuse(stream: TcpStream, server: &Server, tls: bool, reply: &[u8]) {
     server
         .stats
         .rejected_connections
         .fetch_add(1, Ordering::Relaxed);
-    if tls {
-        return;
+    if !tls {
+        let _ = (&stream).write(reply);
     }
-    let mut s = stream;
-    let _ = match door {
-        Door::Resp => s.write(format!("-{DENIED}\r\n").as_bytes()),
-        Door::Http => s.write(
-            format!(
-                "HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{DENIED}",
-                DENIED.len()
-            )
-            .as_bytes(),
-        ),
-        Door::Memcache => s.write(format!("SERVER_ERROR {DENIED}\r\n").as_bytes()),
-    };
 }
 
 /// Redis (and memcached) accept, write the error, and close; on a TLS port, where plaintext
 /// would only garble the handshake, the connection is closed without a word.
 fn reject(stream: TcpStream, server: &Server, door: Door, tls: bool, mc: Option<&McShared>) {
-    server
-        .stats
-        .rejected_connections
-        .fetch_add(1, Ordering::Relaxed);
-    if tls {
-        return;
-    }
-    let mut s = stream;
-    let _ = match door {
-        Door::Resp => s.write(b"-ERR max number of clients reached\r\n"),
-        Door::Http => s.write(
-            b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-        ),
+    let reply: &[u8] = match door {
+        Door::Resp => b"-ERR max number of clients reached\r\n",
+        Door::Http => {
+            b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        }
         Door::Memcache => {
-            if let Some(mc) = mc {
+            if let (Some(mc), false) = (mc, tls) {
                 mc.note_rejected();
             }
-            s.write(crate::memcache::TOO_MANY_CONNECTIONS)
+            crate::memcache::TOO_MANY_CONNECTIONS
         }
     };
+    refuse(stream, server, tls, reply);
 }
