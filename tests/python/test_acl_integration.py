@@ -192,6 +192,12 @@ def test_sort_patterns_need_every_key(srv):
         "ERR GET option of SORT denied due to insufficient ACL permissions.")
     assert c.call("SORT", "a", "BY", "nosort") == [b"2", b"1"]
     assert c.call("SORT", "a") == [b"1", b"2"]
+    # Read access to every key suffices, from a selector that allows SORT itself.
+    a.call("ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all")
+    assert login(srv, "reader").call("SORT", "a", "BY", "w_*") == [b"1", b"2"]
+    a.call("ACL", "SETUSER", "split", "on", ">pw", "~a", "+@all", "(~* +get)")
+    assert login(srv, "split").call("SORT", "a", "GET", "#") == Err(
+        "ERR GET option of SORT denied due to insufficient ACL permissions.")
 
 
 def test_reset_returns_to_the_default_user(srv):

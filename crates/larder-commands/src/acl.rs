@@ -384,6 +384,27 @@ impl User {
             .any(|s| channel_allowed(s, channel, is_pattern))
     }
 
+    /// Whether a selector that allows this request may also read every key (Redis's
+    /// `ACLUserCheckCmdWithUnrestrictedKeyAccess` for read access): what SORT's BY and GET
+    /// patterns need, as they name keys no check saw.
+    pub fn reads_every_key(&self, resolved: &Resolved, argv: &[&[u8]]) -> bool {
+        if self.unrestricted {
+            return true;
+        }
+        let mut found = Found::new();
+        self.rules.selectors.iter().enumerate().any(|(i, sel)| {
+            let reads_all = sel.allkeys
+                || sel
+                    .patterns
+                    .iter()
+                    .any(|(p, bits)| p == b"*" && bits & access::READ != 0);
+            reads_all
+                && self
+                    .check_selector(i, sel, resolved, argv, &mut found)
+                    .is_none()
+        })
+    }
+
     /// Whether some selector of the user has `allkeys` (`~*`, or `%RW~*`): the memcached
     /// door's operator commands that reveal every key need it, with `@admin`.
     pub fn all_keys(&self) -> bool {

@@ -134,7 +134,7 @@ struct Item {
 
 fn run(c: &mut Cmd<'_>, store: Store) -> Result<()> {
     let key = c.args.key()?;
-    let all_keys = c.conn.user.unrestricted() || c.conn.user.all_keys();
+    let all_keys = c.conn.user.reads_every_key(&c.resolved, c.args.argv());
     let mut o = parse(c.args.rest(), store, all_keys)?;
     // The elements, in the value's own order.
     let (source, elements) = {
