@@ -39,7 +39,7 @@ pub use binary_response::BinaryWriter;
 pub use error::{BinaryError, BinaryErrorKind, TextError, TextErrorKind};
 pub use meta::{MetaArithmetic, MetaDelete, MetaFlags, MetaGet, MetaKey, MetaSet, MetaSetMode};
 pub use number::{apply_delta, NonNumeric};
-pub use text::{parse_text, Keys, Store, StoreMode, TextRequest, Tokens};
+pub use text::{parse_text, AdminCommand, Keys, Store, StoreMode, TextRequest, Tokens};
 pub use text_response::{MetaItem, MetaStatus, Recache, TextReply, TextWriter};
 
 /// The two wire formats memcached serves on one port.

@@ -219,6 +219,29 @@ pub enum TextRequest<'a> {
         /// The key.
         key: MetaKey<'a>,
     },
+    /// An operator's command (`lru_crawler`, `watch`, `cache_memlimit`, `slabs`, `lru`): the
+    /// server parses its arguments, which differ per command and subcommand.
+    Admin {
+        /// Which command.
+        command: AdminCommand,
+        /// The words after the command's name.
+        args: Tokens<'a>,
+    },
+}
+
+/// The operators' commands, whose arguments the server reads ([`TextRequest::Admin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdminCommand {
+    /// `lru_crawler <subcommand> ...`: metadump, mgdump, crawl, enable, disable, sleep, tocrawl.
+    LruCrawler,
+    /// `watch [fetchers|mutations|evictions|connevents ...]`.
+    Watch,
+    /// `cache_memlimit <megabytes> [noreply]`.
+    CacheMemlimit,
+    /// `slabs automove <0|1|2>`, `slabs reassign <src> <dst>`.
+    Slabs,
+    /// `lru <tune|mode|temp_ttl> ...`.
+    Lru,
 }
 
 impl TextRequest<'_> {
@@ -235,6 +258,9 @@ impl TextRequest<'_> {
             | TextRequest::Stats { .. }
             | TextRequest::MetaNoop
             | TextRequest::MetaDebug { .. } => false,
+            // Shrinking the memory limit evicts, but that is the server's doing, not a
+            // client's write (memcached's `cache_memlimit` is not held back either).
+            TextRequest::Admin { .. } => false,
             TextRequest::MetaGet(g) => g.flags.ttl.is_some() || g.flags.vivify_ttl.is_some(),
             TextRequest::Gat { .. }
             | TextRequest::Gats { .. }
@@ -512,6 +538,19 @@ pub fn parse_text<'a>(
         b"version" => done(TextRequest::Version),
         b"quit" => done(TextRequest::Quit),
         b"stats" => done(TextRequest::Stats { args: tokens }),
+        b"lru_crawler" | b"watch" | b"cache_memlimit" | b"slabs" | b"lru" => {
+            let command = match cmd {
+                b"lru_crawler" => AdminCommand::LruCrawler,
+                b"watch" => AdminCommand::Watch,
+                b"cache_memlimit" => AdminCommand::CacheMemlimit,
+                b"slabs" => AdminCommand::Slabs,
+                _ => AdminCommand::Lru,
+            };
+            done(TextRequest::Admin {
+                command,
+                args: tokens,
+            })
+        }
         [b'm', c] => meta::parse(*c, buf, line_end, tokens, limits),
         _ => {
             // memcached's last resort, reached only by names outside its g/s/a/c/i/d/t

@@ -16,15 +16,19 @@
 //! It is not a RESP translator: memcached commands never become RESP argv; they call shard
 //! operations directly.
 
+mod admin;
 mod auth;
 mod binary;
 mod conn;
+mod crawler;
 mod detail;
 mod flush;
 mod perm;
 mod session;
 mod stats;
 mod text;
+mod tune;
+mod watch;
 
 pub use conn::McHandler;
 

@@ -6,7 +6,7 @@
 
 use larder_commands::error::Error;
 use larder_commands::ConnState;
-use larder_memcache::{BinaryCommand, CounterOp, Keys, StoreMode, TextRequest};
+use larder_memcache::{AdminCommand, BinaryCommand, CounterOp, Keys, StoreMode, TextRequest};
 
 use super::text::meta_key;
 use super::Ctx;
@@ -60,6 +60,27 @@ fn stats(cx: &Ctx<'_>, conn: &ConnState, group: &[&[u8]]) -> Result<(), Error> {
     }
 }
 
+/// An operator's command: the ones that show every key (`lru_crawler metadump`/`mgdump`,
+/// `watch`) as MONITOR with `allkeys`; `cache_memlimit` as CONFIG SET maxmemory; the other
+/// settings (crawler, slabs, lru) as CONFIG SET.
+fn admin(
+    cx: &Ctx<'_>,
+    conn: &ConnState,
+    command: AdminCommand,
+    first: Option<&[u8]>,
+) -> Result<(), Error> {
+    let s = cx.server;
+    match (command, first) {
+        (AdminCommand::LruCrawler, Some(b"metadump" | b"mgdump")) | (AdminCommand::Watch, _) => {
+            check_all_keys(s, conn, &[b"MONITOR"])
+        }
+        (AdminCommand::CacheMemlimit, _) => {
+            check(s, conn, &[b"CONFIG", b"SET", b"maxmemory", b"0"])
+        }
+        _ => check(s, conn, &[b"CONFIG", b"SET", b"loglevel", b"notice"]),
+    }
+}
+
 /// Checks a text or meta request; `Err` holds the NOPERM error to answer.
 pub(super) fn text(cx: &Ctx<'_>, conn: &ConnState, req: &TextRequest<'_>) -> Result<(), Error> {
     if conn.user.unrestricted() {
@@ -101,6 +122,7 @@ pub(super) fn text(cx: &Ctx<'_>, conn: &ConnState, req: &TextRequest<'_>) -> Res
             key_op(cx, conn, counter_command(ma.op), meta_key(&ma.key).as_ref())
         }
         TextRequest::MetaDebug { ref key } => key_op(cx, conn, b"TTL", meta_key(key).as_ref()),
+        TextRequest::Admin { command, mut args } => admin(cx, conn, command, args.next()),
     }
 }
 

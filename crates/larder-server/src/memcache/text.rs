@@ -11,7 +11,7 @@ use larder_memcache::{
 use larder_commands::ConnState;
 
 use super::stats::{self, VERSION};
-use super::{perm, Ctx, Flow};
+use super::{admin, perm, Ctx, Flow};
 use crate::items::{
     self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, MetaGetOpts, Read, StoreOutcome,
 };
@@ -90,6 +90,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
             bump(&cx.counters.cmd_meta, 1);
             w.meta_noop();
         }
+        TextRequest::Admin { command, args } => return admin::run(cx, command, args, w),
         TextRequest::MetaDebug { key } => {
             bump(&cx.counters.cmd_meta, 1);
             let bytes = meta_key(&key);
