@@ -337,6 +337,8 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
 
     let mut links = Vec::new();
     let mut handles = Vec::new();
+    // Workers that outnumber the CPUs take turns on them (`Worker::share_cpu`).
+    let share_cpu = threads > std::thread::available_parallelism().map_or(1, |n| n.get());
     for w in 0..threads {
         let wpoll = Poll::new()?;
         let waker = Arc::new(mio::Waker::new(wpoll.registry(), WAKER)?);
@@ -364,7 +366,19 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
             std::thread::Builder::new()
                 .name(format!("larder-io-{w}"))
                 .spawn(move || {
-                    let worker = Worker::new(w, server, wpoll, link, rx, stopping, (mc, http));
+                    let worker = Worker::new(
+                        w,
+                        server,
+                        wpoll,
+                        link,
+                        rx,
+                        stopping,
+                        worker::Setup {
+                            mc,
+                            http,
+                            share_cpu,
+                        },
+                    );
                     if let Err(e) = std::rc::Rc::new(worker).run() {
                         tracing::error!(worker = w, error = %e, "worker failed");
                     }

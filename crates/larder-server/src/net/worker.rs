@@ -29,6 +29,15 @@ use crate::memcache::{McHandler, McShared};
 use crate::resp::RespHandler;
 use crate::tls::Tls;
 
+/// What every worker is given beside its own poll and mailbox.
+pub(super) struct Setup {
+    /// The memcached door's shared state, when the door is open.
+    pub(super) mc: Option<Arc<McShared>>,
+    pub(super) http: Arc<HttpShared>,
+    /// See [`Worker::share_cpu`].
+    pub(super) share_cpu: bool,
+}
+
 /// A connection as the worker holds it (see the module's note on borrowing).
 pub(super) type Shared = Rc<RefCell<Client>>;
 
@@ -40,6 +49,11 @@ pub(super) struct Worker {
     stopping: Arc<AtomicBool>,
     mc: Option<Arc<McShared>>,
     http: Arc<HttpShared>,
+    /// More workers than the CPUs this process may run on: after a turn that served
+    /// connections the worker yields its CPU, so that workers sharing one take turns at the
+    /// granularity of a loop turn rather than of the kernel's time slice (a request for a
+    /// worker that lost the CPU otherwise waits for the other's whole slice).
+    share_cpu: bool,
     pub(super) st: RefCell<State>,
 }
 
@@ -83,8 +97,13 @@ impl Worker {
         link: Arc<WorkerLink>,
         rx: Receiver<Letter>,
         stopping: Arc<AtomicBool>,
-        (mc, http): (Option<Arc<McShared>>, Arc<HttpShared>),
+        setup: Setup,
     ) -> Worker {
+        let Setup {
+            mc,
+            http,
+            share_cpu,
+        } = setup;
         Worker {
             id,
             server,
@@ -93,6 +112,7 @@ impl Worker {
             stopping,
             mc,
             http,
+            share_cpu,
             st: RefCell::new(State {
                 poll,
                 conns: slab::Slab::new(),
@@ -195,6 +215,9 @@ impl Worker {
             if last_housekeeping.elapsed() >= Duration::from_millis(100) {
                 last_housekeeping = Instant::now();
                 self.housekeeping(now_ms);
+            }
+            if self.share_cpu && !touched.is_empty() {
+                std::thread::yield_now();
             }
         }
     }
