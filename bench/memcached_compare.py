@@ -55,6 +55,9 @@ from resp_compare import (  # noqa: E402
     ratio_cell,
 )
 
+# taskset CPU lists from --server-cpus / --gen-cpus ("" = not pinned).
+PIN = {"server": "", "gen": ""}
+
 WORKLOADS = {
     # name: (set proportion, get proportion, multi-get keys, memaslap statistics section)
     "set": (1.0, 0.0, 1, "Set"),
@@ -107,6 +110,8 @@ class McServer:
         return cls(label, "larder", argv, port, log_path)
 
     def start(self, timeout=30.0):
+        if PIN["server"] and self.argv[0] != "taskset":
+            self.argv = ["taskset", "-c", PIN["server"]] + self.argv
         self.log = open(self.log_path, "ab")
         self.log.write(("\n==== %s: %s\n" % (self.label, shlex.join(self.argv))).encode())
         self.log.flush()
@@ -430,8 +435,14 @@ def mcgen_commands(exe, port, a, workload, protocol, seed):
     return cmds
 
 
+def pinned_gen(cmd):
+    """`cmd` run on the generator's CPUs (`--gen-cpus`), or as is."""
+    return ["taskset", "-c", PIN["gen"]] + cmd if PIN["gen"] else cmd
+
+
 def run_mcgen(cmds, timeout):
     """Runs the generator processes side by side; merges their counts and histograms."""
+    cmds = [pinned_gen(c) for c in cmds]
     procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for c in cmds]
     outs = []
@@ -561,7 +572,7 @@ def measured_run(server, label_cmd, runner, raw):
 
 
 def run_memaslap(cmd, section, timeout):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(pinned_gen(cmd), capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError("%s failed (rc %s): %s" % (cmd[0], p.returncode, p.stderr[-500:]))
     if "CLIENT_ERROR" in p.stdout or "SERVER_ERROR" in p.stdout:
@@ -755,7 +766,12 @@ def parse_args(argv=None):
     ap.add_argument("--run-timeout", type=float, default=300)
     ap.add_argument("--out-dir", default=RESULTS)
     ap.add_argument("--tag", default="")
+    ap.add_argument("--server-cpus", default="",
+                    help="taskset CPU list for both servers (e.g. 0); empty: not pinned")
+    ap.add_argument("--gen-cpus", default="",
+                    help="taskset CPU list for the load generators (e.g. 1); empty: not pinned")
     a = ap.parse_args(argv)
+    PIN["server"], PIN["gen"] = a.server_cpus, a.gen_cpus
     if a.quick:
         a.rounds, a.duration, a.items = 1, 3, min(a.items, 100_000)
     a.key_bytes = 16
