@@ -254,3 +254,64 @@ def test_the_file_larder_sends_loads_in_redis_server(start_server, redis_factory
     (d / "from-larder.rdb").write_bytes(rdb)
     loaded = redis_factory("--dir", str(d), "--dbfilename", "from-larder.rdb")
     assert same_data(master, loaded)
+
+
+def test_sync_and_psync_without_capa_eof_send_the_length_first(start_server) -> None:
+    master = start_server()
+    m = master.client(protocol=2)
+    fill(m, 0)
+    for psync in (False, True):
+        with socket.create_connection(("127.0.0.1", master.port), timeout=10) as s:
+            if psync:
+                assert call(s, "PSYNC", "?", "-1").startswith(b"+FULLRESYNC ")
+                length_line = read_line(s)
+            else:
+                s.sendall(b"SYNC\r\n")
+                length_line = read_line(s)
+            assert length_line.startswith(b"$"), length_line
+            n = int(length_line[1:])
+            data = b""
+            while len(data) < n:
+                chunk = s.recv(n - len(data))
+                assert chunk, "connection closed mid-file"
+                data += chunk
+            assert data.startswith(b"REDIS0010") and data[-9] == 0xFF
+            # Then the stream: a write made now arrives after the file.
+            m.set("after-file", "1")
+            s.settimeout(5)
+            stream = b""
+            while b"after-file" not in stream:
+                chunk = s.recv(4096)
+                assert chunk, "connection closed"
+                stream += chunk
+            assert b"SELECT" in stream
+    assert info(master, "stats")["sync_full"] == "2"
+
+
+def test_writes_during_the_full_resync_reach_the_replica(start_server, redis_factory) -> None:
+    import threading
+
+    master = start_server()
+    m = master.client(protocol=2)
+    with m.pipeline(transaction=False) as p:
+        for i in range(5000):
+            p.set(f"k{i}", "v" * 50)
+        p.execute()
+    stop = threading.Event()
+
+    def writer() -> None:
+        w = master.client(protocol=2)
+        i = 0
+        while not stop.is_set():
+            w.incr(f"k{i % 5000}x")
+            w.set(f"k{(i * 7) % 5000}", i)
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        rep = replica_of(redis_factory, master)
+    finally:
+        stop.set()
+        t.join()
+    until("the replica holds every key", lambda: same_data(master, rep, dbs=(0,)))

@@ -55,6 +55,10 @@ struct Handshake {
 enum Phase {
     /// Receiving its file; the stream gathers in `pending`.
     Transfer,
+    /// Its file was sent between EOF marks; the stream still gathers until its first
+    /// REPLCONF ACK. A Redis replica looks for the mark at the end of what it has read, so
+    /// stream bytes right behind the mark would hide it (Redis's `repl_put_online_on_ack`).
+    AwaitAck,
     Online,
 }
 
@@ -200,7 +204,7 @@ impl State {
         let limit = self.limit;
         self.replicas.retain_mut(|r| match r.phase {
             Phase::Online => post(&r.handle, limit, bytes),
-            Phase::Transfer => {
+            Phase::Transfer | Phase::AwaitAck => {
                 r.pending.extend_from_slice(bytes);
                 let over = limit.hard_bytes > 0 && r.pending.len() as u64 >= limit.hard_bytes;
                 if over {
@@ -266,7 +270,7 @@ impl Master {
             }
         }
         st.replicas.retain(|r| {
-            let silent = r.phase == Phase::Online && now.saturating_sub(r.ack_ms) > timeout_ms;
+            let silent = r.phase != Phase::Transfer && now.saturating_sub(r.ack_ms) > timeout_ms;
             if silent {
                 tracing::warn!(replica = %r.handle.addr, "disconnecting timedout replica");
                 kill_client(&r.handle);
@@ -316,9 +320,23 @@ impl Master {
         st.offset
     }
 
-    /// A replica's file is sent: send what gathered meanwhile and put it online.
-    fn transfer_done(&self, id: u64) {
+    /// A replica's file is sent: with `await_ack` it goes online at its first ACK, otherwise
+    /// now, after what gathered meanwhile.
+    fn transfer_done(&self, id: u64, await_ack: bool) {
         let mut st = self.state.lock();
+        let Some(r) = st.replicas.iter_mut().find(|r| r.handle.id == id) else {
+            return;
+        };
+        r.ack_ms = larder_engine::now_ms();
+        if await_ack {
+            r.phase = Phase::AwaitAck;
+        } else {
+            self.put_online(&mut st, id);
+        }
+    }
+
+    /// Send replica `id` the stream that gathered for it and put it online.
+    fn put_online(&self, st: &mut State, id: u64) {
         let limit = st.limit;
         let Some(i) = st.replicas.iter().position(|r| r.handle.id == id) else {
             return;
@@ -326,7 +344,6 @@ impl Master {
         let r = &mut st.replicas[i];
         let pending = std::mem::take(&mut r.pending);
         r.phase = Phase::Online;
-        r.ack_ms = larder_engine::now_ms();
         if !post(&r.handle, limit, &pending) {
             st.replicas.remove(i);
         }
@@ -398,7 +415,7 @@ impl Replication for Master {
                     port: r.port,
                     state: match r.phase {
                         Phase::Transfer => "send_bulk",
-                        Phase::Online => "online",
+                        Phase::AwaitAck | Phase::Online => "online",
                     },
                     ack_offset: r.ack_offset,
                     lag_s: now.saturating_sub(r.ack_ms) / 1000,
@@ -448,6 +465,9 @@ impl Replication for Master {
         r.ack_offset = r.ack_offset.max(offset);
         r.ack_ms = larder_engine::now_ms();
         let after = r.ack_offset;
+        if r.phase == Phase::AwaitAck {
+            self.put_online(&mut st, id);
+        }
         // Wake a WAIT only when this acknowledgement reaches its offset, so that the GETACK
         // its retry sends does not wake it again and again.
         for (h, target) in &st.waiters {

@@ -9,7 +9,9 @@
 //! made; another first gets the file built in a temporary file, then `$<length>\r\n` and the
 //! file. The outbox is filled only while the replica reads (a few MiB ahead at most); a
 //! replica that reads nothing for `repl-timeout` seconds is dropped. Then the pending stream
-//! is posted and the replica is online.
+//! is posted and the replica is online: after a file between marks, only once the replica's
+//! first REPLCONF ACK says it has read it all (stream bytes right behind the mark would hide
+//! the mark from it).
 
 use std::io::{BufReader, BufWriter, Seek, Write};
 use std::sync::atomic::Ordering;
@@ -53,7 +55,7 @@ pub fn start(
             if let Err(e) = run(&master, &server, &client, mode) {
                 master.transfer_failed(&client, &e);
             } else {
-                master.transfer_done(client.id);
+                master.transfer_done(client.id, mode.eof);
                 tracing::info!(replica = %client.addr, "synchronization with replica succeeded");
             }
         })?;
