@@ -422,7 +422,11 @@ fn memory_section(cx: &Ctx<'_>, out: &mut String) {
         m.rss_bytes as i64 - m.used_bytes as i64,
     );
     field(out, "mem_not_counted_for_evict", 0);
-    field(out, "mem_replication_backlog", 0);
+    field(
+        out,
+        "mem_replication_backlog",
+        crate::replication::status(cx.server).backlog_histlen,
+    );
     field(out, "mem_total_replication_buffers", 0);
     field(out, "mem_clients_slaves", 0);
     field(out, "mem_clients_normal", m.clients_bytes);
