@@ -338,7 +338,15 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
     let mut links = Vec::new();
     let mut handles = Vec::new();
     // Workers that outnumber the CPUs take turns on them (`Worker::share_cpu`).
-    let share_cpu = threads > std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let share_cpu = threads > cpus;
+    if share_cpu {
+        tracing::info!(
+            workers = threads,
+            cpus,
+            "more workers than CPUs: each yields its CPU after every busy turn"
+        );
+    }
     for w in 0..threads {
         let wpoll = Poll::new()?;
         let waker = Arc::new(mio::Waker::new(wpoll.registry(), WAKER)?);
