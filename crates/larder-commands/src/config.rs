@@ -87,6 +87,10 @@ pub enum Param {
     BusyReplyThreshold,
     Aclfile,
     AcllogMaxLen,
+    ReplBacklogSize,
+    ReplBacklogTtl,
+    ReplPingReplicaPeriod,
+    ReplTimeout,
 }
 
 /// How a parameter's value is parsed and shown.

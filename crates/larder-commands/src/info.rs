@@ -2,7 +2,7 @@
 //!
 //! Each section is a function that appends `field:value\r\n` lines to a `String`; [`render`]
 //! joins the selected sections in Redis's order with Redis's separators. Figures the server
-//! does not have (replication; fork and copy-on-write, which larder's snapshots do without)
+//! does not have (fork and copy-on-write, which larder's snapshots do without)
 //! are reported with the values Redis reports when the feature is idle, so monitoring tools
 //! parse them.
 
@@ -422,7 +422,11 @@ fn memory_section(cx: &Ctx<'_>, out: &mut String) {
         m.rss_bytes as i64 - m.used_bytes as i64,
     );
     field(out, "mem_not_counted_for_evict", 0);
-    field(out, "mem_replication_backlog", 0);
+    field(
+        out,
+        "mem_replication_backlog",
+        crate::replication::status(cx.server).backlog_histlen,
+    );
     field(out, "mem_total_replication_buffers", 0);
     field(out, "mem_clients_slaves", 0);
     field(out, "mem_clients_normal", m.clients_bytes);
@@ -684,9 +688,10 @@ fn stats_section(cx: &Ctx<'_>, out: &mut String) {
     field(out, "instantaneous_input_repl_kbps", "0.00");
     field(out, "instantaneous_output_repl_kbps", "0.00");
     field(out, "rejected_connections", load(&st.rejected_connections));
-    field(out, "sync_full", 0);
-    field(out, "sync_partial_ok", 0);
-    field(out, "sync_partial_err", 0);
+    let repl = crate::replication::status(cx.server);
+    field(out, "sync_full", repl.sync_full);
+    field(out, "sync_partial_ok", repl.sync_partial_ok);
+    field(out, "sync_partial_err", repl.sync_partial_err);
     field(
         out,
         "expired_keys",
@@ -741,29 +746,8 @@ fn stats_section(cx: &Ctx<'_>, out: &mut String) {
     field(out, "io_threaded_writes_processed", 0);
 }
 
-/// A 40-hex-digit replication id, fixed for the server's life and distinct from its run id.
-fn master_replid(run_id: &str) -> String {
-    let seed = run_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    }) | 1;
-    let a = crate::state::xorshift(seed);
-    let b = crate::state::xorshift(a);
-    let c = crate::state::xorshift(b);
-    format!("{a:016x}{b:016x}{:08x}", c as u32)
-}
-
 fn replication_section(cx: &Ctx<'_>, out: &mut String) {
-    field(out, "role", "master");
-    field(out, "connected_slaves", 0);
-    field(out, "master_failover_state", "no-failover");
-    field(out, "master_replid", master_replid(&cx.server.run_id));
-    field(out, "master_replid2", "0".repeat(40));
-    field(out, "master_repl_offset", 0);
-    field(out, "second_repl_offset", -1);
-    field(out, "repl_backlog_active", 0);
-    field(out, "repl_backlog_size", 1_048_576);
-    field(out, "repl_backlog_first_byte_offset", 0);
-    field(out, "repl_backlog_histlen", 0);
+    crate::replication::info_section(cx.server, out);
 }
 
 /// User, system, children's user and children's system CPU time of this process, in clock

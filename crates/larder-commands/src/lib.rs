@@ -36,6 +36,7 @@ pub mod persistence;
 mod propagate_tests;
 pub mod pubsub;
 pub mod queue;
+pub mod replication;
 pub mod script;
 pub mod server;
 pub mod set;
@@ -83,6 +84,7 @@ pub fn registry() -> Registry {
         latency::COMMANDS,
         monitor::COMMANDS,
         persistence::COMMANDS,
+        replication::COMMANDS,
     ])
 }
 

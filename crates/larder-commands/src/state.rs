@@ -321,6 +321,8 @@ pub struct Server {
     pub scripts: crate::script::Scripts,
     /// The persistence runtime (data directory, log, snapshots), installed by the binary.
     pub persistence: std::sync::OnceLock<Arc<dyn crate::persistence::Persistence>>,
+    /// The replication runtime, installed once at start (`replication.rs`).
+    pub replication: std::sync::OnceLock<Arc<dyn crate::replication::Replication>>,
     /// Loading and disk-error switches, and the log's durable offset.
     pub gates: crate::persistence::Gates,
     /// Whether the expiry thread removes due keys (DEBUG SET-ACTIVE-EXPIRE turns it off;
@@ -462,6 +464,7 @@ impl Server {
             queues: crate::queue::Timer::default(),
             scripts: crate::script::Scripts::default(),
             persistence: std::sync::OnceLock::new(),
+            replication: std::sync::OnceLock::new(),
             gates: crate::persistence::Gates::default(),
             active_expire: AtomicBool::new(true),
             busy,
@@ -521,6 +524,9 @@ impl Server {
         }
         self.monitors.remove(id);
         self.blocking.unregister(id);
+        if let Some(r) = self.replication.get() {
+            r.client_closed(id);
+        }
         self.clients.unregister(id);
     }
 

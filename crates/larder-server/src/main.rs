@@ -12,6 +12,7 @@ mod items;
 mod memcache;
 mod net;
 mod persist;
+mod repl;
 mod resp;
 mod tls;
 
@@ -278,6 +279,7 @@ fn run() -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let server = Arc::new(server);
     let persistence = persist::start(&server)?;
+    let _replication = repl::start(&server)?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         redis_compat = "7.0.15",

@@ -58,6 +58,7 @@ const EXTRA: &[(&str, &str)] = &[
     ("restore", "@dangerous"),
     ("migrate", "@dangerous"),
     ("role", "@dangerous"),
+    ("role", "@admin"),
     ("lastsave", "@dangerous"),
     ("lastsave", "@admin"),
     ("dbsize", "@keyspace"),

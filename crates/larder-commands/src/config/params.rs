@@ -712,6 +712,50 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Mutable,
         "entries ACL LOG keeps",
     ),
+    def(
+        Param::ReplBacklogSize,
+        "repl-backlog-size",
+        Kind::Memory {
+            min: 1,
+            max: i64::MAX,
+        },
+        "1048576",
+        Mutability::Mutable,
+        "bytes of the replication stream kept for partial resyncs",
+    ),
+    def(
+        Param::ReplBacklogTtl,
+        "repl-backlog-ttl",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "3600",
+        Mutability::Mutable,
+        "seconds without replicas after which the backlog is freed (0 = never)",
+    ),
+    def(
+        Param::ReplPingReplicaPeriod,
+        "repl-ping-replica-period",
+        Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+        "10",
+        Mutability::Mutable,
+        "seconds between the PINGs a master sends its replicas",
+    ),
+    def(
+        Param::ReplTimeout,
+        "repl-timeout",
+        Kind::Int {
+            min: 1,
+            max: i32::MAX as i64,
+        },
+        "60",
+        Mutability::Mutable,
+        "seconds a replication transfer or link may make no progress before it is dropped",
+    ),
 ];
 
 /// Redis's older names for parameters, accepted wherever the name is (CONFIG GET and SET,
@@ -723,6 +767,7 @@ pub static ALIASES: &[(&str, Param)] = &[
     ("zset-max-ziplist-value", Param::ZsetMaxListpackValue),
     ("list-max-ziplist-size", Param::ListMaxListpackSize),
     ("lua-time-limit", Param::BusyReplyThreshold),
+    ("repl-ping-slave-period", Param::ReplPingReplicaPeriod),
 ];
 
 /// `tls-auth-clients`' values; the stored number is the index.

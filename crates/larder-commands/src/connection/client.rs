@@ -127,10 +127,18 @@ impl ClientType {
         Ok(t)
     }
 
-    /// The class of a connection. larder has no replication and no subscribers yet, so every
-    /// connection is a normal client.
-    fn of(_handle: &ClientHandle) -> ClientType {
-        ClientType::Normal
+    /// The class of a connection: a replica attached to this master, or a normal client
+    /// (larder counts subscribers as normal clients, and has no master link yet).
+    fn of(server: &crate::Server, handle: &ClientHandle) -> ClientType {
+        if server
+            .replication
+            .get()
+            .is_some_and(|r| r.is_replica(handle.id))
+        {
+            ClientType::Replica
+        } else {
+            ClientType::Normal
+        }
     }
 }
 
@@ -192,7 +200,7 @@ fn client_list(c: &mut Cmd<'_>) -> Result<()> {
         }
         None => {
             for h in clients.iter().filter(|h| listed(h, c.conn.id)) {
-                if filter_type.is_none_or(|t| ClientType::of(h) == t) {
+                if filter_type.is_none_or(|t| ClientType::of(c.server, h) == t) {
                     add(h);
                 }
             }
@@ -236,6 +244,13 @@ fn write_client_line(
     argv_mem: usize,
 ) {
     let mut flags = String::new();
+    if server
+        .replication
+        .get()
+        .is_some_and(|r| r.is_replica(handle.id))
+    {
+        flags.push('S');
+    }
     if server.monitors.contains(handle.id) {
         flags.push('O');
     }
@@ -319,11 +334,13 @@ struct KillFilter<'a> {
 }
 
 impl KillFilter<'_> {
-    fn matches(&self, h: &ClientHandle, own_id: u64, now_ms: u64) -> bool {
+    fn matches(&self, server: &crate::Server, h: &ClientHandle, own_id: u64, now_ms: u64) -> bool {
         self.addr.is_none_or(|a| a == h.addr.as_bytes())
             && self.laddr.is_none_or(|a| a == h.laddr.as_bytes())
             && self.id.is_none_or(|id| id == h.id)
-            && self.client_type.is_none_or(|t| t == ClientType::of(h))
+            && self
+                .client_type
+                .is_none_or(|t| t == ClientType::of(server, h))
             && self.user.is_none_or(|u| u == h.user.lock().as_bytes())
             && self
                 .max_age_s
@@ -398,7 +415,7 @@ fn client_kill(c: &mut Cmd<'_>) -> Result<()> {
     let mut killed = 0i64;
     let mut kill_self = false;
     for h in c.server.clients.snapshot() {
-        if !listed(&h, c.conn.id) || !filter.matches(&h, c.conn.id, c.now_ms) {
+        if !listed(&h, c.conn.id) || !filter.matches(c.server, &h, c.conn.id, c.now_ms) {
             continue;
         }
         if h.id == c.conn.id {

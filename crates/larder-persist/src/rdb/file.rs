@@ -20,15 +20,18 @@
 //! offset where it was found. Module data is refused by name: larder has none. Function
 //! libraries (FUNCTION2, and the FUNCTION of 7.0's release candidates) are collected as their
 //! codes ([`RdbReader::functions`]) for the caller's registry. [`load_rdb`] inserts a file's
-//! keys into a keyspace.
+//! keys into a keyspace. [`write_rdb`] writes one from a point-in-time capture of a keyspace
+//! (see `write.rs`).
 
 mod empty;
 mod load;
 mod source;
 #[cfg(test)]
 mod tests;
+mod write;
 
 pub use load::{load_item, load_rdb, RdbStats};
+pub use write::{encode_item, write_rdb, PointInfo, RdbWriter, ReplInfo, REDIS_VER};
 
 use std::io::Read;
 

@@ -1,0 +1,562 @@
+//! The master side of Redis 7.0's replication protocol (see ARCHITECTURE.md,
+//! "Replication"): the replication id and offset, the backlog, the stream of commands every
+//! replica receives, and full and partial resyncs. Commands reach it through
+//! `larder_commands::replication::Replication`, which [`Master`] implements.
+//!
+//! - **The stream** is a lossless change-feed consumer with `Interest::COMMANDS`, subscribed
+//!   from the first resync until the backlog is freed (`repl-backlog-ttl` after the last
+//!   replica left): before that the write path pays nothing. At each commit (on the
+//!   committing thread, under the feed's ordering lock) it encodes the group
+//!   ([`stream::Encoder`]), counts its bytes into the offset, appends them to the backlog and
+//!   posts them to every online replica's outbox, under the `replica` class of
+//!   `client-output-buffer-limit`: a replica over it is disconnected, never skipped.
+//! - **A full resync** (`transfer.rs`) takes a point-in-time capture on a thread of its own:
+//!   at the capture's point (every shard held, so no group commits) the replica joins with
+//!   the offset read there; the stream meanwhile gathers in its pending buffer (bounded by
+//!   the same limit) and is posted after the file.
+//! - **A partial resync** answers `+CONTINUE` and the backlog from the asked offset.
+//! - **A once-a-second timer** sends `PING` every `repl-ping-replica-period` seconds, drops
+//!   replicas silent for `repl-timeout`, and frees the backlog after `repl-backlog-ttl`.
+//!
+//! Lock order: shard locks, then the feed's ordering lock, then [`Master`]'s state.
+
+mod backlog;
+mod stream;
+mod transfer;
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use larder_commands::config::Param;
+use larder_commands::mail::{Limit, Refused};
+use larder_commands::replication::{ReplicaStatus, Replication, Status, SyncRequest};
+use larder_commands::state::{kill_client, ClientHandle};
+use larder_commands::Server;
+use larder_engine::{Change, Consumer, Interest};
+use parking_lot::Mutex;
+
+use backlog::Backlog;
+use stream::{encode_command, Encoder};
+
+/// What a replica said in REPLCONF before it asked to sync.
+#[derive(Clone, Copy, Debug, Default)]
+struct Handshake {
+    port: u16,
+    /// `capa eof`: it takes a file delimited by a mark instead of a length.
+    eof: bool,
+    /// `capa psync2`: `+CONTINUE` names the replication id.
+    psync2: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Receiving its file; the stream gathers in `pending`.
+    Transfer,
+    /// Its file was sent between EOF marks; the stream still gathers until its first
+    /// REPLCONF ACK. A Redis replica looks for the mark at the end of what it has read, so
+    /// stream bytes right behind the mark would hide it (Redis's `repl_put_online_on_ack`).
+    AwaitAck,
+    Online,
+}
+
+struct Replica {
+    handle: Arc<ClientHandle>,
+    port: u16,
+    phase: Phase,
+    pending: Vec<u8>,
+    ack_offset: u64,
+    /// When it last acknowledged (or came online), Unix ms.
+    ack_ms: u64,
+}
+
+struct State {
+    replid: String,
+    replid2: String,
+    second_offset: i64,
+    offset: u64,
+    backlog: Option<Backlog>,
+    encoder: Encoder,
+    replicas: Vec<Replica>,
+    /// The feed subscription that exists while the backlog does.
+    feed_id: Option<u64>,
+    /// Since when no replica is attached (Unix ms), for `repl-backlog-ttl`.
+    alone_since_ms: u64,
+    /// WAIT's clients and the offsets they wait for.
+    waiters: Vec<(Arc<ClientHandle>, u64)>,
+    limit: Limit,
+}
+
+/// The master's replication runtime.
+pub struct Master {
+    server: Weak<Server>,
+    /// Itself, for the feed consumer and the transfer threads.
+    me: Weak<Master>,
+    state: Mutex<State>,
+    handshakes: Mutex<HashMap<u64, Handshake>>,
+    sync_full: AtomicU64,
+    sync_partial_ok: AtomicU64,
+    sync_partial_err: AtomicU64,
+}
+
+/// The stream's PING.
+const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+
+/// Start the runtime: install it in `server` and start its timer.
+pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
+    let master = Arc::new_cyclic(|me| Master {
+        server: Arc::downgrade(server),
+        me: me.clone(),
+        state: Mutex::new(State {
+            replid: random_hex(40),
+            replid2: "0".repeat(40),
+            second_offset: -1,
+            offset: 0,
+            backlog: None,
+            encoder: Encoder::default(),
+            replicas: Vec::new(),
+            feed_id: None,
+            alone_since_ms: 0,
+            waiters: Vec::new(),
+            limit: replica_limit(server),
+        }),
+        handshakes: Mutex::new(HashMap::new()),
+        sync_full: AtomicU64::new(0),
+        sync_partial_ok: AtomicU64::new(0),
+        sync_partial_err: AtomicU64::new(0),
+    });
+    let _ = server.replication.set(master.clone());
+    let weak = Arc::downgrade(&master);
+    std::thread::Builder::new()
+        .name("repl-cron".into())
+        .spawn(move || {
+            let mut tick = 0u64;
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                let Some(m) = weak.upgrade() else { return };
+                tick += 1;
+                m.cron(tick);
+            }
+        })?;
+    Ok(master)
+}
+
+/// `n` random hex digits (replication ids, EOF marks), from the kernel's generator.
+fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n.div_ceil(2)];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if read.is_err() {
+        // No /dev/urandom: the clock, spread (ids must differ, not be secret).
+        let mut x = larder_engine::now_us() | 1;
+        for b in &mut bytes {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+    }
+    let mut s: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    s.truncate(n);
+    s
+}
+
+fn replica_limit(server: &Server) -> Limit {
+    larder_commands::mail::parse_output_limits(&server.config.text(Param::ClientOutputBufferLimit))
+        .unwrap_or(larder_commands::mail::DEFAULT_LIMITS)[1]
+}
+
+/// The replica's IP (its address without the port).
+fn ip_of(addr: &str) -> &str {
+    addr.rsplit_once(':').map_or(addr, |(ip, _)| ip)
+}
+
+/// Post `bytes` to `h` under `limit`; false if the replica went over it (it is being
+/// closed).
+fn post(h: &ClientHandle, limit: Limit, bytes: &[u8]) -> bool {
+    let unsent = h.output_buf_bytes.load(Ordering::Relaxed);
+    match h
+        .mail
+        .post(h.id, limit, unsent, larder_engine::now_ms(), |out| {
+            out.extend_from_slice(bytes)
+        }) {
+        Ok(()) => true,
+        Err(Refused::Closed | Refused::OverBudget) => false,
+        Err(Refused::OverLimit) => {
+            larder_commands::mail::note_over_limit(&h.addr, h.id, "replica");
+            kill_client(h);
+            false
+        }
+    }
+}
+
+impl State {
+    /// Add stream bytes: the offset, the backlog, every replica.
+    fn feed(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.offset += bytes.len() as u64;
+        if let Some(b) = &mut self.backlog {
+            b.append(bytes);
+        }
+        let limit = self.limit;
+        self.replicas.retain_mut(|r| match r.phase {
+            Phase::Online => post(&r.handle, limit, bytes),
+            Phase::Transfer | Phase::AwaitAck => {
+                r.pending.extend_from_slice(bytes);
+                let over = limit.hard_bytes > 0 && r.pending.len() as u64 >= limit.hard_bytes;
+                if over {
+                    larder_commands::mail::note_over_limit(&r.handle.addr, r.handle.id, "replica");
+                    kill_client(&r.handle);
+                }
+                !over
+            }
+        });
+        if self.replicas.is_empty() && self.alone_since_ms == 0 {
+            self.alone_since_ms = larder_engine::now_ms();
+        }
+    }
+}
+
+/// The feed consumer (a separate value, so the feed does not keep [`Master`] alive).
+struct Feeder(Weak<Master>);
+
+impl Consumer for Feeder {
+    fn committed(&self, _seq: u64, changes: &[Change]) {
+        let Some(m) = self.0.upgrade() else { return };
+        let mut st = m.state.lock();
+        let mut bytes = Vec::new();
+        st.encoder.group(changes, &mut bytes);
+        st.feed(&bytes);
+    }
+}
+
+impl Master {
+    fn server(&self) -> Option<Arc<Server>> {
+        self.server.upgrade()
+    }
+
+    /// Create the backlog (and subscribe the stream) if there is none: a new history, so a
+    /// new replication id, as Redis's first SYNC does.
+    fn ensure_backlog(&self, server: &Server, st: &mut State) {
+        if st.backlog.is_some() {
+            return;
+        }
+        st.replid = random_hex(40);
+        st.replid2 = "0".repeat(40);
+        st.second_offset = -1;
+        let size = server.config.num(Param::ReplBacklogSize).max(1) as usize;
+        st.backlog = Some(Backlog::new(size, st.offset + 1));
+        st.encoder.reselect();
+        let feeder = Arc::new(Feeder(self.me.clone()));
+        st.feed_id = Some(server.keyspace.feed().subscribe(Interest::COMMANDS, feeder));
+    }
+
+    /// Once a second: PINGs, timeouts, the backlog's TTL, settings.
+    fn cron(&self, tick: u64) {
+        let Some(server) = self.server() else { return };
+        let now = larder_engine::now_ms();
+        let period = server.config.num(Param::ReplPingReplicaPeriod).max(1) as u64;
+        let timeout_ms = server.config.num(Param::ReplTimeout).max(1) as u64 * 1000;
+        let ttl_ms = server.config.num(Param::ReplBacklogTtl).max(0) as u64 * 1000;
+        let mut st = self.state.lock();
+        st.limit = replica_limit(&server);
+        let size = server.config.num(Param::ReplBacklogSize).max(1) as usize;
+        if let Some(b) = &mut st.backlog {
+            if b.size() != size {
+                b.resize(size);
+            }
+        }
+        st.replicas.retain(|r| {
+            let silent = r.phase != Phase::Transfer && now.saturating_sub(r.ack_ms) > timeout_ms;
+            if silent {
+                tracing::warn!(replica = %r.handle.addr, "disconnecting timedout replica");
+                kill_client(&r.handle);
+            }
+            !silent
+        });
+        if !st.replicas.is_empty() && tick % period == 0 {
+            st.feed(PING);
+        }
+        if st.replicas.is_empty()
+            && st.backlog.is_some()
+            && ttl_ms > 0
+            && st.alone_since_ms != 0
+            && now.saturating_sub(st.alone_since_ms) > ttl_ms
+        {
+            st.backlog = None;
+            if let Some(id) = st.feed_id.take() {
+                server.keyspace.feed().unsubscribe(id);
+            }
+            tracing::info!("replication backlog freed after repl-backlog-ttl without replicas");
+        }
+    }
+
+    /// The replica `client` joins with nothing sent yet (called at a full resync's point,
+    /// or for a partial one with the lock held). Returns the offset it starts after.
+    ///
+    /// A client that already closed does not join: `Server::client_closed` tells this
+    /// runtime (under this lock) before it unregisters the client, so either the client is
+    /// still registered here and its close removes it later, or it is gone already.
+    fn join(&self, st: &mut State, client: &Arc<ClientHandle>, phase: Phase) -> u64 {
+        let registered = self
+            .server()
+            .is_some_and(|s| s.clients.get(client.id).is_some());
+        if !registered {
+            return st.offset;
+        }
+        let port = self.handshakes.lock().get(&client.id).map_or(0, |h| h.port);
+        st.replicas.push(Replica {
+            handle: Arc::clone(client),
+            port,
+            phase,
+            pending: Vec::new(),
+            ack_offset: 0,
+            ack_ms: larder_engine::now_ms(),
+        });
+        st.alone_since_ms = 0;
+        st.offset
+    }
+
+    /// A replica's file is sent: with `await_ack` it goes online at its first ACK, otherwise
+    /// now, after what gathered meanwhile.
+    fn transfer_done(&self, id: u64, await_ack: bool) {
+        let mut st = self.state.lock();
+        let Some(r) = st.replicas.iter_mut().find(|r| r.handle.id == id) else {
+            return;
+        };
+        r.ack_ms = larder_engine::now_ms();
+        if await_ack {
+            r.phase = Phase::AwaitAck;
+        } else {
+            self.put_online(&mut st, id);
+        }
+    }
+
+    /// Send replica `id` the stream that gathered for it and put it online.
+    fn put_online(&self, st: &mut State, id: u64) {
+        let limit = st.limit;
+        let Some(i) = st.replicas.iter().position(|r| r.handle.id == id) else {
+            return;
+        };
+        let r = &mut st.replicas[i];
+        let pending = std::mem::take(&mut r.pending);
+        r.phase = Phase::Online;
+        if !post(&r.handle, limit, &pending) {
+            st.replicas.remove(i);
+        }
+    }
+
+    /// A transfer failed: drop the replica and close its connection.
+    fn transfer_failed(&self, client: &ClientHandle, why: &str) {
+        tracing::warn!(replica = %client.addr, error = why, "full resync failed");
+        self.state
+            .lock()
+            .replicas
+            .retain(|r| r.handle.id != client.id);
+        kill_client(client);
+    }
+
+    fn partial(&self, client: &Arc<ClientHandle>, replid: &[u8], offset: i64) -> bool {
+        let psync2 = self
+            .handshakes
+            .lock()
+            .get(&client.id)
+            .is_some_and(|h| h.psync2);
+        let mut st = self.state.lock();
+        let known = replid == st.replid.as_bytes()
+            || (replid == st.replid2.as_bytes() && offset <= st.second_offset);
+        let Some(from) = u64::try_from(offset).ok().filter(|_| known) else {
+            return false;
+        };
+        let Some(data) = st.backlog.as_ref().and_then(|b| b.read_from(from)) else {
+            return false;
+        };
+        let mut reply = if psync2 {
+            format!("+CONTINUE {}\r\n", st.replid).into_bytes()
+        } else {
+            b"+CONTINUE\r\n".to_vec()
+        };
+        reply.extend_from_slice(&data);
+        let limit = st.limit;
+        if post(client, limit, &reply) {
+            self.join(&mut st, client, Phase::Online);
+        }
+        true
+    }
+}
+
+impl Replication for Master {
+    fn status(&self) -> Status {
+        let now = larder_engine::now_ms();
+        let st = self.state.lock();
+        Status {
+            replid: st.replid.clone(),
+            replid2: st.replid2.clone(),
+            offset: st.offset,
+            second_offset: st.second_offset,
+            backlog_active: st.backlog.is_some(),
+            backlog_size: st.backlog.as_ref().map_or_else(
+                || {
+                    self.server()
+                        .map_or(1 << 20, |s| s.config.num(Param::ReplBacklogSize) as u64)
+                },
+                |b| b.size() as u64,
+            ),
+            backlog_first_byte_offset: st.backlog.as_ref().map_or(0, Backlog::first_byte_offset),
+            backlog_histlen: st.backlog.as_ref().map_or(0, Backlog::histlen),
+            replicas: st
+                .replicas
+                .iter()
+                .map(|r| ReplicaStatus {
+                    ip: ip_of(&r.handle.addr).to_string(),
+                    port: r.port,
+                    state: match r.phase {
+                        Phase::Transfer => "send_bulk",
+                        Phase::AwaitAck | Phase::Online => "online",
+                    },
+                    ack_offset: r.ack_offset,
+                    lag_s: now.saturating_sub(r.ack_ms) / 1000,
+                })
+                .collect(),
+            sync_full: self.sync_full.load(Ordering::Relaxed),
+            sync_partial_ok: self.sync_partial_ok.load(Ordering::Relaxed),
+            sync_partial_err: self.sync_partial_err.load(Ordering::Relaxed),
+        }
+    }
+
+    fn replconf(
+        &self,
+        client: &Arc<ClientHandle>,
+        option: &[u8],
+        value: &[u8],
+    ) -> Result<(), String> {
+        let mut hs = self.handshakes.lock();
+        let h = hs.entry(client.id).or_default();
+        match option.to_ascii_lowercase().as_slice() {
+            b"listening-port" => {
+                h.port = larder_commands::args::parse_u64(value)
+                    .and_then(|p| u16::try_from(p).ok())
+                    .ok_or("ERR value is not an integer or out of range")?;
+            }
+            b"capa" => {
+                h.eof |= value.eq_ignore_ascii_case(b"eof");
+                h.psync2 |= value.eq_ignore_ascii_case(b"psync2");
+            }
+            b"ip-address" | b"rdb-only" | b"rdb-filter-only" => {}
+            _ => {
+                return Err(format!(
+                    "ERR Unrecognized REPLCONF option: {}",
+                    String::from_utf8_lossy(option)
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn ack(&self, id: u64, offset: u64) {
+        let mut st = self.state.lock();
+        let Some(r) = st.replicas.iter_mut().find(|r| r.handle.id == id) else {
+            return;
+        };
+        let before = r.ack_offset;
+        r.ack_offset = r.ack_offset.max(offset);
+        r.ack_ms = larder_engine::now_ms();
+        let after = r.ack_offset;
+        if r.phase == Phase::AwaitAck {
+            self.put_online(&mut st, id);
+        }
+        // Wake a WAIT only when this acknowledgement reaches its offset, so that the GETACK
+        // its retry sends does not wake it again and again.
+        for (h, target) in &st.waiters {
+            if before < *target && after >= *target {
+                h.mail.unblock(h.id);
+            }
+        }
+    }
+
+    fn sync(&self, client: &Arc<ClientHandle>, req: SyncRequest<'_>) -> Result<(), String> {
+        let Some(server) = self.server() else {
+            return Err("ERR the server is shutting down".into());
+        };
+        let Some(me) = self.me.upgrade() else {
+            return Err("ERR the server is shutting down".into());
+        };
+        let mut eof = self
+            .handshakes
+            .lock()
+            .get(&client.id)
+            .is_some_and(|h| h.eof);
+        match req {
+            SyncRequest::Psync { replid, offset } => {
+                if self.partial(client, replid, offset) {
+                    self.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(replica = %client.addr, offset, "partial resynchronization accepted");
+                    return Ok(());
+                }
+                if replid != b"?" {
+                    self.sync_partial_err.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            SyncRequest::Sync => eof = false,
+        }
+        self.sync_full.fetch_add(1, Ordering::Relaxed);
+        self.ensure_backlog(&server, &mut self.state.lock());
+        transfer::start(
+            me,
+            server,
+            client.clone(),
+            transfer::Mode {
+                eof,
+                reply: matches!(req, SyncRequest::Psync { .. }),
+            },
+        )
+        .map_err(|e| format!("ERR {e}"))
+    }
+
+    fn is_replica(&self, id: u64) -> bool {
+        self.state.lock().replicas.iter().any(|r| r.handle.id == id)
+    }
+
+    fn offset(&self) -> u64 {
+        self.state.lock().offset
+    }
+
+    fn acked(&self, offset: u64) -> usize {
+        let st = self.state.lock();
+        st.replicas
+            .iter()
+            .filter(|r| r.phase == Phase::Online && r.ack_offset >= offset)
+            .count()
+    }
+
+    fn wait_acks(&self, client: &Arc<ClientHandle>, offset: u64) {
+        let mut st = self.state.lock();
+        st.waiters.retain(|(h, _)| h.id != client.id);
+        st.waiters.push((Arc::clone(client), offset));
+        if st.replicas.iter().any(|r| r.phase == Phase::Online) {
+            let mut getack = Vec::new();
+            encode_command(&mut getack, &[&b"REPLCONF"[..], b"GETACK", b"*"]);
+            st.feed(&getack);
+        }
+    }
+
+    fn stop_waiting(&self, id: u64) -> Option<u64> {
+        let mut st = self.state.lock();
+        let i = st.waiters.iter().position(|(h, _)| h.id == id)?;
+        Some(st.waiters.remove(i).1)
+    }
+
+    fn client_closed(&self, id: u64) {
+        self.handshakes.lock().remove(&id);
+        let mut st = self.state.lock();
+        st.waiters.retain(|(h, _)| h.id != id);
+        let before = st.replicas.len();
+        st.replicas.retain(|r| r.handle.id != id);
+        if before != st.replicas.len() && st.replicas.is_empty() {
+            st.alone_since_ms = larder_engine::now_ms();
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! The replication stream: each committed group of the change feed as the RESP commands a
+//! Redis replica applies, as Redis 7.0 propagates them.
+//!
+//! A group's commands are the records the append-only log replays (`persist/log.rs`): each
+//! `Command` record (already rewritten for replay: PEXPIREAT, not EXPIRE), a key removed by
+//! expiry or eviction as `DEL` where it happened, and a removal, flush or swap that no
+//! command covers (memcached's flush_all) as the command that does it. A command goes after
+//! `SELECT <db>` when its database is not the one the stream last selected; a group of more
+//! than one command is wrapped in `MULTI` ... `EXEC` (`propagatePendingCommands`: the SELECT
+//! for the first command's database before MULTI, none before EXEC). larder's versions and
+//! memcached flags are not sent: a Redis replica has no place for them.
+
+use larder_engine::{Change, ChangeKind};
+
+/// Append `argv` as a RESP array of bulk strings.
+pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
+    out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+    for a in argv {
+        let a = a.as_ref();
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Turns groups into stream bytes, remembering the database the stream has selected.
+#[derive(Debug, Default)]
+pub struct Encoder {
+    /// `None`: the next command is preceded by a SELECT whatever its database (after a full
+    /// resync, as Redis's `slaveseldb = -1`).
+    db: Option<u32>,
+}
+
+impl Encoder {
+    /// Forget the selected database: the next command is preceded by SELECT.
+    pub fn reselect(&mut self) {
+        self.db = None;
+    }
+
+    /// The database the stream has selected (0 before any SELECT: a replica's master link
+    /// starts there, `repl-stream-db`).
+    pub fn db(&self) -> u32 {
+        self.db.unwrap_or(0)
+    }
+
+    /// Append the commands of one committed group to `out` (nothing for a group that
+    /// changed nothing).
+    pub fn group(&mut self, changes: &[Change], out: &mut Vec<u8>) {
+        let commands = commands_of(changes);
+        let wrap = commands.len() > 1;
+        if wrap {
+            self.command(out, commands[0].0, &[b"MULTI".as_slice()]);
+        }
+        for (db, argv) in &commands {
+            self.command(out, *db, argv);
+        }
+        if wrap {
+            encode_command(out, &[b"EXEC".as_slice()]);
+        }
+    }
+
+    fn command<A: AsRef<[u8]>>(&mut self, out: &mut Vec<u8>, db: u32, argv: &[A]) {
+        if self.db != Some(db) {
+            encode_command(out, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
+            self.db = Some(db);
+        }
+        encode_command(out, argv);
+    }
+}
+
+/// The (database, argv) commands a group replays, in order.
+fn commands_of(changes: &[Change]) -> Vec<(u32, Vec<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut uncovered: Vec<&Change> = Vec::new();
+    for ch in changes {
+        match ch.kind {
+            ChangeKind::Expired | ChangeKind::Evicted => {
+                out.push((ch.db, vec![b"DEL".to_vec(), ch.key.clone()]));
+            }
+            ChangeKind::Deleted | ChangeKind::Flushed | ChangeKind::Swapped => uncovered.push(ch),
+            ChangeKind::Written | ChangeKind::Notice => {}
+            ChangeKind::Command => {
+                out.push((ch.db, ch.argv.clone()));
+                uncovered.clear();
+            }
+        }
+    }
+    for ch in uncovered {
+        match ch.kind {
+            ChangeKind::Deleted => out.push((ch.db, vec![b"DEL".to_vec(), ch.key.clone()])),
+            ChangeKind::Flushed => out.push((ch.db, vec![b"FLUSHDB".to_vec()])),
+            ChangeKind::Swapped => out.push((
+                0,
+                vec![
+                    b"SWAPDB".to_vec(),
+                    ch.db.to_string().into_bytes(),
+                    ch.class.to_string().into_bytes(),
+                ],
+            )),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(kind: ChangeKind, db: u32, key: &str, argv: &[&str]) -> Change {
+        Change {
+            kind,
+            db,
+            key: key.as_bytes().to_vec(),
+            version: 1,
+            value: None,
+            event: "",
+            class: 0,
+            argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            flags: 0,
+        }
+    }
+
+    fn encode(e: &mut Encoder, changes: &[Change]) -> String {
+        let mut out = Vec::new();
+        e.group(changes, &mut out);
+        String::from_utf8(out).expect("ascii")
+    }
+
+    #[test]
+    fn commands_follow_a_select_when_the_database_changes() {
+        let mut e = Encoder::default();
+        let set = [
+            change(ChangeKind::Written, 0, "k", &[]),
+            change(ChangeKind::Command, 0, "", &["SET", "k", "v"]),
+        ];
+        assert_eq!(
+            encode(&mut e, &set),
+            "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+        );
+        assert_eq!(
+            encode(&mut e, &set),
+            "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+        );
+        let del = [change(ChangeKind::Command, 5, "", &["DEL", "k"])];
+        assert!(encode(&mut e, &del).starts_with("*2\r\n$6\r\nSELECT\r\n$1\r\n5\r\n"));
+        assert_eq!(e.db(), 5);
+        e.reselect();
+        assert!(encode(&mut e, &del).starts_with("*2\r\n$6\r\nSELECT"));
+        // A read's group (notices only) sends nothing.
+        assert_eq!(
+            encode(&mut e, &[change(ChangeKind::Notice, 0, "k", &[])]),
+            ""
+        );
+    }
+
+    #[test]
+    fn a_group_of_several_commands_is_a_transaction() {
+        let mut e = Encoder::default();
+        let group = [
+            change(ChangeKind::Expired, 1, "old", &[]),
+            change(ChangeKind::Written, 1, "a", &[]),
+            change(ChangeKind::Command, 1, "", &["INCR", "a"]),
+            change(ChangeKind::Command, 2, "", &["PEXPIREAT", "b", "99"]),
+        ];
+        let want = "*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*1\r\n$5\r\nMULTI\r\n\
+                    *2\r\n$3\r\nDEL\r\n$3\r\nold\r\n*2\r\n$4\r\nINCR\r\n$1\r\na\r\n\
+                    *2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*3\r\n$9\r\nPEXPIREAT\r\n$1\r\nb\r\n$2\r\n99\r\n\
+                    *1\r\n$4\r\nEXEC\r\n";
+        assert_eq!(encode(&mut e, &group), want);
+    }
+
+    #[test]
+    fn changes_no_command_covers_become_commands() {
+        let mut e = Encoder::default();
+        let flush = [change(ChangeKind::Flushed, 0, "", &[])];
+        assert!(encode(&mut e, &flush).ends_with("*1\r\n$7\r\nFLUSHDB\r\n"));
+        let mut swap = change(ChangeKind::Swapped, 3, "", &[]);
+        swap.class = 4;
+        assert!(encode(&mut e, &[swap]).ends_with("*3\r\n$6\r\nSWAPDB\r\n$1\r\n3\r\n$1\r\n4\r\n"));
+        // A removal a command covers is not sent twice.
+        let del = [
+            change(ChangeKind::Deleted, 0, "k", &[]),
+            change(ChangeKind::Command, 0, "", &["UNLINK", "k"]),
+        ];
+        assert_eq!(encode(&mut e, &del), "*2\r\n$6\r\nUNLINK\r\n$1\r\nk\r\n");
+    }
+}
