@@ -28,6 +28,7 @@ pub mod hyperloglog;
 mod index;
 mod keyspace;
 pub mod list;
+pub mod replay;
 pub mod set;
 mod shard;
 pub mod snapshot;

@@ -156,6 +156,17 @@ pub struct Group<'a> {
     pub items: Vec<Item<'a>>,
 }
 
+/// A group's replay (`larder_engine::replay`) written as its record's items.
+impl larder_engine::replay::Sink for GroupWriter<'_> {
+    fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
+        GroupWriter::command(self, db, argv);
+    }
+
+    fn version(&mut self, c: &larder_engine::Change) {
+        GroupWriter::version(self, c.db, &c.key, c.version, c.flags);
+    }
+}
+
 /// Encodes one group's record at the end of `out`. Call [`GroupWriter::command`] and
 /// [`GroupWriter::version`] in the group's order, then [`GroupWriter::finish`].
 pub struct GroupWriter<'o> {

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use larder_commands::config::Param;
 use larder_commands::Server;
-use larder_engine::{Change, ChangeKind, Consumer};
+use larder_engine::{Change, Consumer};
 use larder_persist::log::{GroupWriter, Header, HEADER_LEN};
 use parking_lot::{Condvar, Mutex};
 
@@ -439,51 +439,15 @@ impl Consumer for Appender {
     }
 }
 
-/// A group's items: each command after its changes, the versions its writes left after it.
-/// Removals by expiry and eviction are logged as `DEL` where they happened (Redis propagates
-/// them so too); a flush or swap that no command covers (memcached's flush_all) as the
-/// command that does it.
+/// A group's items: each command after its changes, the versions its writes left after it
+/// (`larder_engine::replay`, shared with the replication stream).
 fn encode(g: &mut GroupWriter<'_>, changes: &[Change]) {
-    let mut written: Vec<&Change> = Vec::new();
-    let mut uncovered: Vec<&Change> = Vec::new();
-    for ch in changes {
-        match ch.kind {
-            ChangeKind::Expired | ChangeKind::Evicted => {
-                g.command(ch.db, &[b"DEL".as_slice(), &ch.key]);
-            }
-            ChangeKind::Written => written.push(ch),
-            ChangeKind::Deleted | ChangeKind::Flushed | ChangeKind::Swapped => uncovered.push(ch),
-            ChangeKind::Notice => {}
-            ChangeKind::Command => {
-                g.command(ch.db, &ch.argv);
-                for w in written.drain(..) {
-                    g.version(w.db, &w.key, w.version, w.flags);
-                }
-                if !ch.key.is_empty() {
-                    // A door's command for a key's resulting state: its final version and
-                    // flags, after (so over) what its changes recorded.
-                    g.version(ch.db, &ch.key, ch.version, ch.flags);
-                }
-                uncovered.clear();
-            }
-        }
-    }
-    for ch in uncovered {
-        match ch.kind {
-            ChangeKind::Deleted => g.command(ch.db, &[b"DEL".as_slice(), &ch.key]),
-            ChangeKind::Flushed => g.command(ch.db, &[b"FLUSHDB".as_slice()]),
-            ChangeKind::Swapped => {
-                let (a, b) = (ch.db.to_string(), ch.class.to_string());
-                g.command(0, &[b"SWAPDB".as_slice(), a.as_bytes(), b.as_bytes()]);
-            }
-            _ => {}
-        }
-    }
-    if !written.is_empty() {
+    let stray = larder_engine::replay::replay(changes, g);
+    if stray > 0 {
         // A write no command covered: a door forgot to record its command. Replay cannot
         // rebuild it; say so loudly rather than lose it silently.
         tracing::error!(
-            keys = written.len(),
+            keys = stray,
             "a write reached the log without the command that made it; it will not be replayed"
         );
     }

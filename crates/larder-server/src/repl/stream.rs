@@ -1,7 +1,7 @@
 //! The replication stream: each committed group of the change feed as the RESP commands a
 //! Redis replica applies, as Redis 7.0 propagates them.
 //!
-//! A group's commands are the records the append-only log replays (`persist/log.rs`): each
+//! A group's commands are those the append-only log replays (`larder_engine::replay`): each
 //! `Command` record (already rewritten for replay: PEXPIREAT, not EXPIRE), a key removed by
 //! expiry or eviction as `DEL` where it happened, and a removal, flush or swap that no
 //! command covers (memcached's flush_all) as the command that does it. A command goes after
@@ -10,7 +10,7 @@
 //! for the first command's database before MULTI, none before EXEC). larder's versions and
 //! memcached flags are not sent: a Redis replica has no place for them.
 
-use larder_engine::{Change, ChangeKind};
+use larder_engine::{replay, Change};
 
 /// Append `argv` as a RESP array of bulk strings.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
@@ -68,44 +68,25 @@ impl Encoder {
     }
 }
 
-/// The (database, argv) commands a group replays, in order.
+/// The (database, argv) commands a group replays, in order (`larder_engine::replay`, as
+/// the append-only log writes them, without larder's versions).
 fn commands_of(changes: &[Change]) -> Vec<(u32, Vec<Vec<u8>>)> {
-    let mut out = Vec::new();
-    let mut uncovered: Vec<&Change> = Vec::new();
-    for ch in changes {
-        match ch.kind {
-            ChangeKind::Expired | ChangeKind::Evicted => {
-                out.push((ch.db, vec![b"DEL".to_vec(), ch.key.clone()]));
-            }
-            ChangeKind::Deleted | ChangeKind::Flushed | ChangeKind::Swapped => uncovered.push(ch),
-            ChangeKind::Written | ChangeKind::Notice => {}
-            ChangeKind::Command => {
-                out.push((ch.db, ch.argv.clone()));
-                uncovered.clear();
-            }
+    struct Commands(Vec<(u32, Vec<Vec<u8>>)>);
+    impl replay::Sink for Commands {
+        fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
+            let argv = argv.iter().map(|a| a.as_ref().to_vec()).collect();
+            self.0.push((db, argv));
         }
     }
-    for ch in uncovered {
-        match ch.kind {
-            ChangeKind::Deleted => out.push((ch.db, vec![b"DEL".to_vec(), ch.key.clone()])),
-            ChangeKind::Flushed => out.push((ch.db, vec![b"FLUSHDB".to_vec()])),
-            ChangeKind::Swapped => out.push((
-                0,
-                vec![
-                    b"SWAPDB".to_vec(),
-                    ch.db.to_string().into_bytes(),
-                    ch.class.to_string().into_bytes(),
-                ],
-            )),
-            _ => {}
-        }
-    }
-    out
+    let mut commands = Commands(Vec::new());
+    replay::replay(changes, &mut commands);
+    commands.0
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use larder_engine::ChangeKind;
 
     fn change(kind: ChangeKind, db: u32, key: &str, argv: &[&str]) -> Change {
         Change {
