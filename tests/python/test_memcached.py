@@ -448,8 +448,9 @@ def test_stats_groups(mc):
     mine = [k for k, v in conns.items() if v == "conn_parse_cmd"]
     assert len(mine) == 1
     assert any(v == "conn_listening" for v in conns.values())
+    # An empty database has no class (memcached 1.6.18 answers an empty one so too).
     assert mc.stats("items") == {}
-    assert mc.stats("slabs") == {}
+    assert mc.stats("slabs") == {"active_slabs": "0", "total_malloced": "0"}
     assert mc.call("stats detail x") == b"CLIENT_ERROR usage: stats detail on|off|dump"
     assert mc.call("stats detail") == b"CLIENT_ERROR usage: stats detail on|off|dump"
     assert mc.call("stats nonsense") == b"ERROR"

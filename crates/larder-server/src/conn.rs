@@ -109,6 +109,10 @@ pub struct Processed {
     pub paused_until_ms: Option<u64>,
     /// The held request is a blocking command waiting for data (not a pause).
     pub blocked: bool,
+    /// The request at the front of the input is answered over several turns (a memcached
+    /// dump): it stays unconsumed, and the connection calls again on a later turn, without
+    /// waiting for input.
+    pub again: bool,
 }
 
 /// A large last argument that has begun to arrive (see [`Handler::big_arg`]).
@@ -223,6 +227,9 @@ pub struct Conn<H> {
     pub paused_until_ms: Option<u64>,
     /// The held request is a blocked command (`paused_until_ms` is its deadline).
     pub blocked: bool,
+    /// The handler is answering the request at the front of the input over several turns
+    /// ([`Processed::again`]).
+    again: bool,
     pub closing: Option<Close>,
     /// Output is pending and the socket is full: WRITABLE interest is wanted.
     pub want_write: bool,
@@ -265,6 +272,7 @@ impl<H: Handler> Conn<H> {
             sent: Sent::default(),
             paused_until_ms: None,
             blocked: false,
+            again: false,
             closing: None,
             want_write: false,
             write_registered: false,
@@ -440,7 +448,8 @@ impl<H: Handler> Conn<H> {
             }
         }
         self.flush(server);
-        if self.eof && self.closing.is_none() && self.paused_until_ms.is_none() {
+        // After the peer's EOF, a request still being answered is finished first.
+        if self.eof && self.closing.is_none() && self.paused_until_ms.is_none() && !self.again {
             self.closing = Some(if self.pending_output() > 0 {
                 Close::AfterReply
             } else {
@@ -615,6 +624,10 @@ impl<H: Handler> Conn<H> {
         let done = self.handler.process(server, buf, &mut self.out, stop_at);
         self.paused_until_ms = done.paused_until_ms;
         self.blocked = done.blocked;
+        self.again = done.again;
+        if done.again {
+            self.more = true;
+        }
         if done.close.is_some() {
             self.closing = done.close;
         }

@@ -8,7 +8,7 @@ use larder_memcache::{BinaryCommand, BinaryRequest, BinaryWriter, Status, StoreM
 use larder_commands::ConnState;
 
 use super::stats::{self, VERSION};
-use super::{perm, Ctx, Flow};
+use super::{perm, slabs, Ctx, Flow};
 use crate::items::{
     self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, Read, StoreOutcome,
 };
@@ -193,7 +193,19 @@ pub(super) fn execute(
                 b"" => stats::general(cx.server, cx.mc, cx.now_ms, &mut emit),
                 b"settings" => stats::settings(cx.server, cx.mc, &mut emit),
                 b"conns" => stats::conns(cx.mc, cx.conn_id, cx.now_ms, &mut emit),
-                b"items" | b"slabs" | b"sizes" => {}
+                // Walked whole here, one shard lock at a time (the text protocol walks over
+                // several turns).
+                b"items" | b"slabs" => {
+                    let mut t = slabs::Tally::default();
+                    t.walk(cx, usize::MAX);
+                    if group == b"slabs" {
+                        slabs::write_slabs(&t, &mut emit);
+                    } else {
+                        let crawler = &cx.mc.crawler;
+                        slabs::write_items(&t, cx, &|id| crawler.class_reclaimed(id), &mut emit);
+                    }
+                }
+                b"sizes" => slabs::write_sizes(&mut emit),
                 b"reset" => cx.mc.stats.reset(),
                 // memcached's binary `detail` stats: on/off answer an empty stats end, dump
                 // one stat `detailed` holding the text protocol's lines.

@@ -74,6 +74,7 @@ impl Handler for McHandler {
             close: close.then_some(Close::AfterReply),
             paused_until_ms: self.session.paused_until_ms,
             blocked: false,
+            again: self.session.again,
         }
     }
 

@@ -23,8 +23,10 @@ mod conn;
 mod crawler;
 mod detail;
 mod flush;
+mod job;
 mod perm;
 mod session;
+mod slabs;
 mod stats;
 mod text;
 mod tune;
@@ -54,6 +56,8 @@ pub struct McShared {
     pub flush: flush::FlushTimer,
     /// `stats detail`'s per-prefix counts.
     pub detail: detail::Detail,
+    /// The LRU crawler's settings and counters.
+    pub crawler: crawler::Crawler,
     verbosity: AtomicU32,
     conns: Mutex<HashMap<u64, Arc<ClientHandle>>>,
     total_connections: AtomicU64,
@@ -69,6 +73,7 @@ impl McShared {
             stats: stats::Stats::new(threads),
             flush: flush::FlushTimer::default(),
             detail: detail::Detail::default(),
+            crawler: crawler::Crawler::default(),
             verbosity: AtomicU32::new(0),
             conns: Mutex::new(HashMap::new()),
             total_connections: AtomicU64::new(0),
@@ -142,6 +147,8 @@ struct Ctx<'a> {
     /// Whether `maxmemory-policy` is an LFU one: entries then hold an access counter, not
     /// an access time, so meta `l` and `me la=` have no answer (they report 0).
     lfu: bool,
+    /// A request that runs over several turns, started by the request being run.
+    job: std::cell::RefCell<Option<job::Job>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -166,7 +173,18 @@ impl<'a> Ctx<'a> {
             conn_id,
             addr,
             lfu: larder_commands::config::lfu_selected(&server.config),
+            job: std::cell::RefCell::new(None),
         }
+    }
+
+    /// Makes the request being run continue as `job` ([`job`]).
+    fn start_job(&self, job: job::Job) {
+        *self.job.borrow_mut() = Some(job);
+    }
+
+    /// The job the request just run started, if any.
+    fn take_job(&self) -> Option<job::Job> {
+        self.job.borrow_mut().take()
     }
 
     /// The memcached door always uses database 0.

@@ -9,6 +9,7 @@ use larder_memcache::{
 
 use larder_commands::ConnState;
 
+use super::job::Job;
 use super::{auth, binary, limits, text, Ctx, Flow};
 use crate::acl_door::{Admission, Login};
 
@@ -30,6 +31,10 @@ pub(super) struct Session {
     sasl_started: bool,
     /// Whether the client logged in.
     login: Login,
+    /// The request at the front of the input that runs over several turns, and its length.
+    pending: Option<(Job, usize)>,
+    /// Set when `run` returned with `pending` unfinished: call again without new input.
+    pub(super) again: bool,
 }
 
 impl Session {
@@ -48,7 +53,18 @@ impl Session {
         let mut pos = 0;
         self.min_total = 0;
         self.paused_until_ms = None;
+        self.again = false;
         while pos < buf.len() {
+            if let Some((job, used)) = &mut self.pending {
+                if !job.step(cx, out, stop_at) {
+                    self.again = true;
+                    return (pos, false);
+                }
+                // Its answer is complete: the request is consumed.
+                pos += *used;
+                self.pending = None;
+                continue;
+            }
             let rest = &buf[pos..];
             if self.discard > 0 {
                 let n = self.discard.min(rest.len());
@@ -66,7 +82,10 @@ impl Session {
                             if cx.server.monitors.active() {
                                 monitor_text(cx, rest);
                             }
-                            Step::Ran(flow, used)
+                            match cx.take_job() {
+                                Some(job) => Step::Started(job, used),
+                                None => Step::Ran(flow, used),
+                            }
                         }
                         Admission::Out => {
                             Step::Ran(auth::text(cx, conn, &mut self.login, &req, out), used)
@@ -151,6 +170,8 @@ impl Session {
                         return (pos, true);
                     }
                 }
+                // Stays unconsumed until the job is done (the loop's first step).
+                Step::Started(job, used) => self.pending = Some((job, used)),
                 Step::Incomplete => break,
                 Step::Refused { skip, close } => {
                     if close {
@@ -187,6 +208,8 @@ enum Step {
     Incomplete,
     /// The request was refused and answered: skip this many bytes, maybe close.
     Refused { skip: usize, close: bool },
+    /// A request of this many bytes started a job that runs over several turns.
+    Started(Job, usize),
 }
 
 /// Show a text or meta request that ran to the monitors (`larder_commands::monitor`): the

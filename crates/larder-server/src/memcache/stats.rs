@@ -197,10 +197,12 @@ pub fn general(server: &Server, mc: &McShared, now_ms: u64, emit: &mut dyn FnMut
     e.num("auth_errors", s.sum("auth_errors"));
     e.num("bytes_read", s.sum("bytes_read"));
     e.num("bytes_written", s.sum("bytes_written"));
-    e.num("limit_maxbytes", server.config.num(Param::Maxmemory).max(0));
+    e.num("limit_maxbytes", maxbytes(server));
     e.num("accepting_conns", 1);
     e.num("threads", threads);
     e.num("conn_yields", s.sum("conn_yields"));
+    e.num("lru_crawler_running", u8::from(mc.crawler.running()));
+    e.num("lru_crawler_starts", mc.crawler.starts());
     e.num("bytes", db.used_bytes());
     e.num("curr_items", db.len());
     e.num("total_items", s.sum("total_items"));
@@ -208,53 +210,127 @@ pub fn general(server: &Server, mc: &McShared, now_ms: u64, emit: &mut dyn FnMut
     e.num("evicted_unfetched", 0);
     e.num("evictions", server.keyspace.evicted_keys());
     e.num("reclaimed", 0);
+    e.num("crawler_reclaimed", mc.crawler.reclaimed());
+    e.num("crawler_items_checked", mc.crawler.checked());
 }
 
-/// `stats settings`.
+/// The memory limit memcached clients see: `maxmemory`, or when it is 0 (no limit) the
+/// machine's physical memory, the only bound larder then runs against.
+pub fn maxbytes(server: &Server) -> u64 {
+    match u64::try_from(server.config.num(Param::Maxmemory)) {
+        Ok(n) if n > 0 => n,
+        _ => physical_memory(),
+    }
+}
+
+/// Physical memory in bytes, from /proc/meminfo (0 if unreadable).
+fn physical_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .unwrap_or(0)
+}
+
+/// `stats settings`: every setting memcached 1.6.18 prints, in its order, with larder's
+/// value where larder has the setting and memcached's default where the setting has no
+/// meaning in larder (docs/memcached.md lists which).
 pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8])) {
     let mut e = Emit(emit);
     let c = &server.config;
     let info = server.info.lock().clone();
-    e.num("maxbytes", c.num(Param::Maxmemory));
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    e.num("maxbytes", maxbytes(server));
     e.num("maxconns", c.num(Param::Maxclients));
     e.num("tcpport", info.memcached_port);
     e.num("udpport", 0);
+    let hosts: Vec<&str> = mc
+        .listeners
+        .iter()
+        .filter_map(|(_, addr)| addr.rsplit_once(':').map(|(host, _)| host))
+        .collect();
+    if !hosts.is_empty() {
+        e.text("inter", &hosts.join(","));
+    }
     e.num("verbosity", mc.verbosity());
     e.num("oldest", 0);
     let evicting = larder_commands::config::eviction_policy(c).is_some();
     e.text("evictions", if evicting { "on" } else { "off" });
     e.text("domain_socket", "NULL");
     e.text("umask", "700");
+    e.text("shutdown_command", "no");
+    e.text("growth_factor", "1.25");
+    e.num("chunk_size", 48);
     e.num("num_threads", info.threads);
     e.num("num_threads_per_udp", info.threads);
-    e.text(
-        "stat_key_prefix",
-        &server.config.text(Param::MemcachedPrefixDelimiter),
-    );
-    e.text(
-        "detail_enabled",
-        if mc.detail.enabled() { "yes" } else { "no" },
-    );
+    e.text("stat_key_prefix", &c.text(Param::MemcachedPrefixDelimiter));
+    e.text("detail_enabled", yes_no(mc.detail.enabled()));
     e.num("reqs_per_event", crate::conn::READS_PER_TURN);
     e.text("cas_enabled", "yes");
     e.num("tcp_backlog", 511);
     e.text("binding_protocol", "auto-negotiate");
     // Both logins are always served; they are required while the default user has a
     // password (docs/security.md).
-    let auth = if server.acl.auth_required() {
-        "yes"
-    } else {
-        "no"
-    };
+    let auth = yes_no(server.acl.auth_required());
     e.text("auth_enabled_sasl", auth);
     e.text("auth_enabled_ascii", auth);
     e.num("item_size_max", c.num(Param::MemcachedItemSizeMax));
     e.text("maxconns_fast", "yes");
+    e.num("hashpower_init", 0);
+    e.text("slab_reassign", "yes");
+    e.num("slab_automove", 1);
+    e.text("slab_automove_ratio", "0.80");
+    e.num("slab_automove_window", 30);
+    e.num("slab_chunk_max", super::slabs::CHUNK_MAX);
+    let crawler = &mc.crawler;
+    e.text("lru_crawler", yes_no(crawler.enabled()));
+    e.num("lru_crawler_sleep", crawler.sleep_us());
+    e.num("lru_crawler_tocrawl", crawler.tocrawl());
+    e.num("tail_repair_time", 0);
     e.text("flush_enabled", "yes");
-    e.text("dump_enabled", "no");
-    e.text("lru_crawler", "no");
-    e.text("meta_response_old", "no");
+    e.text("dump_enabled", "yes");
+    e.text("hash_algorithm", "xxh3");
+    e.text("lru_maintainer_thread", "yes");
+    e.text("lru_segmented", "yes");
+    e.num("hot_lru_pct", 20);
+    e.num("warm_lru_pct", 40);
+    e.text("hot_max_factor", "0.20");
+    e.text("warm_max_factor", "2.00");
+    e.text("temp_lru", "no");
+    e.num("temporary_ttl", 61);
     e.num("idle_timeout", c.num(Param::Timeout));
+    e.num("watcher_logbuf_size", 262_144);
+    e.num("worker_logbuf_size", 65_536);
+    e.num("read_buf_mem_limit", 0);
+    e.text("track_sizes", "no");
+    e.text("inline_ascii_response", "no");
+    e.num("ext_item_size", 512);
+    e.num("ext_item_age", u32::MAX);
+    e.num("ext_low_ttl", 0);
+    e.num("ext_recache_rate", 2000);
+    e.num("ext_wbuf_size", 4_194_304);
+    e.num("ext_compact_under", 0);
+    e.num("ext_drop_under", 0);
+    e.num("ext_max_sleep", 1_000_000);
+    e.text("ext_max_frag", "0.80");
+    e.text("slab_automove_freeratio", "0.010");
+    e.text("ext_drop_unread", "no");
+    e.text("ssl_enabled", "no");
+    e.text("ssl_chain_cert", "(null)");
+    e.text("ssl_key", "(null)");
+    e.num("ssl_verify_mode", 0);
+    e.num("ssl_keyformat", 1);
+    e.text("ssl_ciphers", "NULL");
+    e.text("ssl_ca_cert", "NULL");
+    e.num("ssl_wbuf_size", 16_384);
+    e.text("ssl_session_cache", "no");
+    e.text("ssl_kernel_tls", "no");
+    e.text("ssl_min_version", "tlsv1.2");
+    e.text("num_napi_ids", "(null)");
+    e.text("memory_file", "(null)");
 }
 
 /// `stats conns`: the listening sockets, then one block per memcached connection.

@@ -28,14 +28,21 @@ impl Door {
         }
     }
 
-    /// Runs `input`; returns the answers, the bytes consumed and whether to close.
+    /// Runs `input`; returns the answers, the bytes consumed and whether to close. Calls
+    /// again while a job (a dump, a stats walk) asks to, as the connection does.
     fn feed(&mut self, input: &[u8]) -> (Vec<u8>, usize, bool) {
-        let cx = Ctx::new(&self.server, &self.mc, 0, 1, "127.0.0.1:0");
         let mut out = Vec::new();
-        let (used, close) = self
-            .session
-            .run(&cx, &mut self.conn, input, &mut out, usize::MAX);
-        (out, used, close)
+        let mut used = 0;
+        loop {
+            let cx = Ctx::new(&self.server, &self.mc, 0, 1, "127.0.0.1:0");
+            let (n, close) =
+                self.session
+                    .run(&cx, &mut self.conn, &input[used..], &mut out, usize::MAX);
+            used += n;
+            if close || !self.session.again {
+                return (out, used, close);
+            }
+        }
     }
 
     /// Runs complete text requests and returns the answers.
@@ -120,7 +127,6 @@ fn text_commands_table() {
         ("get n\r\n", "VALUE n 0 1\r\n2\r\nEND\r\n"),
         ("gat 0\r\n", "END\r\n"),
         ("bogus\r\n", "ERROR\r\n"),
-        ("stats items\r\n", "END\r\n"),
         ("stats reset\r\n", "RESET\r\n"),
         ("stats nope\r\n", "ERROR\r\n"),
     ];
@@ -404,4 +410,130 @@ fn binary_sasl_plain() {
     );
     let (r, _) = run(&mut fresh, packet(0x21, b"", &[b'M'; 33], b"", 0));
     assert_eq!(r[0].0, 0x04);
+}
+
+/// `stats slabs` and `stats items` count database 0's items by class; a metadump lists them,
+/// and the requests pipelined after it are answered after its `END`.
+#[test]
+fn slabs_items_and_metadump() {
+    let mut d = Door::new();
+    let big = "x".repeat(2000);
+    d.text(&format!(
+        "set a 5 0 3\r\nabc\r\nset b 0 100 2000\r\n{big}\r\n"
+    ));
+    d.text("set c%20d 1 0 1\r\nz\r\nget a\r\n");
+    let slabs = d.text("stats slabs\r\n");
+    assert!(slabs.starts_with("STAT 1:chunk_size 96\r\n"), "{slabs}");
+    assert!(slabs.contains("STAT 1:used_chunks 2\r\n"), "{slabs}");
+    assert!(slabs.contains("STAT 15:used_chunks 1\r\n"), "{slabs}");
+    assert!(slabs.contains("STAT active_slabs 2\r\n"), "{slabs}");
+    let items = d.text("stats items\r\n");
+    assert!(items.starts_with("STAT items:1:number 2\r\n"), "{items}");
+    assert_eq!(items.matches("items:15:").count(), 28, "{items}");
+    let dump = d.text("lru_crawler metadump all\r\nmn\r\n");
+    let lines: Vec<&str> = dump.split('\n').collect();
+    assert_eq!(lines.len(), 6, "{dump}");
+    assert!(dump.ends_with("END\r\nMN\r\n"), "{dump}");
+    assert!(dump.contains("key=c%2520d exp=-1 "), "{dump}");
+    assert!(dump.contains(" fetch=yes cls=1 "), "{dump}");
+    let b = lines
+        .iter()
+        .find(|l| l.starts_with("key=b "))
+        .expect("b is dumped");
+    let exp: Option<u64> = b.split(' ').nth(1).and_then(|f| f[4..].parse().ok());
+    let exp = exp.expect("exp=<unix>");
+    let now = larder_engine::now_ms() / 1000;
+    assert!((now + 99..=now + 101).contains(&exp), "{b}");
+    assert!(b.ends_with(" cls=15 size=2064"), "{b}");
+    assert_eq!(
+        d.text("lru_crawler metadump 15\r\n").lines().count(),
+        2,
+        "one item and END"
+    );
+    let mg = d.text("lru_crawler mgdump all\r\n");
+    assert!(mg.contains("mg a\r\n") && mg.ends_with("EN\r\n"), "{mg}");
+}
+
+#[test]
+fn crawler_settings_and_errors() {
+    let mut d = Door::new();
+    let cases: &[(&str, &str)] = &[
+        ("lru_crawler\r\n", "ERROR\r\n"),
+        ("lru_crawler metadump\r\n", "ERROR\r\n"),
+        (
+            "lru_crawler metadump 0\r\n",
+            "BADCLASS invalid class id\r\n",
+        ),
+        (
+            "lru_crawler metadump ,\r\n",
+            "NOTSTARTED no items to crawl\r\n",
+        ),
+        (
+            "lru_crawler crawl hash\r\n",
+            "ERROR an unknown error happened\r\n",
+        ),
+        ("lru_crawler crawl all\r\n", "OK\r\n"),
+        (
+            "lru_crawler sleep 2000000\r\n",
+            "CLIENT_ERROR sleep must be one second or less\r\n",
+        ),
+        ("lru_crawler sleep 50\r\n", "OK\r\n"),
+        (
+            "lru_crawler tocrawl -1\r\n",
+            "CLIENT_ERROR bad command line format\r\n",
+        ),
+        ("lru_crawler tocrawl 5\r\n", "OK\r\n"),
+        (
+            "lru_crawler enable\r\n",
+            "ERROR failed to start lru crawler thread\r\n",
+        ),
+        ("lru_crawler disable\r\n", "OK\r\n"),
+        (
+            "lru_crawler metadump all\r\n",
+            "CLIENT_ERROR lru crawler disabled\r\n",
+        ),
+        (
+            "lru_crawler crawl 1\r\n",
+            "CLIENT_ERROR lru crawler disabled\r\n",
+        ),
+        ("lru_crawler enable\r\n", "OK\r\n"),
+        ("stats sizes\r\n", "STAT sizes_status disabled\r\nEND\r\n"),
+    ];
+    for (req, want) in cases {
+        assert_eq!(d.text(req), *want, "{req:?}");
+    }
+    let settings = d.text("stats settings\r\n");
+    assert!(
+        settings.contains("STAT lru_crawler_sleep 50\r\n"),
+        "{settings}"
+    );
+    assert!(
+        settings.contains("STAT lru_crawler_tocrawl 5\r\n"),
+        "{settings}"
+    );
+}
+
+/// A second dump while one runs is refused, as memcached's single crawler refuses it; the
+/// crawler is free again once the dumping connection is gone.
+#[test]
+fn one_dump_at_a_time() {
+    let mut d = Door::new();
+    for i in 0..3000 {
+        d.text(&format!("set key{i} 0 0 1\r\nx\r\n"));
+    }
+    let req = b"lru_crawler metadump all\r\n";
+    let busy = "BUSY currently processing crawler request\r\n";
+    let mut dumping = Session::default();
+    {
+        let cx = Ctx::new(&d.server, &d.mc, 0, 1, "127.0.0.1:0");
+        let mut out = Vec::new();
+        // A small output limit leaves the dump unfinished.
+        let (used, _) = dumping.run(&cx, &mut d.conn, req, &mut out, 1);
+        assert_eq!((used, dumping.again), (0, true));
+    }
+    assert_eq!(d.text("lru_crawler metadump all\r\n"), busy);
+    assert_eq!(d.text("lru_crawler crawl all\r\n"), busy);
+    drop(dumping);
+    assert_eq!(d.text("lru_crawler crawl all\r\n"), "OK\r\n");
+    assert_eq!(d.text("lru_crawler metadump all\r\n").lines().count(), 3001);
 }

@@ -10,8 +10,9 @@ use larder_memcache::{
 
 use larder_commands::ConnState;
 
+use super::job::Job;
 use super::stats::{self, VERSION};
-use super::{admin, perm, Ctx, Flow};
+use super::{admin, perm, slabs, Ctx, Flow};
 use crate::items::{
     self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, MetaGetOpts, Read, StoreOutcome,
 };
@@ -259,8 +260,10 @@ fn stats_command(cx: &Ctx<'_>, mut args: Tokens<'_>, w: &mut TextWriter<'_>) {
         None => stats::general(cx.server, cx.mc, cx.now_ms, &mut emit),
         Some(b"settings") => stats::settings(cx.server, cx.mc, &mut emit),
         Some(b"conns") => stats::conns(cx.mc, cx.conn_id, cx.now_ms, &mut emit),
-        // larder has no slab classes: these lists are empty.
-        Some(b"items" | b"slabs" | b"sizes") => {}
+        // Walks of database 0 over several turns (`job`), which write the answer.
+        Some(b"items") => return cx.start_job(Job::Items(Box::default())),
+        Some(b"slabs") => return cx.start_job(Job::Slabs(Box::default())),
+        Some(b"sizes") => slabs::write_sizes(&mut emit),
         Some(b"reset") => {
             cx.mc.stats.reset();
             w.reply(TextReply::Reset);
