@@ -54,6 +54,8 @@ pub struct McShared {
     pub flush: flush::FlushTimer,
     /// `stats detail`'s per-prefix counts.
     pub detail: detail::Detail,
+    /// `watch`: the watchers and their counters.
+    pub watch: watch::Watch,
     verbosity: AtomicU32,
     conns: Mutex<HashMap<u64, Arc<ClientHandle>>>,
     total_connections: AtomicU64,
@@ -69,6 +71,7 @@ impl McShared {
             stats: stats::Stats::new(threads),
             flush: flush::FlushTimer::default(),
             detail: detail::Detail::default(),
+            watch: watch::Watch::default(),
             verbosity: AtomicU32::new(0),
             conns: Mutex::new(HashMap::new()),
             total_connections: AtomicU64::new(0),
@@ -126,6 +129,8 @@ enum Flow {
     Continue,
     /// Close once the replies so far are written (quit, binary QUIT).
     Close,
+    /// The connection became a watcher (`watch`): it reads no more requests.
+    Watch,
 }
 
 /// What a request handler needs: the server, the door's state and the request's clock.

@@ -9,7 +9,7 @@ use larder_memcache::{
 
 use larder_commands::ConnState;
 
-use super::{auth, binary, limits, text, Ctx, Flow};
+use super::{auth, binary, limits, text, watch, Ctx, Flow};
 use crate::acl_door::{Admission, Login};
 
 /// The protocol state of a connection without its socket: which protocol it speaks, and
@@ -30,6 +30,9 @@ pub(super) struct Session {
     sasl_started: bool,
     /// Whether the client logged in.
     login: Login,
+    /// The connection is a watcher (`watch`): what it sends is read and dropped, as
+    /// memcached stops reading a watcher's requests.
+    pub(super) watching: bool,
 }
 
 impl Session {
@@ -48,6 +51,10 @@ impl Session {
         let mut pos = 0;
         self.min_total = 0;
         self.paused_until_ms = None;
+        if self.watching {
+            return (buf.len(), false);
+        }
+        let _door = watch::door(cx);
         while pos < buf.len() {
             let rest = &buf[pos..];
             if self.discard > 0 {
@@ -62,7 +69,11 @@ impl Session {
                     Ok(Some((req, _))) if self.held(cx, req.writes()) => break,
                     Ok(Some((req, used))) => match self.login.admitted(cx.server, conn) {
                         Admission::In => {
-                            let flow = text::execute(cx, conn, &req, out);
+                            let flow = if watch::refused_after_pipeline(&req, out) {
+                                Flow::Continue
+                            } else {
+                                text::execute(cx, conn, &req, out)
+                            };
                             if cx.server.monitors.active() {
                                 monitor_text(cx, rest);
                             }
@@ -147,8 +158,14 @@ impl Session {
             match step {
                 Step::Ran(flow, used) => {
                     pos += used;
-                    if flow == Flow::Close {
-                        return (pos, true);
+                    match flow {
+                        Flow::Close => return (pos, true),
+                        // What follows `watch` is dropped.
+                        Flow::Watch => {
+                            self.watching = true;
+                            return (buf.len(), false);
+                        }
+                        Flow::Continue => {}
                     }
                 }
                 Step::Incomplete => break,

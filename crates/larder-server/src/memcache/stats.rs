@@ -201,6 +201,9 @@ pub fn general(server: &Server, mc: &McShared, now_ms: u64, emit: &mut dyn FnMut
     e.num("accepting_conns", 1);
     e.num("threads", threads);
     e.num("conn_yields", s.sum("conn_yields"));
+    for (name, v) in mc.watch.stats() {
+        e.num(name, v);
+    }
     e.num("bytes", db.used_bytes());
     e.num("curr_items", db.len());
     e.num("total_items", s.sum("total_items"));
@@ -255,6 +258,8 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.text("lru_crawler", "no");
     e.text("meta_response_old", "no");
     e.num("idle_timeout", c.num(Param::Timeout));
+    e.num("watcher_logbuf_size", super::watch::WATCHER_BUF);
+    e.num("worker_logbuf_size", super::watch::WORKER_BUF);
 }
 
 /// `stats conns`: the listening sockets, then one block per memcached connection.
