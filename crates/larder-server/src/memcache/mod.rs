@@ -56,6 +56,8 @@ pub struct McShared {
     pub detail: detail::Detail,
     /// `watch`: the watchers and their counters.
     pub watch: watch::Watch,
+    /// What `slabs automove` and `lru` recorded.
+    pub tune: tune::Tuning,
     verbosity: AtomicU32,
     conns: Mutex<HashMap<u64, Arc<ClientHandle>>>,
     total_connections: AtomicU64,
@@ -72,6 +74,7 @@ impl McShared {
             flush: flush::FlushTimer::default(),
             detail: detail::Detail::default(),
             watch: watch::Watch::default(),
+            tune: tune::Tuning::default(),
             verbosity: AtomicU32::new(0),
             conns: Mutex::new(HashMap::new()),
             total_connections: AtomicU64::new(0),

@@ -253,10 +253,26 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.text("auth_enabled_ascii", auth);
     e.num("item_size_max", c.num(Param::MemcachedItemSizeMax));
     e.text("maxconns_fast", "yes");
+    let t = mc.tune.get();
+    e.text("slab_reassign", "no");
+    e.num("slab_automove", t.slab_automove);
+    e.text(
+        "slab_automove_ratio",
+        &format!("{:.2}", t.slab_automove_ratio),
+    );
+    e.num("slab_automove_window", 30);
     e.text("flush_enabled", "yes");
     e.text("dump_enabled", "no");
     e.text("lru_crawler", "no");
     e.text("meta_response_old", "no");
+    e.text("lru_maintainer_thread", "yes");
+    e.text("lru_segmented", if t.lru_segmented { "yes" } else { "no" });
+    e.num("hot_lru_pct", t.hot_lru_pct);
+    e.num("warm_lru_pct", t.warm_lru_pct);
+    e.text("hot_max_factor", &format!("{:.2}", t.hot_max_factor));
+    e.text("warm_max_factor", &format!("{:.2}", t.warm_max_factor));
+    e.text("temp_lru", if t.temp_lru { "yes" } else { "no" });
+    e.num("temporary_ttl", t.temporary_ttl);
     e.num("idle_timeout", c.num(Param::Timeout));
     e.num("watcher_logbuf_size", super::watch::WATCHER_BUF);
     e.num("worker_logbuf_size", super::watch::WORKER_BUF);
