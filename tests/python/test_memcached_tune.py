@@ -5,6 +5,8 @@ reassign)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from test_memcached_support import (  # noqa: F401  (fixtures)
@@ -104,4 +106,30 @@ def test_cache_memlimit_under_noeviction_refuses_stores(start_server):
     assert c.call("cache_memlimit 8") == b"OK"
     assert c.stats()["curr_items"] == "1000"
     assert c.call("set more 0 0 1", "x") == b"SERVER_ERROR out of memory storing object"
+    c.close()
+
+
+def debug_marker_logged(srv, conn, marker: str, wait: float = 2.0) -> bool:
+    conn.call("EVAL", f"redis.log(redis.LOG_DEBUG, '{marker}')", "0")
+    deadline = time.time() + wait
+    while time.time() < deadline:
+        if marker in srv.log_text():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_verbosity_and_config_set_loglevel_change_what_is_logged(start_server):
+    srv = start_with_door(start_server)
+    c = McText(srv.mc_port)
+    with srv.admin() as conn:
+        assert not debug_marker_logged(srv, conn, "marker-before", 0.5)
+        assert c.call("verbosity 2") == b"OK"
+        assert c.stats("settings")["verbosity"] == "2"
+        assert conn.call("CONFIG", "GET", "loglevel")[1] in (b"debug", "debug")
+        assert debug_marker_logged(srv, conn, "marker-debug")
+        assert c.call("verbosity 0") == b"OK"
+        assert not debug_marker_logged(srv, conn, "marker-quiet", 0.5)
+        assert conn.call("CONFIG", "SET", "loglevel", "debug") in (b"OK", "OK")
+        assert debug_marker_logged(srv, conn, "marker-config")
     c.close()

@@ -110,14 +110,23 @@ impl McShared {
         v
     }
 
-    /// The level last set by `verbosity` (memcached logs nothing with it over the network
-    /// either; it is only shown by `stats settings`).
+    /// The level last set by `verbosity` (shown by `stats settings`).
     pub fn verbosity(&self) -> u32 {
         self.verbosity.load(Ordering::Relaxed)
     }
 
-    fn set_verbosity(&self, level: u32) {
+    /// `verbosity <level>`: sets `loglevel` as CONFIG SET does, which changes what the
+    /// server logs at once: 0 is `notice`, 1 `verbose`, 2 and above `debug`.
+    fn set_verbosity(&self, server: &Server, level: u32) {
         self.verbosity.store(level, Ordering::Relaxed);
+        let loglevel = match level {
+            0 => "notice",
+            1 => "verbose",
+            _ => "debug",
+        };
+        if let Err(why) = server.config.set_many(&[("loglevel", loglevel)]) {
+            tracing::warn!(error = %why, "verbosity: loglevel not changed");
+        }
     }
 
     /// Runs the delayed-flush timer until `stop` returns true (on its own thread).

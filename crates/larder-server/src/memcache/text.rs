@@ -78,7 +78,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
             w.reply(TextReply::Ok);
         }
         TextRequest::Verbosity { level, .. } => {
-            cx.mc.set_verbosity(level);
+            cx.mc.set_verbosity(cx.server, level);
             w.reply(TextReply::Ok);
         }
         TextRequest::Version => w.version(VERSION),
