@@ -116,6 +116,23 @@ pub struct Change {
     /// `Command` a door recorded for a key's resulting state ([`Feed::command_now`]) carries
     /// that key in `key`, with its `version` and `flags`.
     pub flags: u32,
+    /// Data changes: the entry's deadline, size, last access and memcached state when the
+    /// change was recorded (the written entry, or the removed one); zero otherwise.
+    pub entry: EntryMeta,
+}
+
+/// What a data change's entry looked like, for consumers that describe items (memcached's
+/// `watch` log lines) without copying values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntryMeta {
+    /// Deadline in Unix ms (0: none).
+    pub expire_at_ms: u64,
+    /// The string value's length (0 for other types).
+    pub len: usize,
+    /// LRU clock (seconds) of the last access.
+    pub access: u32,
+    /// The memcached state bits ([`Entry::mc_state`]).
+    pub mc_state: u8,
 }
 
 /// Redis's keyspace notification classes (`notify-keyspace-events` letters).
@@ -296,6 +313,7 @@ impl Feed {
             class: 0,
             argv,
             flags: 0,
+            entry: EntryMeta::default(),
         });
     }
 
@@ -320,6 +338,7 @@ impl Feed {
                 class: 0,
                 argv,
                 flags,
+                entry: EntryMeta::default(),
             });
         }
     }
@@ -368,6 +387,12 @@ impl Feed {
             class: 0,
             argv: Vec::new(),
             flags: entry.flags,
+            entry: EntryMeta {
+                expire_at_ms: entry.expire_at_ms().unwrap_or(0),
+                len: entry.string().map_or(0, <[u8]>::len),
+                access: entry.access(),
+                mc_state: entry.mc_state(),
+            },
         });
     }
 
@@ -387,6 +412,7 @@ impl Feed {
             class: other,
             argv: Vec::new(),
             flags: 0,
+            entry: EntryMeta::default(),
         });
     }
 
@@ -471,6 +497,7 @@ fn push_notice(class: u32, event: &'static str, db: usize, key: &[u8]) {
         class,
         argv: Vec::new(),
         flags: 0,
+        entry: EntryMeta::default(),
     });
 }
 

@@ -40,7 +40,7 @@ pub use encoding::Limits;
 pub use entry::{Entry, Object, ObjectKind};
 pub use error::EngineError;
 pub use evict::{lfu_decayed, lfu_log_incr, EvictionPolicy, LFU_INIT_VAL};
-pub use feed::{Change, ChangeKind, Consumer, Feed, GroupScope, Interest, Value};
+pub use feed::{Change, ChangeKind, Consumer, EntryMeta, Feed, GroupScope, Interest, Value};
 pub use hash::Hash;
 pub use keyspace::{Db, DbGuards, Eviction, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
 pub use list::{List, Place};

@@ -76,6 +76,7 @@ mod tests {
             class: 0,
             argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
             flags: 0,
+            entry: Default::default(),
         }
     }
 

@@ -390,34 +390,61 @@ fn listen(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> 
     Ok(s.into())
 }
 
-fn init_logging(config: &Config) {
-    let level = match config.text(Param::Loglevel).as_str() {
+/// The tracing filter of a `loglevel` value (Redis's names).
+fn log_filter(loglevel: &str) -> &'static str {
+    match loglevel {
         "debug" => "debug",
         "verbose" => "info",
         "warning" => "warn",
         "nothing" => "off",
         _ => "info",
-    };
+    }
+}
+
+/// Starts logging at `loglevel` (or `LARDER_LOG`'s filter), and makes CONFIG SET loglevel
+/// (the memcached door's `verbosity` too) change the filter at run time.
+fn init_logging(config: &Config) {
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let level = log_filter(&config.text(Param::Loglevel));
     let filter = tracing_subscriber::EnvFilter::try_from_env("LARDER_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let logfile = config.text(Param::Logfile);
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
-    if logfile.is_empty() {
-        builder.with_writer(std::io::stderr).init();
+    let mut ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut failed = None;
+    let writer = if logfile.is_empty() {
+        BoxMakeWriter::new(std::io::stderr)
     } else {
         match std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&logfile)
         {
-            Ok(f) => builder.with_ansi(false).with_writer(Arc::new(f)).init(),
+            Ok(f) => {
+                ansi = false;
+                BoxMakeWriter::new(Arc::new(f))
+            }
             Err(e) => {
-                builder.with_writer(std::io::stderr).init();
-                tracing::warn!(error = %e, logfile = %logfile, "cannot open logfile, logging to stderr");
+                failed = Some(e);
+                BoxMakeWriter::new(std::io::stderr)
             }
         }
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_ansi(ansi)
+        .with_writer(writer)
+        .with_filter_reloading();
+    let reload = builder.reload_handle();
+    builder.init();
+    if let Some(e) = failed {
+        tracing::warn!(error = %e, logfile = %logfile, "cannot open logfile, logging to stderr");
     }
+    config.add_hook(config::ApplyHook {
+        params: &[Param::Loglevel],
+        apply: Box::new(move |after| {
+            let filter = tracing_subscriber::EnvFilter::new(log_filter(&after(Param::Loglevel)));
+            reload.reload(filter).map_err(|e| e.to_string())
+        }),
+    });
 }

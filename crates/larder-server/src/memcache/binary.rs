@@ -8,7 +8,7 @@ use larder_memcache::{BinaryCommand, BinaryRequest, BinaryWriter, Status, StoreM
 use larder_commands::ConnState;
 
 use super::stats::{self, VERSION};
-use super::{perm, slabs, Ctx, Flow};
+use super::{perm, slabs, watch, Ctx, Flow};
 use crate::items::{
     self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, Read, StoreOutcome,
 };
@@ -31,9 +31,12 @@ pub(super) fn execute(
     match req.command {
         BinaryCommand::Get { key } => {
             bump(&c.cmd_get, 1);
+            let mut size = 0;
             let found = items::read(db, key, cx.now_ms, Access::Fetch, |item| {
+                size = item.value.len();
                 w.get_hit(req, item.flags, item.cas, item.value);
             });
+            cx.watch_get(key, found, size);
             count_get(cx, found);
             cx.detail_get(key, found.hit());
             if !found.hit() {
@@ -48,9 +51,12 @@ pub(super) fn execute(
             }
             let access = Access::FetchAndTouch(Deadline::from_exptime(exptime, cx.now_ms));
             // The writer leaves the value out of TOUCH responses.
+            let mut size = 0;
             let found = items::read(db, key, cx.now_ms, access, |item| {
+                size = item.value.len();
                 w.get_hit(req, item.flags, item.cas, item.value);
             });
+            cx.watch_get(key, found, size);
             bump(
                 if found.hit() {
                     &c.touch_hits
@@ -93,7 +99,9 @@ pub(super) fn execute(
                 binary_key: false,
                 item_size_max: cx.item_size_max,
             };
-            let outcome = items::store(db, key, cx.now_ms, &store);
+            let outcome = watch::store(cx, key, mode, store.deadline, value.len(), || {
+                items::store(db, key, cx.now_ms, &store)
+            });
             if let StoreOutcome::Stored { .. } = outcome {
                 bump(&c.total_items, 1);
             }

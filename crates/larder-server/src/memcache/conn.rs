@@ -29,6 +29,7 @@ impl McHandler {
     pub fn new(handle: Arc<ClientHandle>, worker: usize, mc: Arc<McShared>) -> McHandler {
         mc.conns.lock().insert(handle.id, Arc::clone(&handle));
         mc.total_connections.fetch_add(1, Ordering::Relaxed);
+        mc.watch.conn_new(&handle);
         McHandler {
             handle,
             worker,
@@ -125,5 +126,6 @@ pub(super) fn door_conn(server: &Server, handle: &Arc<ClientHandle>, worker: usi
 impl Drop for McHandler {
     fn drop(&mut self) {
         self.mc.conns.lock().remove(&self.handle.id);
+        self.mc.watch.conn_close(&self.handle);
     }
 }

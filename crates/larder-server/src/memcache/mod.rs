@@ -58,6 +58,10 @@ pub struct McShared {
     pub detail: detail::Detail,
     /// The LRU crawler's settings and counters.
     pub crawler: crawler::Crawler,
+    /// `watch`: the watchers and their counters.
+    pub watch: watch::Watch,
+    /// What `slabs automove` and `lru` recorded.
+    pub tune: tune::Tuning,
     verbosity: AtomicU32,
     conns: Mutex<HashMap<u64, Arc<ClientHandle>>>,
     total_connections: AtomicU64,
@@ -74,6 +78,8 @@ impl McShared {
             flush: flush::FlushTimer::default(),
             detail: detail::Detail::default(),
             crawler: crawler::Crawler::default(),
+            watch: watch::Watch::default(),
+            tune: tune::Tuning::default(),
             verbosity: AtomicU32::new(0),
             conns: Mutex::new(HashMap::new()),
             total_connections: AtomicU64::new(0),
@@ -109,14 +115,23 @@ impl McShared {
         v
     }
 
-    /// The level last set by `verbosity` (memcached logs nothing with it over the network
-    /// either; it is only shown by `stats settings`).
+    /// The level last set by `verbosity` (shown by `stats settings`).
     pub fn verbosity(&self) -> u32 {
         self.verbosity.load(Ordering::Relaxed)
     }
 
-    fn set_verbosity(&self, level: u32) {
+    /// `verbosity <level>`: sets `loglevel` as CONFIG SET does, which changes what the
+    /// server logs at once: 0 is `notice`, 1 `verbose`, 2 and above `debug`.
+    fn set_verbosity(&self, server: &Server, level: u32) {
         self.verbosity.store(level, Ordering::Relaxed);
+        let loglevel = match level {
+            0 => "notice",
+            1 => "verbose",
+            _ => "debug",
+        };
+        if let Err(why) = server.config.set_many(&[("loglevel", loglevel)]) {
+            tracing::warn!(error = %why, "verbosity: loglevel not changed");
+        }
     }
 
     /// Runs the delayed-flush timer until `stop` returns true (on its own thread).
@@ -131,6 +146,8 @@ enum Flow {
     Continue,
     /// Close once the replies so far are written (quit, binary QUIT).
     Close,
+    /// The connection became a watcher (`watch`): it reads no more requests.
+    Watch,
 }
 
 /// What a request handler needs: the server, the door's state and the request's clock.

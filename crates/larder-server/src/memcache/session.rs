@@ -10,7 +10,7 @@ use larder_memcache::{
 use larder_commands::ConnState;
 
 use super::job::Job;
-use super::{auth, binary, limits, text, Ctx, Flow};
+use super::{auth, binary, limits, text, watch, Ctx, Flow};
 use crate::acl_door::{Admission, Login};
 
 /// The protocol state of a connection without its socket: which protocol it speaks, and
@@ -35,6 +35,9 @@ pub(super) struct Session {
     pending: Option<(Job, usize)>,
     /// Set when `run` returned with `pending` unfinished: call again without new input.
     pub(super) again: bool,
+    /// The connection is a watcher (`watch`): what it sends is read and dropped, as
+    /// memcached stops reading a watcher's requests.
+    pub(super) watching: bool,
 }
 
 impl Session {
@@ -54,6 +57,10 @@ impl Session {
         self.min_total = 0;
         self.paused_until_ms = None;
         self.again = false;
+        if self.watching {
+            return (buf.len(), false);
+        }
+        let _door = watch::door(cx);
         while pos < buf.len() {
             if let Some((job, used)) = &mut self.pending {
                 if !job.step(cx, out, stop_at) {
@@ -78,7 +85,11 @@ impl Session {
                     Ok(Some((req, _))) if self.held(cx, req.writes()) => break,
                     Ok(Some((req, used))) => match self.login.admitted(cx.server, conn) {
                         Admission::In => {
-                            let flow = text::execute(cx, conn, &req, out);
+                            let flow = if watch::refused_after_pipeline(&req, out) {
+                                Flow::Continue
+                            } else {
+                                text::execute(cx, conn, &req, out)
+                            };
                             if cx.server.monitors.active() {
                                 monitor_text(cx, rest);
                             }
@@ -166,8 +177,14 @@ impl Session {
             match step {
                 Step::Ran(flow, used) => {
                     pos += used;
-                    if flow == Flow::Close {
-                        return (pos, true);
+                    match flow {
+                        Flow::Close => return (pos, true),
+                        // What follows `watch` is dropped.
+                        Flow::Watch => {
+                            self.watching = true;
+                            return (buf.len(), false);
+                        }
+                        Flow::Continue => {}
                     }
                 }
                 // Stays unconsumed until the job is done (the loop's first step).

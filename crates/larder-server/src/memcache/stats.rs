@@ -203,6 +203,9 @@ pub fn general(server: &Server, mc: &McShared, now_ms: u64, emit: &mut dyn FnMut
     e.num("conn_yields", s.sum("conn_yields"));
     e.num("lru_crawler_running", u8::from(mc.crawler.running()));
     e.num("lru_crawler_starts", mc.crawler.starts());
+    for (name, v) in mc.watch.stats() {
+        e.num(name, v);
+    }
     e.num("bytes", db.used_bytes());
     e.num("curr_items", db.len());
     e.num("total_items", s.sum("total_items"));
@@ -280,9 +283,14 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.num("item_size_max", c.num(Param::MemcachedItemSizeMax));
     e.text("maxconns_fast", "yes");
     e.num("hashpower_init", 0);
-    e.text("slab_reassign", "yes");
-    e.num("slab_automove", 1);
-    e.text("slab_automove_ratio", "0.80");
+    let t = mc.tune.get();
+    // larder has no slab pages to move: `slabs reassign` is refused.
+    e.text("slab_reassign", "no");
+    e.num("slab_automove", t.slab_automove);
+    e.text(
+        "slab_automove_ratio",
+        &format!("{:.2}", t.slab_automove_ratio),
+    );
     e.num("slab_automove_window", 30);
     e.num("slab_chunk_max", super::slabs::CHUNK_MAX);
     let crawler = &mc.crawler;
@@ -294,16 +302,16 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.text("dump_enabled", "yes");
     e.text("hash_algorithm", "xxh3");
     e.text("lru_maintainer_thread", "yes");
-    e.text("lru_segmented", "yes");
-    e.num("hot_lru_pct", 20);
-    e.num("warm_lru_pct", 40);
-    e.text("hot_max_factor", "0.20");
-    e.text("warm_max_factor", "2.00");
-    e.text("temp_lru", "no");
-    e.num("temporary_ttl", 61);
+    e.text("lru_segmented", yes_no(t.lru_segmented));
+    e.num("hot_lru_pct", t.hot_lru_pct);
+    e.num("warm_lru_pct", t.warm_lru_pct);
+    e.text("hot_max_factor", &format!("{:.2}", t.hot_max_factor));
+    e.text("warm_max_factor", &format!("{:.2}", t.warm_max_factor));
+    e.text("temp_lru", yes_no(t.temp_lru));
+    e.num("temporary_ttl", t.temporary_ttl);
     e.num("idle_timeout", c.num(Param::Timeout));
-    e.num("watcher_logbuf_size", 262_144);
-    e.num("worker_logbuf_size", 65_536);
+    e.num("watcher_logbuf_size", super::watch::WATCHER_BUF);
+    e.num("worker_logbuf_size", super::watch::WORKER_BUF);
     e.num("read_buf_mem_limit", 0);
     e.text("track_sizes", "no");
     e.text("inline_ascii_response", "no");

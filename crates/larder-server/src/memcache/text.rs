@@ -12,7 +12,7 @@ use larder_commands::ConnState;
 
 use super::job::Job;
 use super::stats::{self, VERSION};
-use super::{admin, perm, slabs, Ctx, Flow};
+use super::{admin, perm, slabs, watch, Ctx, Flow};
 use crate::items::{
     self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, MetaGetOpts, Read, StoreOutcome,
 };
@@ -48,6 +48,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
         TextRequest::Gats { exptime, keys } => get(cx, keys, Some(exptime), true, w),
         TextRequest::Store(ref s) => store(cx, s, w),
         TextRequest::Delete { key, .. } => {
+            cx.watch_lookup(key);
             let hit = items::delete(cx.db(), key, cx.now_ms, &Delete::default())
                 == DeleteOutcome::Deleted;
             count(cx, hit, |c| (&c.delete_hits, &c.delete_misses));
@@ -61,6 +62,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
         TextRequest::Incr { key, delta, .. } => incr_decr(cx, key, delta, true, w),
         TextRequest::Decr { key, delta, .. } => incr_decr(cx, key, delta, false, w),
         TextRequest::Touch { key, exptime, .. } => {
+            cx.watch_lookup(key);
             bump(&cx.counters.cmd_touch, 1);
             let deadline = Deadline::from_exptime(exptime, cx.now_ms);
             let hit = items::touch(cx.db(), key, cx.now_ms, deadline).is_some();
@@ -77,7 +79,7 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
             w.reply(TextReply::Ok);
         }
         TextRequest::Verbosity { level, .. } => {
-            cx.mc.set_verbosity(level);
+            cx.mc.set_verbosity(cx.server, level);
             w.reply(TextReply::Ok);
         }
         TextRequest::Version => w.version(VERSION),
@@ -95,9 +97,12 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
         TextRequest::MetaDebug { key } => {
             bump(&cx.counters.cmd_meta, 1);
             let bytes = meta_key(&key);
+            let mut size = 0;
             let found = items::read(cx.db(), bytes.as_ref(), cx.now_ms, Access::Peek, |item| {
+                size = item.value.len();
                 w.meta_debug(&key, &meta_item(cx, item));
             });
+            cx.watch_get(bytes.as_ref(), found, size);
             if !found.hit() {
                 w.meta_debug_miss();
             }
@@ -142,9 +147,12 @@ fn get(cx: &Ctx<'_>, keys: Keys<'_>, exptime: Option<i64>, with_cas: bool, w: &m
         }
         rest.next();
         requested += 1;
+        let mut size = 0;
         let found = items::read(db, key, cx.now_ms, access, |item| {
+            size = item.value.len();
             w.value(key, item.flags, item.value, with_cas.then_some(item.cas));
         });
+        cx.watch_get(key, found, size);
         if exptime.is_some() {
             count(cx, found.hit(), |c| (&c.touch_hits, &c.touch_misses));
         }
@@ -195,7 +203,9 @@ fn store(cx: &Ctx<'_>, s: &Store<'_>, w: &mut TextWriter<'_>) {
         binary_key: false,
         item_size_max: cx.item_size_max,
     };
-    let outcome = items::store(cx.db(), s.key, cx.now_ms, &req);
+    let outcome = watch::store(cx, s.key, s.mode, req.deadline, s.data.len(), || {
+        items::store(cx.db(), s.key, cx.now_ms, &req)
+    });
     count_store(cx, s.mode, outcome);
     w.reply(match outcome {
         StoreOutcome::Stored { .. } => TextReply::Stored,
@@ -224,6 +234,7 @@ fn count_store(cx: &Ctx<'_>, mode: StoreMode, outcome: StoreOutcome) {
 }
 
 fn incr_decr(cx: &Ctx<'_>, key: &[u8], delta: u64, incr: bool, w: &mut TextWriter<'_>) {
+    cx.watch_lookup(key);
     let req = Arith {
         op: if incr {
             larder_memcache::CounterOp::Incr
@@ -324,9 +335,12 @@ fn meta_get(cx: &Ctx<'_>, mg: &MetaGet<'_>, w: &mut TextWriter<'_>) {
         no_bump: f.no_bump,
     };
     let key = meta_key(&mg.key);
+    let mut size = 0;
     let found = items::meta_get(cx.db(), key.as_ref(), cx.now_ms, opts, |item, recache| {
+        size = item.value.len();
         w.meta_get_hit(mg, &meta_item(cx, item), item.value, recache);
     });
+    cx.watch_get(key.as_ref(), found, size);
     cx.count_get(found.hit());
     if found == Read::Expired {
         bump(&cx.counters.get_expired, 1);
@@ -362,7 +376,9 @@ fn meta_set(cx: &Ctx<'_>, ms: &MetaSet<'_>, w: &mut TextWriter<'_>) {
         item_size_max: cx.item_size_max,
     };
     let key = meta_key(&ms.key);
-    let outcome = items::store(cx.db(), key.as_ref(), cx.now_ms, &req);
+    let outcome = watch::store(cx, key.as_ref(), mode, req.deadline, ms.data.len(), || {
+        items::store(cx.db(), key.as_ref(), cx.now_ms, &req)
+    });
     count_store(cx, mode, outcome);
     let (status, cas) = match outcome {
         StoreOutcome::Stored { cas } => (MetaStatus::Success, cas),
