@@ -8,7 +8,7 @@
 
 use memchr::memchr;
 
-use crate::error::{TextError, TextErrorKind};
+use crate::error::{KeySpan, TextError, TextErrorKind};
 use crate::meta::{self, MetaArithmetic, MetaDelete, MetaGet, MetaKey, MetaSet};
 use crate::number::{parse_i32, parse_u32, parse_u64};
 use crate::Limits;
@@ -349,9 +349,11 @@ impl<'a, const N: usize> Args<'a, N> {
 ///
 /// - errors in the command line skip the line only, as in memcached: after a malformed
 ///   `set` line its data block is read as the next command (and answered `ERROR`);
-/// - a value over `item_size_max` answers `SERVER_ERROR object too large for cache` at once
+/// - an item over `item_size_max` ([`Limits::item_fits`]: header, key and value counted
+///   as memcached counts them) answers `SERVER_ERROR object too large for cache` at once
 ///   and skips line, data and `\r\n` (memcached's "swallow"), whether or not they have
-///   arrived;
+///   arrived; after a `set` or `ms` the key's current item must go too
+///   ([`TextError::stale_key`]);
 /// - a data block not followed by `\r\n` answers `CLIENT_ERROR bad data chunk` once the
 ///   block has arrived, and skips the line and `<bytes>` + 2 bytes, exactly what memcached
 ///   consumes (so a block one byte too long leaves its last byte and `\n` to be read as a
@@ -604,7 +606,14 @@ fn storage<'a>(
     if !(0..=i32::MAX - 2).contains(&vlen) {
         return bad(TextErrorKind::BadCommandLineFormat, line_end);
     }
-    let Some((data, total)) = data_block(buf, line_end, vlen, limits, noreply, key)? else {
+    let item = ItemHead {
+        key,
+        key_len: key.len(),
+        base64: false,
+        flags,
+        drops_stale: mode == StoreMode::Set,
+    };
+    let Some((data, total)) = data_block(buf, line_end, vlen, limits, noreply, &item)? else {
         return Ok(None);
     };
     Ok(Some((
@@ -621,8 +630,28 @@ fn storage<'a>(
     )))
 }
 
+/// The item a storage command would store, as far as the size check and a refusal need it.
+pub(crate) struct ItemHead<'a> {
+    /// The key as sent, a part of the parsed buffer.
+    pub(crate) key: &'a [u8],
+    /// The key's length in the item: decoded, for a base64 meta key.
+    pub(crate) key_len: usize,
+    /// The key was sent in base64 (meta `b`).
+    pub(crate) base64: bool,
+    /// The client flags the item would carry.
+    pub(crate) flags: u32,
+    /// Whether refusing the item for its size deletes the key's current item, as
+    /// memcached does for a text `set` and every `ms`.
+    pub(crate) drops_stale: bool,
+}
+
+/// Where `part`, a subslice of `buf`, starts in it.
+fn offset_in(buf: &[u8], part: &[u8]) -> usize {
+    (part.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize)
+}
+
 /// The data block of a storage command whose line ends at `line_end`: checks the key's
-/// characters and the value size (skipping the block on refusal), waits for the block, and
+/// characters and the item's size (skipping the block on refusal), waits for the block, and
 /// checks its `\r\n`. Returns the data and the request's total length.
 pub(crate) fn data_block<'a>(
     buf: &'a [u8],
@@ -630,24 +659,27 @@ pub(crate) fn data_block<'a>(
     vlen: i32,
     limits: &Limits,
     noreply: bool,
-    key: &[u8],
+    item: &ItemHead<'_>,
 ) -> Result<Option<(&'a [u8], usize)>, TextError> {
     let vlen = usize::try_from(vlen).unwrap_or(0);
     let data_end = line_end + vlen;
     let total = data_end + 2;
-    if !key_ok(key, limits) {
+    if !key_ok(item.key, limits) {
         return Err(TextError::noreply(
             TextErrorKind::BadCommandLineFormat,
             total,
             noreply,
         ));
     }
-    if vlen > limits.item_size_max {
-        return Err(TextError::noreply(
-            TextErrorKind::ObjectTooLarge,
-            total,
-            noreply,
-        ));
+    if !limits.item_fits(item.key_len, item.flags, vlen) {
+        let stale = item.drops_stale.then(|| KeySpan {
+            start: offset_in(buf, item.key),
+            len: item.key.len(),
+            base64: item.base64,
+        });
+        return Err(
+            TextError::noreply(TextErrorKind::ObjectTooLarge, total, noreply).with_stale(stale),
+        );
     }
     if buf.len() < total {
         return Ok(None);

@@ -703,24 +703,64 @@ fn line_limits() {
 
 #[test]
 fn value_limits() {
+    // With -I 1m, key "k" and flags 0, memcached stores 1048516 bytes and no more: the
+    // 60 bytes left are its item header, the key, the CRLF and the CAS.
     let l = limits();
-    let mut at_limit = b"set k 0 0 1048576\r\n".to_vec();
-    at_limit.extend_from_slice(&vec![b'v'; 1 << 20]);
+    let mut at_limit = b"set k 0 0 1048516\r\n".to_vec();
+    at_limit.extend_from_slice(&vec![b'v'; 1_048_516]);
     at_limit.extend_from_slice(b"\r\n");
     let TextRequest::Store(s) = parse_one(&at_limit) else {
         panic!("not a store");
     };
-    assert_eq!(s.data.len(), 1 << 20);
+    assert_eq!(s.data.len(), 1_048_516);
+    let e = parse_text(b"set k 0 0 1048517\r\n", &l).expect_err("large");
+    assert_eq!(e.kind, TextErrorKind::ObjectTooLarge);
+    // Non-zero flags take 4 bytes more.
+    let e = parse_text(b"set k 1 0 1048513\r\n", &l).expect_err("large");
+    assert_eq!(e.kind, TextErrorKind::ObjectTooLarge);
     let small = Limits {
-        item_size_max: 10,
+        item_size_max: 1024,
         ..l
     };
-    let e = parse_text(b"set k 0 0 11\r\n", &small).expect_err("large");
-    assert_eq!((e.kind, e.skip), (TextErrorKind::ObjectTooLarge, 14 + 13));
-    assert!(matches!(
-        parse_text(b"set k 0 0 10\r\n0123456789\r\n", &small),
-        Ok(Some(_))
-    ));
+    let e = parse_text(b"set k 0 0 965\r\n", &small).expect_err("large");
+    assert_eq!((e.kind, e.skip), (TextErrorKind::ObjectTooLarge, 15 + 967));
+    let mut fits = b"set k 0 0 964\r\n".to_vec();
+    fits.extend_from_slice(&[b'v'; 964]);
+    fits.extend_from_slice(b"\r\n");
+    assert!(matches!(parse_text(&fits, &small), Ok(Some(_))));
+}
+
+/// A `set` or `ms` refused for its size names the key whose item must go; `add` and the
+/// others do not (memcached's "avoid stale data").
+#[test]
+fn too_large_drops_the_stale_item() {
+    let small = Limits {
+        item_size_max: 1024,
+        ..limits()
+    };
+    let cases: &[(&[u8], Option<&[u8]>, bool)] = &[
+        (b"set key 0 0 2000\r\n", Some(b"key"), false),
+        (b"set key 0 0 2000 noreply\r\n", Some(b"key"), false),
+        (b"add key 0 0 2000\r\n", None, false),
+        (b"append key 0 0 2000\r\n", None, false),
+        (b"cas key 0 0 2000 1\r\n", None, false),
+        (b"ms key 2000\r\n", Some(b"key"), false),
+        (b"ms key 2000 MA\r\n", Some(b"key"), false),
+        (b"ms a2V5 2000 b\r\n", Some(b"a2V5"), true),
+    ];
+    for &(line, key, base64) in cases {
+        let e = parse_text(line, &small).expect_err("too large");
+        assert_eq!(e.kind, TextErrorKind::ObjectTooLarge);
+        let stale = e.stale_key(line);
+        assert_eq!(stale.map(|k| k.raw()), key, "{line:?}");
+        assert_eq!(stale.map(|k| k.is_base64()), key.map(|_| base64));
+    }
+    // A base64 key is sized decoded: "a2V5" is the 3-byte "key".
+    let fits = 1024 - 59 - 3;
+    let line = format!("ms a2V5 {} b\r\n", fits + 1);
+    assert!(parse_text(line.as_bytes(), &small).is_err());
+    let line = format!("ms a2V5 {fits} b\r\n");
+    assert!(matches!(parse_text(line.as_bytes(), &small), Ok(None)));
 }
 
 /// A pipeline exercising every classic command, good and bad, noreply and not.
