@@ -519,7 +519,9 @@ pub fn parse_binary<'a>(
         };
         let flags = if extras_len >= 4 { be_u32(head) } else { 0 };
         if !limits.item_fits(key_len, flags, value_len) {
-            let stale = (op == Opcode::Set).then_some((HEADER_LEN + extras_len, key_len));
+            // memcached serves SETQ as SET: both drop the item they would have replaced.
+            let set = matches!(op, Opcode::Set | Opcode::SetQ);
+            let stale = set.then_some((HEADER_LEN + extras_len, key_len));
             return Err(BinaryError {
                 kind: BinaryErrorKind::TooLarge,
                 opcode: h.opcode,

@@ -16,7 +16,8 @@ macro_rules! text_error_kinds {
         }
 
         impl TextErrorKind {
-            /// The reply line without its `\r\n` (empty for [`TextErrorKind::HttpRequest`]).
+            /// The reply line without its `\r\n` (empty for [`TextErrorKind::HttpRequest`]; for
+    /// [`TextErrorKind::LineTooLong`] a text for logs, as nothing is sent).
             pub fn message(self) -> &'static str {
                 match self {
                     $(Self::$name => $msg,)*
@@ -74,9 +75,9 @@ text_error_kinds! {
     InvalidInitialValue => "CLIENT_ERROR invalid numeric initial value",
     /// A `D` token that is not an unsigned 64-bit number (mg, ms).
     InvalidDeltaValue => "CLIENT_ERROR invalid numeric delta value",
-    /// A command line over [`crate::Limits::line_len_max`]; the connection is closed.
-    /// memcached closes without a word; larder says why first.
-    LineTooLong => "CLIENT_ERROR line too long",
+    /// A command line over [`crate::Limits::line_len_max`]: memcached closes the connection
+    /// without replying (the text is for logs).
+    LineTooLong => "line too long",
     /// A line whose last token starts with `HTTP/`: memcached closes the connection without
     /// replying.
     HttpRequest => "",
@@ -114,10 +115,11 @@ pub(crate) struct KeySpan {
 }
 
 impl TextErrorKind {
-    /// The reply line with its `\r\n` (empty for [`TextErrorKind::HttpRequest`]).
+    /// The reply line with its `\r\n` (empty for [`TextErrorKind::HttpRequest`] and
+    /// [`TextErrorKind::LineTooLong`], which close without a word).
     pub fn line(self) -> &'static [u8] {
         match self {
-            Self::HttpRequest => b"",
+            Self::HttpRequest | Self::LineTooLong => b"",
             other => other.message_crlf(),
         }
     }
@@ -250,8 +252,8 @@ pub struct BinaryError {
 
 impl BinaryError {
     /// The key whose item the server must delete along with this refusal, read from `buf`
-    /// (the buffer that was parsed): memcached drops the item a SET (not SETQ) too large
-    /// to store would have replaced.
+    /// (the buffer that was parsed): memcached drops the item a SET or SETQ too large to
+    /// store would have replaced.
     pub fn stale_key<'a>(&self, buf: &'a [u8]) -> Option<&'a [u8]> {
         let (start, len) = self.stale?;
         buf.get(start..start + len)
@@ -317,6 +319,7 @@ mod tests {
             assert_eq!(&line[..line.len() - 2], kind.message().as_bytes());
         }
         assert_eq!(TextErrorKind::HttpRequest.line(), b"");
+        assert_eq!(TextErrorKind::LineTooLong.line(), b"");
     }
 
     #[test]
@@ -373,7 +376,7 @@ mod tests {
                 K::InvalidDeltaValue,
                 "CLIENT_ERROR invalid numeric delta value",
             ),
-            (K::LineTooLong, "CLIENT_ERROR line too long"),
+            (K::LineTooLong, "line too long"),
             (K::HttpRequest, ""),
             (
                 K::NonNumericValue,

@@ -73,10 +73,12 @@ pub struct Limits {
     /// refused with `SERVER_ERROR object too large for cache` (text, meta) or status 0x0003
     /// (binary) and their data is skipped.
     pub item_size_max: usize,
-    /// Longest command line, `\r\n` excluded (2048, memcached's read threshold). A longer
-    /// line closes the connection, except `get`/`gets` lines, which memcached lets grow.
+    /// Longest command line, its `\n` included (16384, memcached's read buffer: a line
+    /// memcached receives whole is served however long, and one that fills the buffer
+    /// without a newline closes the connection). A longer line closes the connection
+    /// without a reply, except `get`/`gets` lines, which memcached lets grow.
     pub line_len_max: usize,
-    /// Longest `get`/`gets` line (memcached has no bound; 1 MiB here).
+    /// Longest `get`/`gets` line, its `\n` included (memcached has no bound; 1 MiB here).
     pub get_line_len_max: usize,
     /// Largest binary body (extras + key + value) that is buffered. Storage requests with a
     /// value over `item_size_max` are refused before this applies.
@@ -88,7 +90,7 @@ impl Default for Limits {
         Self {
             key_len_max: 250,
             item_size_max: 1024 * 1024,
-            line_len_max: 2048,
+            line_len_max: 16 * 1024,
             get_line_len_max: 1024 * 1024,
             binary_body_max: 1024 * 1024 + 1024,
         }
@@ -211,7 +213,7 @@ mod tests {
         let l = Limits::default();
         assert_eq!(l.key_len_max, 250);
         assert_eq!(l.item_size_max, 1 << 20);
-        assert_eq!(l.line_len_max, 2048);
+        assert_eq!(l.line_len_max, 16384);
     }
 
     /// The largest value memcached 1.6.18 stores, probed on the real server for each `-I`,

@@ -361,21 +361,23 @@ impl<'a, const N: usize> Args<'a, N> {
 /// - ms errors found after the data length (bad flags, bad mode, bad key) skip the data
 ///   too, as memcached does;
 /// - a line over [`Limits::line_len_max`] (or [`Limits::get_line_len_max`] for get/gets),
-///   or an HTTP request line, closes the connection.
+///   or an HTTP request line, closes the connection without a reply.
 ///
 /// Deliberate differences from memcached: keys with control characters are refused with
 /// `CLIENT_ERROR bad command line format` (on a storage line, the data is skipped too);
 /// base64 keys must be strictly valid; lines are judged by length alone, where memcached's
-/// verdict depends on how the line was split into reads.
+/// verdict depends on how the line was split into reads (it serves a line that arrives
+/// whole in one read of its 16 KiB buffer, and closes once it holds more than 2048 bytes
+/// without a newline: larder waits for 16 KiB).
 pub fn parse_text<'a>(
     buf: &'a [u8],
     limits: &Limits,
 ) -> Result<Option<(TextRequest<'a>, usize)>, TextError> {
     let longest = limits.line_len_max.max(limits.get_line_len_max);
-    let scan_len = buf.len().min(longest.saturating_add(2));
+    let scan_len = buf.len().min(longest);
     let Some(nl) = memchr(b'\n', &buf[..scan_len]) else {
-        // The line is at least buf.len() - 1 bytes long (a final '\r' may be its end).
-        let over = |max: usize| buf.len() > max.saturating_add(1);
+        // The line, its '\n' still to come, is at least buf.len() + 1 bytes long.
+        let over = |max: usize| buf.len() >= max;
         let too_long = over(limits.line_len_max)
             && match get_line_prefix(buf) {
                 Some(true) => over(limits.get_line_len_max),
@@ -392,8 +394,8 @@ pub fn parse_text<'a>(
     if line.len() > 1 && line[line.len() - 1] == b'\r' {
         line = &line[..line.len() - 1];
     }
-    if line.len() > limits.line_len_max
-        && (get_line_prefix(line) != Some(true) || line.len() > limits.get_line_len_max)
+    if line_end > limits.line_len_max
+        && (get_line_prefix(line) != Some(true) || line_end > limits.get_line_len_max)
     {
         return Err(TextError::new(TextErrorKind::LineTooLong, line_end));
     }

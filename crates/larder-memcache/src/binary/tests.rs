@@ -401,17 +401,19 @@ fn too_large_decided_from_the_header() {
     assert_eq!(e.skip, HEADER_LEN + body as usize);
     assert_eq!(e.opcode, 0x11);
     assert!(!e.closes_connection());
-    // SETQ keeps the old item; SET drops it.
-    assert_eq!(e.stale_key(&p), None);
+    // SET and SETQ drop the old item.
+    assert_eq!(e.stale_key(&p), Some(&b"big"[..]));
     let p = packet(0x01, &set_extras(0, 0), b"big", &value, 0);
     assert!(matches!(parse(&p), Ok(Some(_))));
     let p = packet(0x01, &set_extras(1, 0), b"big", &value, 0);
     let e = parse(&p).expect_err("flags take 4 bytes");
     assert_eq!(e.kind, BinaryErrorKind::TooLarge);
     assert_eq!(e.stale_key(&p), Some(&b"big"[..]));
-    // Append carries no flags.
+    // Append carries no flags; ADD keeps the old item.
     let p = packet(0x0e, b"", b"big", &value, 0);
     assert!(matches!(parse(&p), Ok(Some(_))));
+    let p = packet(0x02, &set_extras(1, 0), b"big", &value, 0);
+    assert_eq!(parse(&p).expect_err("too large").stale_key(&p), None);
     // A tighter body limit refuses what item_size_max allows.
     let tight = Limits {
         binary_body_max: 100,

@@ -256,11 +256,13 @@ fn incr_decr(cx: &Ctx<'_>, key: &[u8], delta: u64, incr: bool, w: &mut TextWrite
 fn stats_command(cx: &Ctx<'_>, mut args: Tokens<'_>, w: &mut TextWriter<'_>) {
     let mut emit = |name: &str, value: &[u8]| w.stat(name, value);
     match args.next() {
-        None => stats::general(cx.server, cx.mc, cx.now_ms, &mut emit),
-        Some(b"settings") => stats::settings(cx.server, cx.mc, &mut emit),
+        None => {
+            stats_group(cx, b"", &mut emit);
+        }
+        Some(group @ (b"settings" | b"items" | b"slabs" | b"sizes")) => {
+            stats_group(cx, group, &mut emit);
+        }
         Some(b"conns") => stats::conns(cx.mc, cx.conn_id, cx.now_ms, &mut emit),
-        // larder has no slab classes: these lists are empty.
-        Some(b"items" | b"slabs" | b"sizes") => {}
         Some(b"reset") => {
             cx.mc.stats.reset();
             w.reply(TextReply::Reset);
@@ -283,6 +285,19 @@ fn stats_command(cx: &Ctx<'_>, mut args: Tokens<'_>, w: &mut TextWriter<'_>) {
         }
     }
     w.end();
+}
+
+/// The stats groups both protocols print alike: the general stats (`group` empty),
+/// `settings`, `items`, `slabs` and `sizes`. False for any other group.
+pub(super) fn stats_group(cx: &Ctx<'_>, group: &[u8], emit: &mut dyn FnMut(&str, &[u8])) -> bool {
+    match group {
+        b"" => stats::general(cx.server, cx.mc, cx.now_ms, emit),
+        b"settings" => stats::settings(cx.server, cx.mc, emit),
+        // larder has no slab classes: these lists are empty.
+        b"items" | b"slabs" | b"sizes" => {}
+        _ => return false,
+    }
+    true
 }
 
 /// A meta key's bytes: decoded when sent in base64.
