@@ -132,10 +132,12 @@ def test_append_prepend_keep_flags_and_ttl(mc):
 def test_append_past_item_size_is_not_stored(start_server):
     srv = start_with_door(start_server, "--memcached-item-size-max", "2048")
     c = McText(srv.mc_port)
-    assert c.store("set", "k", "x" * 2000) == b"STORED"
-    assert c.store("append", "k", "y" * 49) == b"NOT_STORED"
-    assert c.store("append", "k", "y" * 48) == b"STORED"
-    assert len(c.get_one("k")) == 2048
+    # As memcached: the joined item (48-byte header, key, CRLF, CAS) must fit in -I, so
+    # key "k" leaves 2048 - 60 bytes for the value.
+    assert c.store("set", "k", "x" * 1900) == b"STORED"
+    assert c.store("append", "k", "y" * 89) == b"NOT_STORED"
+    assert c.store("append", "k", "y" * 88) == b"STORED"
+    assert len(c.get_one("k")) == 1988
 
 
 def test_cas_exists_not_found_stored(mc, pm):
@@ -546,7 +548,8 @@ def test_value_too_large_is_swallowed(mc):
     mc.send(mc.request("set big 0 0 %d" % len(big), big) + b"version\r\n")
     assert mc.line() == b"SERVER_ERROR object too large for cache"
     assert mc.line() == b"VERSION 1.6.18"
-    exact = b"y" * (1024 * 1024)
+    # The largest value memcached stores under key "ok" with -I 1m (header, key, CAS).
+    exact = b"y" * (1024 * 1024 - 61)
     assert mc.call("set ok 0 0 %d" % len(exact), exact) == b"STORED"
     assert mc.get_one("ok") == exact
     assert int(mc.stats()["store_too_large"]) >= 1
@@ -555,8 +558,8 @@ def test_value_too_large_is_swallowed(mc):
 def test_item_size_max_flag(start_server):
     srv = start_with_door(start_server, "--memcached-item-size-max", "2kb")
     c = McText(srv.mc_port)
-    assert c.store("set", "k", "x" * 2048) == b"STORED"
-    assert c.store("set", "k", "x" * 2049) == b"SERVER_ERROR object too large for cache"
+    assert c.store("set", "k", "x" * 1988) == b"STORED"
+    assert c.store("set", "k", "x" * 1989) == b"SERVER_ERROR object too large for cache"
     assert c.stats("settings")["item_size_max"] == "2048"
     assert srv.raw().call("CONFIG", "GET", "memcached-item-size-max") == [
         b"memcached-item-size-max", b"2048"]
@@ -579,8 +582,11 @@ def test_malformed_requests(mc):
 
 
 def test_line_too_long_closes(mc):
+    # memcached serves a line that fits its 16 KiB read buffer, and closes without a word
+    # on one that fills it without a newline.
     mc.send(b"set " + b"k" * 5000 + b" 0 0 1\r\n")
-    assert mc.line() == b"CLIENT_ERROR line too long"
+    assert mc.line() == b"CLIENT_ERROR bad command line format"
+    mc.send(b"set " + b"k" * 20000 + b" 0 0 1\r\n")
     assert mc.is_closed()
 
 

@@ -58,6 +58,21 @@ impl BinaryHeader {
         }
     }
 
+    /// How many bytes [`parse_binary`] needs before it answers this request, `buffered`
+    /// bytes of it being there: a storage request's header, extras and key first (memcached
+    /// judges the item's size by its key and client flags before it reads the value), then
+    /// the whole packet.
+    pub fn bytes_needed(&self, buffered: usize) -> usize {
+        let head = HEADER_LEN + usize::from(self.extras_len) + usize::from(self.key_len);
+        let whole = HEADER_LEN.saturating_add(usize::try_from(self.body_len).unwrap_or(usize::MAX));
+        let storage = Opcode::from_u8(self.opcode).is_some_and(is_storage);
+        if storage && buffered < head {
+            head.min(whole)
+        } else {
+            whole
+        }
+    }
+
     /// The header's 24 bytes.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
@@ -441,9 +456,9 @@ fn is_storage(op: Opcode) -> bool {
 ///
 /// Returns `Ok(None)` until the whole packet is buffered, then the request and the number
 /// of bytes it took (24 + body length). Refusals that memcached decides from the header
-/// (bad magic, bad lengths, unknown opcode, a value over `item_size_max`) are returned as
-/// soon as the header is there, without waiting for the body; their `skip` may exceed
-/// `buf.len()`.
+/// (bad magic, bad lengths, unknown opcode) are returned as soon as the header is there, and
+/// an item too large to store ([`Limits::item_fits`]) as soon as its extras and key are,
+/// without waiting for the value; their `skip` may exceed `buf.len()`.
 ///
 /// Unlike memcached, a refused unknown opcode skips exactly its packet (memcached skips the
 /// body length again after the key, eating the next request), and STAT or TOUCH packets
@@ -460,6 +475,7 @@ pub fn parse_binary<'a>(
                 opcode: buf.get(1).copied().unwrap_or(0),
                 opaque: 0,
                 skip: buf.len(),
+                stale: None,
             });
         }
     }
@@ -477,6 +493,7 @@ pub fn parse_binary<'a>(
             opcode: h.opcode,
             opaque: h.opaque,
             skip: total,
+            stale: None,
         })
     };
 
@@ -493,8 +510,26 @@ pub fn parse_binary<'a>(
         return fail(BinaryErrorKind::InvalidArguments);
     }
     let value_len = body_len - key_len - extras_len;
-    if is_storage(op) && value_len > limits.item_size_max {
-        return fail(BinaryErrorKind::TooLarge);
+    if is_storage(op) {
+        // memcached reads extras and key, then sizes the item with its flags (append and
+        // prepend store none).
+        let key_end = HEADER_LEN + extras_len + key_len;
+        let Some(head) = buf.get(HEADER_LEN..key_end) else {
+            return Ok(None);
+        };
+        let flags = if extras_len >= 4 { be_u32(head) } else { 0 };
+        if !limits.item_fits(key_len, flags, value_len) {
+            // memcached serves SETQ as SET: both drop the item they would have replaced.
+            let set = matches!(op, Opcode::Set | Opcode::SetQ);
+            let stale = set.then_some((HEADER_LEN + extras_len, key_len));
+            return Err(BinaryError {
+                kind: BinaryErrorKind::TooLarge,
+                opcode: h.opcode,
+                opaque: h.opaque,
+                skip: total,
+                stale,
+            });
+        }
     }
     if body_len > limits.binary_body_max {
         return fail(BinaryErrorKind::TooLarge);

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::binary::Status;
+use crate::meta::MetaKey;
 
 macro_rules! text_error_kinds {
     ($($(#[$doc:meta])* $name:ident => $msg:literal,)*) => {
@@ -15,7 +16,8 @@ macro_rules! text_error_kinds {
         }
 
         impl TextErrorKind {
-            /// The reply line without its `\r\n` (empty for [`TextErrorKind::HttpRequest`]).
+            /// The reply line without its `\r\n` (empty for [`TextErrorKind::HttpRequest`]; for
+    /// [`TextErrorKind::LineTooLong`] a text for logs, as nothing is sent).
             pub fn message(self) -> &'static str {
                 match self {
                     $(Self::$name => $msg,)*
@@ -73,9 +75,9 @@ text_error_kinds! {
     InvalidInitialValue => "CLIENT_ERROR invalid numeric initial value",
     /// A `D` token that is not an unsigned 64-bit number (mg, ms).
     InvalidDeltaValue => "CLIENT_ERROR invalid numeric delta value",
-    /// A command line over [`crate::Limits::line_len_max`]; the connection is closed.
-    /// memcached closes without a word; larder says why first.
-    LineTooLong => "CLIENT_ERROR line too long",
+    /// A command line over [`crate::Limits::line_len_max`]: memcached closes the connection
+    /// without replying (the text is for logs).
+    LineTooLong => "line too long",
     /// A line whose last token starts with `HTTP/`: memcached closes the connection without
     /// replying.
     HttpRequest => "",
@@ -99,13 +101,25 @@ pub struct TextError {
     /// The request carried `noreply`, which in memcached silences errors too. Meta
     /// commands always answer errors, so this is false for them.
     pub noreply: bool,
+    /// Where the key lies in the parsed buffer when the refusal also drops the item the
+    /// key holds: read it with [`TextError::stale_key`].
+    stale: Option<KeySpan>,
+}
+
+/// A key inside a parsed buffer: its offset, length, and whether it was sent in base64.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KeySpan {
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+    pub(crate) base64: bool,
 }
 
 impl TextErrorKind {
-    /// The reply line with its `\r\n` (empty for [`TextErrorKind::HttpRequest`]).
+    /// The reply line with its `\r\n` (empty for [`TextErrorKind::HttpRequest`] and
+    /// [`TextErrorKind::LineTooLong`], which close without a word).
     pub fn line(self) -> &'static [u8] {
         match self {
-            Self::HttpRequest => b"",
+            Self::HttpRequest | Self::LineTooLong => b"",
             other => other.message_crlf(),
         }
     }
@@ -113,11 +127,7 @@ impl TextErrorKind {
 
 impl TextError {
     pub(crate) fn new(kind: TextErrorKind, skip: usize) -> Self {
-        Self {
-            kind,
-            skip,
-            noreply: false,
-        }
+        Self::noreply(kind, skip, false)
     }
 
     pub(crate) fn noreply(kind: TextErrorKind, skip: usize, noreply: bool) -> Self {
@@ -125,7 +135,22 @@ impl TextError {
             kind,
             skip,
             noreply,
+            stale: None,
         }
+    }
+
+    pub(crate) fn with_stale(self, stale: Option<KeySpan>) -> Self {
+        Self { stale, ..self }
+    }
+
+    /// The key whose item the server must delete along with this refusal, read from `buf`
+    /// (the buffer that was parsed). memcached drops the item a `set` (text), any `ms` or
+    /// a binary SET would have replaced when the new item is too large, so that no stale
+    /// value outlives a failed write.
+    pub fn stale_key<'a>(&self, buf: &'a [u8]) -> Option<MetaKey<'a>> {
+        let s = self.stale?;
+        let raw = buf.get(s.start..s.start + s.len)?;
+        Some(MetaKey::new(raw, s.base64))
     }
 
     /// The error line without `\r\n`.
@@ -220,9 +245,20 @@ pub struct BinaryError {
     pub opaque: u32,
     /// Bytes to discard from the start of the parsed buffer; always at least 1.
     pub skip: usize,
+    /// Where the key lies in the parsed buffer when the refusal also drops the item the
+    /// key holds: read it with [`BinaryError::stale_key`].
+    pub(crate) stale: Option<(usize, usize)>,
 }
 
 impl BinaryError {
+    /// The key whose item the server must delete along with this refusal, read from `buf`
+    /// (the buffer that was parsed): memcached drops the item a SET or SETQ too large to
+    /// store would have replaced.
+    pub fn stale_key<'a>(&self, buf: &'a [u8]) -> Option<&'a [u8]> {
+        let (start, len) = self.stale?;
+        buf.get(start..start + len)
+    }
+
     /// The response status, or `None` when the connection is closed without a reply.
     pub fn status(&self) -> Option<Status> {
         match self.kind {
@@ -283,6 +319,7 @@ mod tests {
             assert_eq!(&line[..line.len() - 2], kind.message().as_bytes());
         }
         assert_eq!(TextErrorKind::HttpRequest.line(), b"");
+        assert_eq!(TextErrorKind::LineTooLong.line(), b"");
     }
 
     #[test]
@@ -339,7 +376,7 @@ mod tests {
                 K::InvalidDeltaValue,
                 "CLIENT_ERROR invalid numeric delta value",
             ),
-            (K::LineTooLong, "CLIENT_ERROR line too long"),
+            (K::LineTooLong, "line too long"),
             (K::HttpRequest, ""),
             (
                 K::NonNumericValue,
@@ -392,6 +429,7 @@ mod tests {
             opcode: 0,
             opaque: 0,
             skip: 24,
+            stale: None,
         };
         assert_eq!(e.status(), None);
         assert!(e.closes_connection());

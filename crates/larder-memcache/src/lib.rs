@@ -68,15 +68,17 @@ pub struct Limits {
     /// Longest key, in bytes of the key as sent (KEY_MAX_LENGTH, 250). Meta keys sent in
     /// base64 are measured before decoding, as memcached does.
     pub key_len_max: usize,
-    /// Largest value accepted by a storage command (`-I`, 1 MiB). Larger values are refused
-    /// with `SERVER_ERROR object too large for cache` (text) or status 0x0003 (binary) and
-    /// their data is skipped. memcached also counts its ~60-byte item header and the key
-    /// against this limit; larder counts the value alone.
+    /// Largest item a storage command may store (`-I`, 1 MiB), counted as memcached counts
+    /// it: item header, key and value together ([`Limits::item_fits`]). Larger items are
+    /// refused with `SERVER_ERROR object too large for cache` (text, meta) or status 0x0003
+    /// (binary) and their data is skipped.
     pub item_size_max: usize,
-    /// Longest command line, `\r\n` excluded (2048, memcached's read threshold). A longer
-    /// line closes the connection, except `get`/`gets` lines, which memcached lets grow.
+    /// Longest command line, its `\n` included (16384, memcached's read buffer: a line
+    /// memcached receives whole is served however long, and one that fills the buffer
+    /// without a newline closes the connection). A longer line closes the connection
+    /// without a reply, except `get`/`gets` lines, which memcached lets grow.
     pub line_len_max: usize,
-    /// Longest `get`/`gets` line (memcached has no bound; 1 MiB here).
+    /// Longest `get`/`gets` line, its `\n` included (memcached has no bound; 1 MiB here).
     pub get_line_len_max: usize,
     /// Largest binary body (extras + key + value) that is buffered. Storage requests with a
     /// value over `item_size_max` are refused before this applies.
@@ -88,10 +90,31 @@ impl Default for Limits {
         Self {
             key_len_max: 250,
             item_size_max: 1024 * 1024,
-            line_len_max: 2048,
+            line_len_max: 16 * 1024,
             get_line_len_max: 1024 * 1024,
             binary_body_max: 1024 * 1024 + 1024,
         }
+    }
+}
+
+/// `sizeof(item)` in a 64-bit memcached 1.6: the header every item carries.
+const ITEM_HEADER_LEN: usize = 48;
+
+/// The CAS value memcached keeps in every item (it is started without `-C`).
+const ITEM_CAS_LEN: usize = 8;
+
+impl Limits {
+    /// Whether memcached 1.6 (`item_size_ok`) stores an item of this key length, client
+    /// flags and value length under [`Limits::item_size_max`]: the item's total size is its
+    /// header (48 bytes), the key and a NUL, 4 bytes of client flags when they are not 0,
+    /// the value with its `\r\n`, and the 8-byte CAS. So with `-I 1m` a 1-byte key and
+    /// flags 0 allow a value of 1048516 bytes, and non-zero flags 4 bytes less.
+    pub fn item_fits(&self, key_len: usize, flags: u32, value_len: usize) -> bool {
+        let flags_len = if flags == 0 { 0 } else { 4 };
+        let total = (ITEM_HEADER_LEN + 1 + flags_len + 2 + ITEM_CAS_LEN)
+            .saturating_add(key_len)
+            .saturating_add(value_len);
+        total <= self.item_size_max
     }
 }
 
@@ -190,6 +213,40 @@ mod tests {
         let l = Limits::default();
         assert_eq!(l.key_len_max, 250);
         assert_eq!(l.item_size_max, 1 << 20);
-        assert_eq!(l.line_len_max, 2048);
+        assert_eq!(l.line_len_max, 16384);
+    }
+
+    /// The largest value memcached 1.6.18 stores, probed on the real server for each `-I`,
+    /// key length and flags (`set` answering STORED, one byte more answering `SERVER_ERROR
+    /// object too large for cache`).
+    #[test]
+    fn item_size_boundary_is_memcacheds() {
+        let cases: &[(usize, usize, u32, usize)] = &[
+            // (-I, key length, flags, largest value)
+            (1 << 20, 1, 0, 1_048_516),
+            (1 << 20, 1, 1, 1_048_512),
+            (1 << 20, 10, 0, 1_048_507),
+            (1 << 20, 10, u32::MAX, 1_048_503),
+            (1 << 20, 250, 0, 1_048_267),
+            (1 << 20, 250, 7, 1_048_263),
+            (2 << 20, 1, 0, 2_097_092),
+            (2 << 20, 250, 1, 2_096_839),
+            (512 << 10, 10, 0, 524_219),
+            (1024, 1, 0, 964),
+            (1024, 1, 1, 960),
+            (1024, 250, 0, 715),
+            (1024, 250, 1, 711),
+            (2048, 10, 1, 1975),
+        ];
+        for &(max, key_len, flags, value_max) in cases {
+            let l = Limits {
+                item_size_max: max,
+                ..Limits::default()
+            };
+            let case = format!("-I {max} key {key_len} flags {flags}");
+            assert!(l.item_fits(key_len, flags, value_max), "{case}");
+            assert!(!l.item_fits(key_len, flags, value_max + 1), "{case}");
+        }
+        assert!(!Limits::default().item_fits(1, 0, usize::MAX));
     }
 }

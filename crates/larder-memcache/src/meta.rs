@@ -11,7 +11,7 @@ use crate::base64::{self, KeyBuf};
 use crate::binary::CounterOp;
 use crate::error::{TextError, TextErrorKind};
 use crate::number::{parse_i32, parse_u32, parse_u64};
-use crate::text::{data_block, key_ok, StoreMode, TextRequest, Tokens};
+use crate::text::{data_block, key_ok, ItemHead, StoreMode, TextRequest, Tokens};
 use crate::Limits;
 
 /// Lines with this many tokens or more (command, key, datalen and flags) are refused
@@ -30,6 +30,10 @@ pub struct MetaKey<'a> {
 }
 
 impl<'a> MetaKey<'a> {
+    pub(crate) fn new(raw: &'a [u8], base64: bool) -> Self {
+        Self { raw, base64 }
+    }
+
     /// The key token as sent.
     pub fn raw(&self) -> &'a [u8] {
         self.raw
@@ -429,12 +433,19 @@ fn meta_set<'a>(
         return swallow(TextErrorKind::OpaqueTooLong);
     }
     // Meta commands answer every error, q or not.
-    let Some((data, total)) = data_block(buf, line_end, vlen, limits, false, raw)? else {
-        return Ok(None);
-    };
     let key = MetaKey {
         raw,
         base64: flags.base64_key,
+    };
+    let item = ItemHead {
+        key: raw,
+        key_len: key.with_bytes(<[u8]>::len),
+        base64: flags.base64_key,
+        flags: flags.client_flags.unwrap_or(0),
+        drops_stale: true,
+    };
+    let Some((data, total)) = data_block(buf, line_end, vlen, limits, false, &item)? else {
+        return Ok(None);
     };
     Ok(Some((
         TextRequest::MetaSet(MetaSet {

@@ -8,7 +8,7 @@
 
 use memchr::memchr;
 
-use crate::error::{TextError, TextErrorKind};
+use crate::error::{KeySpan, TextError, TextErrorKind};
 use crate::meta::{self, MetaArithmetic, MetaDelete, MetaGet, MetaKey, MetaSet};
 use crate::number::{parse_i32, parse_u32, parse_u64};
 use crate::Limits;
@@ -349,9 +349,11 @@ impl<'a, const N: usize> Args<'a, N> {
 ///
 /// - errors in the command line skip the line only, as in memcached: after a malformed
 ///   `set` line its data block is read as the next command (and answered `ERROR`);
-/// - a value over `item_size_max` answers `SERVER_ERROR object too large for cache` at once
+/// - an item over `item_size_max` ([`Limits::item_fits`]: header, key and value counted
+///   as memcached counts them) answers `SERVER_ERROR object too large for cache` at once
 ///   and skips line, data and `\r\n` (memcached's "swallow"), whether or not they have
-///   arrived;
+///   arrived; after a `set` or `ms` the key's current item must go too
+///   ([`TextError::stale_key`]);
 /// - a data block not followed by `\r\n` answers `CLIENT_ERROR bad data chunk` once the
 ///   block has arrived, and skips the line and `<bytes>` + 2 bytes, exactly what memcached
 ///   consumes (so a block one byte too long leaves its last byte and `\n` to be read as a
@@ -359,21 +361,23 @@ impl<'a, const N: usize> Args<'a, N> {
 /// - ms errors found after the data length (bad flags, bad mode, bad key) skip the data
 ///   too, as memcached does;
 /// - a line over [`Limits::line_len_max`] (or [`Limits::get_line_len_max`] for get/gets),
-///   or an HTTP request line, closes the connection.
+///   or an HTTP request line, closes the connection without a reply.
 ///
 /// Deliberate differences from memcached: keys with control characters are refused with
 /// `CLIENT_ERROR bad command line format` (on a storage line, the data is skipped too);
 /// base64 keys must be strictly valid; lines are judged by length alone, where memcached's
-/// verdict depends on how the line was split into reads.
+/// verdict depends on how the line was split into reads (it serves a line that arrives
+/// whole in one read of its 16 KiB buffer, and closes once it holds more than 2048 bytes
+/// without a newline: larder waits for 16 KiB).
 pub fn parse_text<'a>(
     buf: &'a [u8],
     limits: &Limits,
 ) -> Result<Option<(TextRequest<'a>, usize)>, TextError> {
     let longest = limits.line_len_max.max(limits.get_line_len_max);
-    let scan_len = buf.len().min(longest.saturating_add(2));
+    let scan_len = buf.len().min(longest);
     let Some(nl) = memchr(b'\n', &buf[..scan_len]) else {
-        // The line is at least buf.len() - 1 bytes long (a final '\r' may be its end).
-        let over = |max: usize| buf.len() > max.saturating_add(1);
+        // The line, its '\n' still to come, is at least buf.len() + 1 bytes long.
+        let over = |max: usize| buf.len() >= max;
         let too_long = over(limits.line_len_max)
             && match get_line_prefix(buf) {
                 Some(true) => over(limits.get_line_len_max),
@@ -390,8 +394,8 @@ pub fn parse_text<'a>(
     if line.len() > 1 && line[line.len() - 1] == b'\r' {
         line = &line[..line.len() - 1];
     }
-    if line.len() > limits.line_len_max
-        && (get_line_prefix(line) != Some(true) || line.len() > limits.get_line_len_max)
+    if line_end > limits.line_len_max
+        && (get_line_prefix(line) != Some(true) || line_end > limits.get_line_len_max)
     {
         return Err(TextError::new(TextErrorKind::LineTooLong, line_end));
     }
@@ -604,7 +608,14 @@ fn storage<'a>(
     if !(0..=i32::MAX - 2).contains(&vlen) {
         return bad(TextErrorKind::BadCommandLineFormat, line_end);
     }
-    let Some((data, total)) = data_block(buf, line_end, vlen, limits, noreply, key)? else {
+    let item = ItemHead {
+        key,
+        key_len: key.len(),
+        base64: false,
+        flags,
+        drops_stale: mode == StoreMode::Set,
+    };
+    let Some((data, total)) = data_block(buf, line_end, vlen, limits, noreply, &item)? else {
         return Ok(None);
     };
     Ok(Some((
@@ -621,8 +632,28 @@ fn storage<'a>(
     )))
 }
 
+/// The item a storage command would store, as far as the size check and a refusal need it.
+pub(crate) struct ItemHead<'a> {
+    /// The key as sent, a part of the parsed buffer.
+    pub(crate) key: &'a [u8],
+    /// The key's length in the item: decoded, for a base64 meta key.
+    pub(crate) key_len: usize,
+    /// The key was sent in base64 (meta `b`).
+    pub(crate) base64: bool,
+    /// The client flags the item would carry.
+    pub(crate) flags: u32,
+    /// Whether refusing the item for its size deletes the key's current item, as
+    /// memcached does for a text `set` and every `ms`.
+    pub(crate) drops_stale: bool,
+}
+
+/// Where `part`, a subslice of `buf`, starts in it.
+fn offset_in(buf: &[u8], part: &[u8]) -> usize {
+    (part.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize)
+}
+
 /// The data block of a storage command whose line ends at `line_end`: checks the key's
-/// characters and the value size (skipping the block on refusal), waits for the block, and
+/// characters and the item's size (skipping the block on refusal), waits for the block, and
 /// checks its `\r\n`. Returns the data and the request's total length.
 pub(crate) fn data_block<'a>(
     buf: &'a [u8],
@@ -630,24 +661,27 @@ pub(crate) fn data_block<'a>(
     vlen: i32,
     limits: &Limits,
     noreply: bool,
-    key: &[u8],
+    item: &ItemHead<'_>,
 ) -> Result<Option<(&'a [u8], usize)>, TextError> {
     let vlen = usize::try_from(vlen).unwrap_or(0);
     let data_end = line_end + vlen;
     let total = data_end + 2;
-    if !key_ok(key, limits) {
+    if !key_ok(item.key, limits) {
         return Err(TextError::noreply(
             TextErrorKind::BadCommandLineFormat,
             total,
             noreply,
         ));
     }
-    if vlen > limits.item_size_max {
-        return Err(TextError::noreply(
-            TextErrorKind::ObjectTooLarge,
-            total,
-            noreply,
-        ));
+    if !limits.item_fits(item.key_len, item.flags, vlen) {
+        let stale = item.drops_stale.then(|| KeySpan {
+            start: offset_in(buf, item.key),
+            len: item.key.len(),
+            base64: item.base64,
+        });
+        return Err(
+            TextError::noreply(TextErrorKind::ObjectTooLarge, total, noreply).with_stale(stale),
+        );
     }
     if buf.len() < total {
         return Ok(None);

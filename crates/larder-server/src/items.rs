@@ -27,7 +27,7 @@ use larder_commands::Server;
 use larder_engine::feed::{self, class};
 use larder_engine::{Db, Entry, Shard, ShardRef, SlotId};
 use larder_memcache::{
-    apply_delta, resolve_exptime, CounterOp, Expiry, MetaItem, Recache, StoreMode,
+    apply_delta, resolve_exptime, CounterOp, Expiry, Limits, MetaItem, Recache, StoreMode,
     RELATIVE_EXPTIME_MAX_S,
 };
 
@@ -491,7 +491,8 @@ pub struct Store<'a> {
     pub invalidate: bool,
     /// meta `b`: the key was sent in base64.
     pub binary_key: bool,
-    /// Largest value an append/prepend may produce.
+    /// memcached's `-I`: an append/prepend whose joined item would not fit under it
+    /// ([`Limits::item_fits`]) is not stored.
     pub item_size_max: usize,
 }
 
@@ -541,8 +542,14 @@ pub fn store(db: &Db, key: &[u8], now_ms: u64, req: &Store<'_>) -> StoreOutcome 
             if req.compare_cas.is_some_and(|c| c != e.version()) {
                 return StoreOutcome::Exists;
             }
+            // memcached allocates the joined item under the old item's flags; one over the
+            // size limit is not stored.
             let len = e.string().map_or(0, <[u8]>::len);
-            if len.saturating_add(req.data.len()) > req.item_size_max {
+            let limits = Limits {
+                item_size_max: req.item_size_max,
+                ..Limits::default()
+            };
+            if !limits.item_fits(key.len(), e.flags(), len.saturating_add(req.data.len())) {
                 return StoreOutcome::NotStored;
             }
             let append = req.mode == StoreMode::Append;

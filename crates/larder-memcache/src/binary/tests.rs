@@ -382,17 +382,38 @@ fn sasl_requests() {
 
 #[test]
 fn too_large_decided_from_the_header() {
+    // Sized as memcached sizes it once extras and key are in: header, key, flags, value.
     let limits = Limits::default();
-    let value = vec![b'x'; limits.item_size_max + 1];
-    let p = packet(0x11, &set_extras(0, 0), b"big", &value, 0);
-    let e = parse_binary(&p[..HEADER_LEN], &limits).expect_err("too large");
+    let value = vec![b'x'; 1_048_516 - 2];
+    let p = packet(0x11, &set_extras(0, 0), b"big", &value[..1], 0);
+    let mut p = p[..HEADER_LEN + 8 + 3].to_vec();
+    let body = u32::try_from(8 + 3 + value.len() + 1).expect("small");
+    p[8..12].copy_from_slice(&body.to_be_bytes());
+    assert!(matches!(parse_binary(&p[..HEADER_LEN], &limits), Ok(None)));
+    let head = crate::BinaryHeader::parse(p[..HEADER_LEN].try_into().expect("24"));
+    assert_eq!(head.bytes_needed(HEADER_LEN), HEADER_LEN + 8 + 3);
+    assert_eq!(
+        head.bytes_needed(HEADER_LEN + 11),
+        HEADER_LEN + body as usize
+    );
+    let e = parse_binary(&p, &limits).expect_err("too large");
     assert_eq!(e.kind, BinaryErrorKind::TooLarge);
-    assert_eq!(e.skip, p.len());
+    assert_eq!(e.skip, HEADER_LEN + body as usize);
     assert_eq!(e.opcode, 0x11);
     assert!(!e.closes_connection());
-    let value = vec![b'x'; limits.item_size_max];
+    // SET and SETQ drop the old item.
+    assert_eq!(e.stale_key(&p), Some(&b"big"[..]));
     let p = packet(0x01, &set_extras(0, 0), b"big", &value, 0);
     assert!(matches!(parse(&p), Ok(Some(_))));
+    let p = packet(0x01, &set_extras(1, 0), b"big", &value, 0);
+    let e = parse(&p).expect_err("flags take 4 bytes");
+    assert_eq!(e.kind, BinaryErrorKind::TooLarge);
+    assert_eq!(e.stale_key(&p), Some(&b"big"[..]));
+    // Append carries no flags; ADD keeps the old item.
+    let p = packet(0x0e, b"", b"big", &value, 0);
+    assert!(matches!(parse(&p), Ok(Some(_))));
+    let p = packet(0x02, &set_extras(1, 0), b"big", &value, 0);
+    assert_eq!(parse(&p).expect_err("too large").stale_key(&p), None);
     // A tighter body limit refuses what item_size_max allows.
     let tight = Limits {
         binary_body_max: 100,

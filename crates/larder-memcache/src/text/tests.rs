@@ -645,39 +645,48 @@ fn line_limits() {
     get.extend_from_slice(b"\r\n");
     assert!(matches!(parse_text(&get, &l), Ok(Some(_))));
 
-    // A long line without a newline closes the connection once it passes the limit.
+    // A line without a newline closes the connection, silently, once it fills the limit.
     let mut junk = b"foo ".to_vec();
-    junk.extend_from_slice(&long(2045));
-    assert_eq!(junk.len(), 2049);
+    junk.extend_from_slice(&long(16379));
+    assert_eq!(junk.len(), 16383);
     assert_eq!(parse_text(&junk, &l), Ok(None));
     junk.push(b'k');
     let e = parse_text(&junk, &l).expect_err("too long");
     assert_eq!(e.kind, TextErrorKind::LineTooLong);
     assert!(e.closes_connection());
-    assert_eq!(e.reply(), b"CLIENT_ERROR line too long\r\n");
+    assert_eq!(e.reply(), b"");
 
-    // The same with its newline present.
+    // With its newline present: 16384 bytes with the "\n" are served, one more is not.
     let mut line = b"set ".to_vec();
-    line.extend_from_slice(&long(3000));
-    line.extend_from_slice(b" 0 0 1\r\nx\r\n");
+    line.extend_from_slice(&long(16377));
+    line.extend_from_slice(b" 0 0 1\r\n");
+    assert_eq!(line.len(), 16389);
     assert_eq!(
         parse_text(&line, &l).expect_err("too long").kind,
         TextErrorKind::LineTooLong
     );
-
-    // A line of exactly line_len_max bytes (without \r\n) is accepted.
-    let mut exact = b"get ".to_vec();
-    exact.extend_from_slice(&[b'k'; 200]);
-    while exact.len() < 2048 {
-        exact.extend_from_slice(b" k");
-    }
-    exact.truncate(2048);
-    if exact.ends_with(b" ") {
-        exact.pop();
-        exact.push(b'k');
-    }
+    let mut exact = b"bogus ".to_vec();
+    exact.extend_from_slice(&long(16376));
     exact.extend_from_slice(b"\r\n");
-    assert!(matches!(parse_text(&exact, &l), Ok(Some(_))));
+    assert_eq!(exact.len(), 16384);
+    assert_eq!(
+        parse_text(&exact, &l).expect_err("unknown").kind,
+        TextErrorKind::UnknownCommand
+    );
+    exact.insert(0, b' ');
+    assert_eq!(
+        parse_text(&exact, &l).expect_err("too long").kind,
+        TextErrorKind::LineTooLong
+    );
+
+    // A 3000-byte key on a whole line is a bad key, as memcached answers it.
+    let mut line = b"set ".to_vec();
+    line.extend_from_slice(&long(3000));
+    line.extend_from_slice(b" 0 0 1\r\nx\r\n");
+    assert_eq!(
+        parse_text(&line, &l).expect_err("bad key").kind,
+        TextErrorKind::BadCommandLineFormat
+    );
 
     // get and gets lines may grow, up to get_line_len_max.
     let mut multiget = b"gets".to_vec();
@@ -703,24 +712,66 @@ fn line_limits() {
 
 #[test]
 fn value_limits() {
+    // With -I 1m, key "k" and flags 0, memcached stores 1048516 bytes and no more: the
+    // 60 bytes left are its item header, the key, the CRLF and the CAS.
     let l = limits();
-    let mut at_limit = b"set k 0 0 1048576\r\n".to_vec();
-    at_limit.extend_from_slice(&vec![b'v'; 1 << 20]);
+    let mut at_limit = b"set k 0 0 1048516\r\n".to_vec();
+    at_limit.extend_from_slice(&vec![b'v'; 1_048_516]);
     at_limit.extend_from_slice(b"\r\n");
     let TextRequest::Store(s) = parse_one(&at_limit) else {
         panic!("not a store");
     };
-    assert_eq!(s.data.len(), 1 << 20);
+    assert_eq!(s.data.len(), 1_048_516);
+    let e = parse_text(b"set k 0 0 1048517\r\n", &l).expect_err("large");
+    assert_eq!(e.kind, TextErrorKind::ObjectTooLarge);
+    // Non-zero flags take 4 bytes more.
+    let e = parse_text(b"set k 1 0 1048513\r\n", &l).expect_err("large");
+    assert_eq!(e.kind, TextErrorKind::ObjectTooLarge);
     let small = Limits {
-        item_size_max: 10,
+        item_size_max: 1024,
         ..l
     };
-    let e = parse_text(b"set k 0 0 11\r\n", &small).expect_err("large");
-    assert_eq!((e.kind, e.skip), (TextErrorKind::ObjectTooLarge, 14 + 13));
-    assert!(matches!(
-        parse_text(b"set k 0 0 10\r\n0123456789\r\n", &small),
-        Ok(Some(_))
-    ));
+    let e = parse_text(b"set k 0 0 965\r\n", &small).expect_err("large");
+    assert_eq!((e.kind, e.skip), (TextErrorKind::ObjectTooLarge, 15 + 967));
+    let mut fits = b"set k 0 0 964\r\n".to_vec();
+    fits.extend_from_slice(&[b'v'; 964]);
+    fits.extend_from_slice(b"\r\n");
+    assert!(matches!(parse_text(&fits, &small), Ok(Some(_))));
+}
+
+/// A `set` or `ms` refused for its size names the key whose item must go; `add` and the
+/// others do not (memcached's "avoid stale data").
+#[test]
+fn too_large_drops_the_stale_item() {
+    let small = Limits {
+        item_size_max: 1024,
+        ..limits()
+    };
+    // (request line, the key whose item goes, whether that key is base64)
+    type Case = (&'static [u8], Option<&'static [u8]>, bool);
+    let cases: &[Case] = &[
+        (b"set key 0 0 2000\r\n", Some(b"key"), false),
+        (b"set key 0 0 2000 noreply\r\n", Some(b"key"), false),
+        (b"add key 0 0 2000\r\n", None, false),
+        (b"append key 0 0 2000\r\n", None, false),
+        (b"cas key 0 0 2000 1\r\n", None, false),
+        (b"ms key 2000\r\n", Some(b"key"), false),
+        (b"ms key 2000 MA\r\n", Some(b"key"), false),
+        (b"ms a2V5 2000 b\r\n", Some(b"a2V5"), true),
+    ];
+    for &(line, key, base64) in cases {
+        let e = parse_text(line, &small).expect_err("too large");
+        assert_eq!(e.kind, TextErrorKind::ObjectTooLarge);
+        let stale = e.stale_key(line);
+        assert_eq!(stale.map(|k| k.raw()), key, "{line:?}");
+        assert_eq!(stale.map(|k| k.is_base64()), key.map(|_| base64));
+    }
+    // A base64 key is sized decoded: "a2V5" is the 3-byte "key".
+    let fits = 1024 - 59 - 3;
+    let line = format!("ms a2V5 {} b\r\n", fits + 1);
+    assert!(parse_text(line.as_bytes(), &small).is_err());
+    let line = format!("ms a2V5 {fits} b\r\n");
+    assert!(matches!(parse_text(line.as_bytes(), &small), Ok(None)));
 }
 
 /// A pipeline exercising every classic command, good and bad, noreply and not.

@@ -7,8 +7,8 @@ use larder_memcache::{BinaryCommand, BinaryRequest, BinaryWriter, Status, StoreM
 
 use larder_commands::ConnState;
 
-use super::stats::{self, VERSION};
-use super::{perm, slabs, watch, Ctx, Flow};
+use super::stats::VERSION;
+use super::{perm, watch, Ctx, Flow};
 use crate::items::{
     self, Access, Arith, Counted, Deadline, Delete, DeleteOutcome, Read, StoreOutcome,
 };
@@ -197,33 +197,24 @@ pub(super) fn execute(
         BinaryCommand::Version => w.version(req, VERSION),
         BinaryCommand::Stat { group } => {
             let mut emit = |name: &str, value: &[u8]| w.stat(req, name, value);
-            match group {
-                b"" => stats::general(cx.server, cx.mc, cx.now_ms, &mut emit),
-                b"settings" => stats::settings(cx.server, cx.mc, &mut emit),
-                b"conns" => stats::conns(cx.mc, cx.conn_id, cx.now_ms, &mut emit),
-                // Walked whole here, one shard lock at a time (the text protocol walks over
-                // several turns).
-                b"items" | b"slabs" => {
-                    let mut t = slabs::Tally::default();
-                    t.walk(cx, usize::MAX);
-                    if group == b"slabs" {
-                        slabs::write_slabs(&t, &mut emit);
-                    } else {
-                        let crawler = &cx.mc.crawler;
-                        slabs::write_items(&t, cx, &|id| crawler.class_reclaimed(id), &mut emit);
-                    }
-                }
-                b"sizes" => slabs::write_sizes(&mut emit),
-                b"reset" => cx.mc.stats.reset(),
-                // memcached's binary `detail` stats: on/off answer an empty stats end, dump
-                // one stat `detailed` holding the text protocol's lines.
-                b"detail on" => cx.mc.detail.set_enabled(true),
-                b"detail off" => cx.mc.detail.set_enabled(false),
-                b"detail dump" => emit("detailed", &cx.mc.detail.dump()),
-                _ => {
+            // memcached's `process_bin_stat`: reset, settings and detail are matched as
+            // prefixes of the key, the other groups whole; conns is text only.
+            if group.starts_with(b"reset") {
+                cx.mc.stats.reset();
+            } else if group.starts_with(b"settings") {
+                super::text::stats_group(cx, b"settings", &mut emit);
+            } else if let Some(sub) = group.strip_prefix(b"detail") {
+                if sub.starts_with(b" dump") {
+                    emit("detailed", &cx.mc.detail.dump());
+                } else if sub.starts_with(b" on") || sub.starts_with(b" off") {
+                    cx.mc.detail.set_enabled(sub.starts_with(b" on"));
+                } else {
                     w.status(req, Status::KEY_NOT_FOUND);
                     return Flow::Continue;
                 }
+            } else if !super::text::stats_group(cx, group, &mut emit) {
+                w.status(req, Status::KEY_NOT_FOUND);
+                return Flow::Continue;
             }
             w.stat_end(req);
         }

@@ -12,6 +12,7 @@ use larder_commands::ConnState;
 use super::job::Job;
 use super::{auth, binary, limits, text, watch, Ctx, Flow};
 use crate::acl_door::{Admission, Login};
+use crate::items;
 
 /// The protocol state of a connection without its socket: which protocol it speaks, and
 /// what is left of a refused request. Unit tests drive it directly.
@@ -112,6 +113,9 @@ impl Session {
                         if e.closes_connection()
                             || self.login.admitted(cx.server, conn) == Admission::In
                         {
+                            if let Some(key) = e.stale_key(rest) {
+                                key.with_bytes(|key| drop_stale(cx, conn, key));
+                            }
                             TextWriter::new(out).error(&e);
                         } else {
                             // Before login memcached answers every line so.
@@ -154,10 +158,11 @@ impl Session {
                         Step::Ran(flow, used)
                     }
                     Ok(None) => {
-                        // Read the whole body before parsing again.
+                        // Read what the parser needs (the whole body, or a storage request's
+                        // extras and key) before parsing again.
                         if let Some(head) = rest.first_chunk::<HEADER_LEN>() {
-                            let body = larder_memcache::BinaryHeader::parse(head).body_len;
-                            self.min_total = HEADER_LEN + body as usize;
+                            let head = larder_memcache::BinaryHeader::parse(head);
+                            self.min_total = head.bytes_needed(rest.len());
                         }
                         Step::Incomplete
                     }
@@ -165,6 +170,11 @@ impl Session {
                         if e.kind == larder_memcache::BinaryErrorKind::TooLarge {
                             bump(&cx.counters.store_too_large, 1);
                             bump(&cx.counters.cmd_set, 1);
+                        }
+                        if let Some(key) = e.stale_key(rest) {
+                            if self.login.admitted(cx.server, conn) == Admission::In {
+                                drop_stale(cx, conn, key);
+                            }
                         }
                         BinaryWriter::new(out).error(&e);
                         Step::Refused {
@@ -214,6 +224,14 @@ impl Session {
     fn held(&mut self, cx: &Ctx<'_>, writes: bool) -> bool {
         self.paused_until_ms = cx.server.pause.holds_now(writes);
         self.paused_until_ms.is_some()
+    }
+}
+
+/// memcached's refusal of an item too large to store also unlinks the item its key holds,
+/// so that no stale value outlives a failed `set`: done when the user may write the key.
+fn drop_stale(cx: &Ctx<'_>, conn: &ConnState, key: &[u8]) {
+    if crate::acl_door::check(cx.server, conn, &[b"SET", key, b"0"]).is_ok() {
+        items::delete(cx.db(), key, cx.now_ms, &items::Delete::default());
     }
 }
 

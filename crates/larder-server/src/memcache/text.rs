@@ -268,13 +268,16 @@ fn incr_decr(cx: &Ctx<'_>, key: &[u8], delta: u64, incr: bool, w: &mut TextWrite
 fn stats_command(cx: &Ctx<'_>, mut args: Tokens<'_>, w: &mut TextWriter<'_>) {
     let mut emit = |name: &str, value: &[u8]| w.stat(name, value);
     match args.next() {
-        None => stats::general(cx.server, cx.mc, cx.now_ms, &mut emit),
-        Some(b"settings") => stats::settings(cx.server, cx.mc, &mut emit),
-        Some(b"conns") => stats::conns(cx.mc, cx.conn_id, cx.now_ms, &mut emit),
+        None => {
+            stats_group(cx, b"", &mut emit);
+        }
         // Walks of database 0 over several turns (`job`), which write the answer.
         Some(b"items") => return cx.start_job(Job::Items(Box::default())),
         Some(b"slabs") => return cx.start_job(Job::Slabs(Box::default())),
-        Some(b"sizes") => slabs::write_sizes(&mut emit),
+        Some(group @ (b"settings" | b"sizes")) => {
+            stats_group(cx, group, &mut emit);
+        }
+        Some(b"conns") => stats::conns(cx.mc, cx.conn_id, cx.now_ms, &mut emit),
         Some(b"reset") => {
             cx.mc.stats.reset();
             w.reply(TextReply::Reset);
@@ -297,6 +300,30 @@ fn stats_command(cx: &Ctx<'_>, mut args: Tokens<'_>, w: &mut TextWriter<'_>) {
         }
     }
     w.end();
+}
+
+/// The stats groups both protocols print alike: the general stats (`group` empty),
+/// `settings`, `items`, `slabs` and `sizes`. False for any other group.
+pub(super) fn stats_group(cx: &Ctx<'_>, group: &[u8], emit: &mut dyn FnMut(&str, &[u8])) -> bool {
+    match group {
+        b"" => stats::general(cx.server, cx.mc, cx.now_ms, emit),
+        b"settings" => stats::settings(cx.server, cx.mc, emit),
+        // Walked whole here, one shard lock at a time (the text protocol's `stats items` and
+        // `stats slabs` walk over several turns instead).
+        b"items" | b"slabs" => {
+            let mut t = slabs::Tally::default();
+            t.walk(cx, usize::MAX);
+            if group == b"slabs" {
+                slabs::write_slabs(&t, emit);
+            } else {
+                let crawler = &cx.mc.crawler;
+                slabs::write_items(&t, cx, &|id| crawler.class_reclaimed(id), emit);
+            }
+        }
+        b"sizes" => slabs::write_sizes(emit),
+        _ => return false,
+    }
+    true
 }
 
 /// A meta key's bytes: decoded when sent in base64.
