@@ -88,6 +88,17 @@ pub trait Replication: Send + Sync {
     fn stop_waiting(&self, id: u64) -> Option<u64>;
     /// Client `id` closed.
     fn client_closed(&self, id: u64);
+    /// The master this server replicates (REPLICAOF host port), when it is a replica.
+    // FIXME(issue 17): the replica role is being built; until then a server is a master.
+    fn master(&self) -> Option<(String, u16)> {
+        None
+    }
+}
+
+/// The master this server replicates, when it is a replica: what the doors name when they
+/// refuse a write, and what the read-only gate checks.
+pub fn master_of(server: &Server) -> Option<(String, u16)> {
+    server.replication.get().and_then(|r| r.master())
 }
 
 /// The runtime's status, or the idle one.
