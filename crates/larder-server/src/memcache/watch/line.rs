@@ -44,7 +44,7 @@ pub fn item_get(
     gid: u64,
     key: &[u8],
     found: Fetch,
-    clsid: u32,
+    clsid: usize,
     cfd: i64,
     size: usize,
 ) -> String {
@@ -79,7 +79,7 @@ pub fn item_store(
     status: StoreStatus,
     cmd: &str,
     ttl: u32,
-    clsid: u32,
+    clsid: usize,
     cfd: i64,
     size: usize,
 ) -> String {
@@ -110,7 +110,7 @@ pub fn eviction(
     fetched: bool,
     ttl: i64,
     la: u32,
-    clsid: u32,
+    clsid: usize,
     size: usize,
 ) -> String {
     let mut s = String::with_capacity(112 + key.len());
