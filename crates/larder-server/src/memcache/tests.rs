@@ -543,3 +543,10 @@ fn one_dump_at_a_time() {
     assert_eq!(d.text("lru_crawler crawl all\r\n"), "OK\r\n");
     assert_eq!(d.text("lru_crawler metadump all\r\n").lines().count(), 3001);
 }
+
+#[test]
+fn keys_are_url_encoded_as_memcached_does() {
+    let mut out = Vec::new();
+    super::uriencode(b"c%20d a/\xff-._~Z9", |b| out.push(b));
+    assert_eq!(out, b"c%2520d%20a%2F%FF-._~Z9");
+}

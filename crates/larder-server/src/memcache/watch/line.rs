@@ -7,16 +7,11 @@ use std::fmt::Write as _;
 /// cut to it.
 const KEY_SHOWN_MAX: usize = 250;
 
-/// `key` as memcached's `uriencode`: letters, digits and `-._~` as they are, every other
-/// byte as `%XX` (upper-case hex).
+/// `key` url-encoded as memcached's `uriencode`, cut to [`KEY_SHOWN_MAX`] bytes first.
 pub fn uriencode(key: &[u8], out: &mut String) {
-    for &b in &key[..key.len().min(KEY_SHOWN_MAX)] {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
+    super::super::uriencode(&key[..key.len().min(KEY_SHOWN_MAX)], |b| {
+        out.push(char::from(b));
+    });
 }
 
 /// A line's common head: `ts=<sec>.<usec> gid=<n> ` (memcached prints the microseconds

@@ -408,8 +408,9 @@ impl Ctx<'_> {
         };
         // memcached names the class of a found item (0 for a miss).
         let clsid = match found {
-            Fetch::Found => items::footprint(self.db(), key, self.now_ms)
-                .map_or(0, |f| slabs::class_of(f).0),
+            Fetch::Found => {
+                items::footprint(self.db(), key, self.now_ms).map_or(0, |f| slabs::class_of(f).0)
+            }
             _ => 0,
         };
         self.mc.watch.inner.log(FETCHERS, |ts, gid| {
