@@ -91,6 +91,12 @@ pub enum Param {
     ReplBacklogTtl,
     ReplPingReplicaPeriod,
     ReplTimeout,
+    Replicaof,
+    Masterauth,
+    Masteruser,
+    ReplicaReadOnly,
+    ReplicaServeStaleData,
+    ReplicaIgnoreMaxmemory,
 }
 
 /// How a parameter's value is parsed and shown.

@@ -476,12 +476,17 @@ pub fn execute(
     // Nothing is evicted while the data loads (Redis's `isSafeToPerformEvictions`), and the
     // log's replay is never refused: the data was accepted once. Nor while a script is busy
     // (Redis's `isInsideYieldingLongCommand`): its shards stay locked.
-    let max =
-        if conn.loader || server.gates.loading.load(Ordering::Relaxed) || server.busy.is_busy() {
-            0
-        } else {
-            server.config.num(Param::Maxmemory)
-        };
+    // A replica evicts nothing (`replica-ignore-maxmemory`): its master's DELs free memory.
+    let replica = server.gates.replica.load(Ordering::Relaxed);
+    let max = if conn.loader
+        || server.gates.loading.load(Ordering::Relaxed)
+        || server.busy.is_busy()
+        || (replica && server.config.num(Param::ReplicaIgnoreMaxmemory) != 0)
+    {
+        0
+    } else {
+        server.config.num(Param::Maxmemory)
+    };
     if max > 0 {
         const MAX_EVICT_PER_COMMAND: usize = 64;
         let measure = || used_memory(server);
@@ -514,6 +519,15 @@ pub fn execute(
         }
     }
 
+    if replica && !conn.loader {
+        if let Some(e) = crate::replication::replica_gate(server, spec.flags) {
+            bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
+            flag_transaction(conn);
+            reply_error(server, conn, out, &e);
+            finish_reply(conn, out, reply_start);
+            return Outcome::Continue;
+        }
+    }
     if let Some(e) = persistence_gate(server, spec.flags).filter(|_| !conn.loader) {
         bump(&thread.per_command[resolved.stat_index].rejected_calls, 1);
         flag_transaction(conn);

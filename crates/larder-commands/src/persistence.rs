@@ -100,6 +100,11 @@ pub struct Gates {
     pub durable: AtomicU64,
     /// Groups are committed but not yet written: a worker writes them before its replies.
     pub log_dirty: AtomicBool,
+    /// The server is a replica (REPLICAOF host port): the read-only and stale-data gates
+    /// apply to clients other than the master's stream.
+    pub replica: AtomicBool,
+    /// A replica whose link to its master is not up (for `replica-serve-stale-data no`).
+    pub master_link_down: AtomicBool,
 }
 
 impl Gates {

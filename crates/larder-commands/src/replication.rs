@@ -47,6 +47,53 @@ pub struct Status {
     pub sync_partial_err: u64,
 }
 
+/// A replica's link to its master, as INFO replication and ROLE show it.
+#[derive(Clone, Debug, Default)]
+pub struct LinkStatus {
+    pub host: String,
+    pub port: u16,
+    /// ROLE's state: `connect`, `connecting`, `handshake`, `sync`, `connected`.
+    pub state: &'static str,
+    /// Seconds since the master last sent something; -1 without a link.
+    pub last_io_s: i64,
+    /// Seconds since the link went down; -1 if it was never up.
+    pub down_since_s: i64,
+    /// Bytes of the stream read, and processed (the replica's replication offset); -1
+    /// for the processed offset while there is no link (ROLE's).
+    pub read_offset: u64,
+    pub offset: i64,
+    /// During a full resync: the file's size (-1 while unknown: EOF-marked), bytes read,
+    /// seconds since the last read.
+    pub sync_total_bytes: i64,
+    pub sync_read_bytes: u64,
+    pub sync_last_io_s: i64,
+}
+
+/// The error a write gets on a read-only replica.
+pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+/// The error a command without the STALE flag gets while the link is down and
+/// `replica-serve-stale-data` is no.
+pub const MASTERDOWN: &str =
+    "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// The replica's refusals for a client other than the master's stream (the caller checked
+/// that the server is a replica), in Redis's order: writes on a read-only replica, then
+/// commands that would serve stale data.
+pub(crate) fn replica_gate(server: &Server, spec_flags: u32) -> Option<Error> {
+    use crate::config::Param;
+    use std::sync::atomic::Ordering;
+    if spec_flags & WRITE != 0 && server.config.num(Param::ReplicaReadOnly) != 0 {
+        return Some(Error::Static(READONLY));
+    }
+    if spec_flags & STALE == 0
+        && server.gates.master_link_down.load(Ordering::Relaxed)
+        && server.config.num(Param::ReplicaServeStaleData) == 0
+    {
+        return Some(Error::Static(MASTERDOWN));
+    }
+    None
+}
+
 /// How a replica asked to synchronise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncRequest<'a> {
@@ -89,9 +136,21 @@ pub trait Replication: Send + Sync {
     /// Client `id` closed.
     fn client_closed(&self, id: u64);
     /// The master this server replicates (REPLICAOF host port), when it is a replica.
-    // FIXME(issue 17): the replica role is being built; until then a server is a master.
     fn master(&self) -> Option<(String, u16)> {
         None
+    }
+    /// REPLICAOF: follow `host` `port`, or (None) become a master; the caller answers
+    /// `Already connected` when the master is the same.
+    fn replicaof(&self, _target: Option<(&str, u16)>) -> std::result::Result<(), String> {
+        Err("ERR replication is not running on this server".into())
+    }
+    /// The link to the master, when this server is a replica.
+    fn link(&self) -> Option<LinkStatus> {
+        None
+    }
+    /// Whether client `id` is the master's stream (CLIENT LIST's `M` flag).
+    fn is_master_link(&self, _id: u64) -> bool {
+        false
     }
 }
 
@@ -131,12 +190,13 @@ fn idle_replid(run_id: &str) -> String {
 pub fn info_section(server: &Server, out: &mut String) {
     use std::fmt::Write as _;
     let s = status(server);
+    let link = server.replication.get().and_then(|r| r.link());
     // Writing to a String cannot fail.
-    let _ = write!(
-        out,
-        "role:master\r\nconnected_slaves:{}\r\n",
-        s.replicas.len()
-    );
+    match &link {
+        None => out.push_str("role:master\r\n"),
+        Some(l) => replica_info(server, l, out),
+    }
+    let _ = write!(out, "connected_slaves:{}\r\n", s.replicas.len());
     for (i, r) in s.replicas.iter().enumerate() {
         let _ = write!(
             out,
@@ -160,6 +220,57 @@ pub fn info_section(server: &Server, out: &mut String) {
     );
 }
 
+/// INFO replication's lines for a replica, as Redis 7.0.15 prints them.
+fn replica_info(server: &Server, l: &LinkStatus, out: &mut String) {
+    use std::fmt::Write as _;
+    let up = l.state == "connected";
+    let _ = write!(
+        out,
+        "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\n\
+         master_last_io_seconds_ago:{}\r\nmaster_sync_in_progress:{}\r\n\
+         slave_read_repl_offset:{}\r\nslave_repl_offset:{}\r\n",
+        l.host,
+        l.port,
+        if up { "up" } else { "down" },
+        l.last_io_s,
+        u8::from(l.state == "sync"),
+        l.read_offset,
+        l.offset.max(0),
+    );
+    if l.state == "sync" {
+        let total = l.sync_total_bytes;
+        let read = l.sync_read_bytes as i64;
+        let perc = if total > 0 {
+            read as f64 / total as f64 * 100.0
+        } else {
+            0.0
+        };
+        let _ = write!(
+            out,
+            "master_sync_total_bytes:{total}\r\nmaster_sync_read_bytes:{read}\r\n\
+             master_sync_left_bytes:{}\r\nmaster_sync_perc:{perc:.2}\r\n\
+             master_sync_last_io_seconds_ago:{}\r\n",
+            total - read,
+            l.sync_last_io_s
+        );
+    }
+    if !up {
+        let _ = write!(out, "master_link_down_since_seconds:{}\r\n", l.down_since_s);
+    }
+    // `replica-priority` and `replica-announced` are read by name: they belong to the
+    // Sentinel-facing parameters.
+    let param = |name: &str, default: i64| {
+        crate::config::lookup(name).map_or(default, |d| server.config.num(d.param))
+    };
+    let _ = write!(
+        out,
+        "slave_priority:{}\r\nslave_read_only:{}\r\nreplica_announced:{}\r\n",
+        param("replica-priority", 100),
+        server.config.num(crate::config::Param::ReplicaReadOnly),
+        param("replica-announced", 1),
+    );
+}
+
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY,
@@ -174,6 +285,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("wait", 3, NOSCRIPT, KeySpec::NONE, Group::Connection,
         "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
         "3.0.0", wait),
+    CommandSpec::new("replicaof", 3, ADMIN | NOSCRIPT | STALE, KeySpec::NONE, Group::Server,
+        "Make the server a replica of another instance, or promote it as master.", "5.0.0",
+        replicaof),
+    CommandSpec::new("slaveof", 3, ADMIN | NOSCRIPT | STALE, KeySpec::NONE, Group::Server,
+        "Make the server a replica of another instance, or promote it as master.", "1.0.0",
+        replicaof),
 ];
 
 fn runtime<'a>(c: &Cmd<'a>) -> Option<&'a dyn Replication> {
@@ -246,9 +363,56 @@ fn start_sync(c: &mut Cmd<'_>, req: SyncRequest<'_>) -> Result<()> {
     r.sync(&c.conn.handle, req).map_err(Error::Owned)
 }
 
-/// ROLE for a master: `master`, the offset, and each replica's ip, port and offset.
+/// REPLICAOF (and SLAVEOF) host port, or NO ONE, with Redis 7.0.15's replies.
+fn replicaof(c: &mut Cmd<'_>) -> Result<()> {
+    let host = c.args.next_arg()?;
+    let port = c.args.next_arg()?;
+    c.args.finish()?;
+    let r = runtime(c).ok_or(Error::Static(
+        "ERR replication is not running on this server",
+    ))?;
+    if host.eq_ignore_ascii_case(b"no") && port.eq_ignore_ascii_case(b"one") {
+        if r.master().is_some() {
+            r.replicaof(None).map_err(Error::Owned)?;
+        }
+        c.out.simple("OK");
+        return Ok(());
+    }
+    if r.is_replica(c.conn.id) {
+        return Err(Error::Static(
+            "ERR Command is not valid when client is a replica.",
+        ));
+    }
+    let port = crate::args::parse_i64(port)
+        .and_then(|p| u16::try_from(p).ok())
+        .ok_or(Error::Static("ERR Invalid master port"))?;
+    let host = String::from_utf8_lossy(host).into_owned();
+    if r.master()
+        .is_some_and(|(h, p)| h.eq_ignore_ascii_case(&host) && p == port)
+    {
+        c.out.simple("OK Already connected to specified master");
+        return Ok(());
+    }
+    r.replicaof(Some((&host, port))).map_err(Error::Owned)?;
+    c.out.simple("OK");
+    Ok(())
+}
+
+/// ROLE: for a master `master`, the offset, and each replica's ip, port and offset; for a
+/// replica `slave`, its master's host and port, the link's state and the offset (-1 while
+/// not connected).
 fn role(c: &mut Cmd<'_>) -> Result<()> {
     c.args.finish()?;
+    if let Some(l) = c.server.replication.get().and_then(|r| r.link()) {
+        c.out.array(5);
+        c.out.bulk(b"slave");
+        c.out.bulk(l.host.as_bytes());
+        c.out.int(i64::from(l.port));
+        c.out.bulk(l.state.as_bytes());
+        c.out
+            .int(if l.state == "connected" { l.offset } else { -1 });
+        return Ok(());
+    }
     let s = status(c.server);
     c.out.array(3);
     c.out.bulk(b"master");
@@ -324,6 +488,18 @@ mod tests {
         assert_eq!(
             h.run(&["PSYNC", "?", "-1"]),
             err("ERR replication is not running on this server")
+        );
+        assert_eq!(
+            h.run(&["REPLICAOF", "127.0.0.1", "6380"]),
+            err("ERR replication is not running on this server")
+        );
+        assert_eq!(
+            h.run(&["SLAVEOF", "no", "one"]),
+            err("ERR replication is not running on this server")
+        );
+        assert_eq!(
+            h.run(&["REPLICAOF", "no"]),
+            err("ERR wrong number of arguments for 'replicaof' command")
         );
         let Frame::Bulk(text) = h.run(&["INFO", "replication"]) else {
             panic!("INFO answers a bulk string");

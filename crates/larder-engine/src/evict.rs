@@ -18,6 +18,20 @@ pub(crate) struct AccessPolicy {
     lfu: AtomicBool,
     log_factor: AtomicU32,
     decay_time: AtomicU32,
+    /// The keyspace follows a master: a key past its deadline stays until the master's DEL.
+    follows_master: AtomicBool,
+}
+
+thread_local! {
+    /// This thread applies a master's replication stream: it sees keys past their deadline
+    /// as they still are on the master (Redis's replica lets its master client see them).
+    static APPLIES_MASTER_STREAM: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Mark the calling thread as the one applying a master's stream (see
+/// [`crate::Keyspace::set_follows_master`]).
+pub fn set_applies_master_stream(on: bool) {
+    APPLIES_MASTER_STREAM.with(|c| c.set(on));
 }
 
 impl Default for AccessPolicy {
@@ -26,6 +40,7 @@ impl Default for AccessPolicy {
             lfu: AtomicBool::new(false),
             log_factor: AtomicU32::new(10),
             decay_time: AtomicU32::new(1),
+            follows_master: AtomicBool::new(false),
         }
     }
 }
@@ -42,6 +57,19 @@ impl AccessPolicy {
         if self.decay_time.load(Ordering::Relaxed) != decay_time {
             self.decay_time.store(decay_time, Ordering::Relaxed);
         }
+    }
+
+    pub(crate) fn set_follows_master(&self, on: bool) {
+        self.follows_master.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn follows_master(&self) -> bool {
+        self.follows_master.load(Ordering::Relaxed)
+    }
+
+    /// Whether the calling thread applies the master's stream.
+    pub(crate) fn applies_master_stream() -> bool {
+        APPLIES_MASTER_STREAM.with(Cell::get)
     }
 
     #[inline]

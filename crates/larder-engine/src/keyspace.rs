@@ -707,6 +707,19 @@ impl Keyspace {
 
     /// Record accesses as an LFU counter (`lfu`) or as the LRU clock, with Redis's
     /// `lfu-log-factor` and `lfu-decay-time`. Cheap when nothing changes (call it freely).
+    /// Follow a master (`on`) or stop: while following, a key past its deadline is hidden
+    /// from readers but not removed, except for the thread that applies the master's stream
+    /// (`evict::set_applies_master_stream`), which still sees it; the caller stops active
+    /// expiry and eviction.
+    pub fn set_follows_master(&self, on: bool) {
+        self.shared.policy.set_follows_master(on);
+    }
+
+    /// Whether the keyspace follows a master.
+    pub fn follows_master(&self) -> bool {
+        self.shared.policy.follows_master()
+    }
+
     pub fn set_access_policy(&self, lfu: bool, log_factor: u32, decay_time: u32) {
         self.shared.policy.set(lfu, log_factor, decay_time);
     }

@@ -39,7 +39,9 @@ pub use clock::{lru_clock, now_ms, now_us};
 pub use encoding::Limits;
 pub use entry::{Entry, Object, ObjectKind};
 pub use error::EngineError;
-pub use evict::{lfu_decayed, lfu_log_incr, EvictionPolicy, LFU_INIT_VAL};
+pub use evict::{
+    lfu_decayed, lfu_log_incr, set_applies_master_stream, EvictionPolicy, LFU_INIT_VAL,
+};
 pub use feed::{Change, ChangeKind, Consumer, EntryMeta, Feed, GroupScope, Interest, Value};
 pub use hash::Hash;
 pub use keyspace::{Db, DbGuards, Eviction, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};

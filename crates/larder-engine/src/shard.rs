@@ -209,10 +209,22 @@ impl Shard {
     pub fn find(&mut self, key: &[u8], hash: u64, now_ms: u64) -> Option<SlotId> {
         let slot = self.find_raw(key, hash)?;
         if self.slot(slot).is_expired(now_ms) {
-            self.expire_lazily(slot);
-            return None;
+            return self.expired_found(slot);
         }
         Some(slot)
+    }
+
+    /// A reader found an entry past its deadline: remove it; on a keyspace that follows a
+    /// master, keep it, hidden from clients and visible to the master's stream (Redis 7's
+    /// replica: only the master's DEL removes a key).
+    #[cold]
+    #[inline(never)]
+    fn expired_found(&mut self, slot: SlotId) -> Option<SlotId> {
+        if self.policy.follows_master() {
+            return crate::evict::AccessPolicy::applies_master_stream().then_some(slot);
+        }
+        self.expire_lazily(slot);
+        None
     }
 
     /// Remove an entry a reader found past its deadline (kept out of `find`'s inlined code).

@@ -294,8 +294,11 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
             .spawn(move || {
                 // DEBUG SET-ACTIVE-EXPIRE 0 ends the cycle (it returns at its next wake-up,
                 // which a new earlier deadline brings at once); this loop then waits for it
-                // to be turned on again.
-                let active = || server.active_expire.load(Ordering::Acquire);
+                // to be turned on again. A replica expires nothing: its master's DELs do.
+                let active = || {
+                    server.active_expire.load(Ordering::Acquire)
+                        && !server.keyspace.follows_master()
+                };
                 while !stopping.load(Ordering::Relaxed) {
                     if !active() {
                         std::thread::sleep(std::time::Duration::from_millis(10));

@@ -756,6 +756,54 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Mutable,
         "seconds a replication transfer or link may make no progress before it is dropped",
     ),
+    def(
+        Param::Replicaof,
+        "replicaof",
+        Kind::Custom(parse_replicaof),
+        "",
+        Mutability::Immutable,
+        "the master to replicate at start, as `host port` (REPLICAOF changes it at run time)",
+    ),
+    def(
+        Param::Masterauth,
+        "masterauth",
+        Kind::Text,
+        "",
+        Mutability::Mutable,
+        "the password a replica sends its master (AUTH), empty for none",
+    ),
+    def(
+        Param::Masteruser,
+        "masteruser",
+        Kind::Text,
+        "",
+        Mutability::Mutable,
+        "the ACL user a replica authenticates as with masterauth, empty for the default user",
+    ),
+    def(
+        Param::ReplicaReadOnly,
+        "replica-read-only",
+        Kind::Bool,
+        "yes",
+        Mutability::Mutable,
+        "a replica refuses writes from its clients (-READONLY)",
+    ),
+    def(
+        Param::ReplicaServeStaleData,
+        "replica-serve-stale-data",
+        Kind::Bool,
+        "yes",
+        Mutability::Mutable,
+        "a replica whose link to its master is down still serves its data (no: -MASTERDOWN)",
+    ),
+    def(
+        Param::ReplicaIgnoreMaxmemory,
+        "replica-ignore-maxmemory",
+        Kind::Bool,
+        "yes",
+        Mutability::Mutable,
+        "a replica evicts nothing for maxmemory (its master's DELs free memory)",
+    ),
 ];
 
 /// Redis's older names for parameters, accepted wherever the name is (CONFIG GET and SET,
@@ -768,7 +816,29 @@ pub static ALIASES: &[(&str, Param)] = &[
     ("list-max-ziplist-size", Param::ListMaxListpackSize),
     ("lua-time-limit", Param::BusyReplyThreshold),
     ("repl-ping-slave-period", Param::ReplPingReplicaPeriod),
+    ("slaveof", Param::Replicaof),
+    ("slave-read-only", Param::ReplicaReadOnly),
+    ("slave-serve-stale-data", Param::ReplicaServeStaleData),
+    ("slave-ignore-maxmemory", Param::ReplicaIgnoreMaxmemory),
 ];
+
+/// `replicaof host port` (or `no one`, or nothing: not a replica), shown as `host port`.
+fn parse_replicaof(value: &str) -> Result<(i64, String), String> {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    match words.as_slice() {
+        [] => Ok((0, String::new())),
+        [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => {
+            Ok((0, String::new()))
+        }
+        [host, port] => {
+            let port: u16 = port
+                .parse()
+                .map_err(|_| "Invalid master port".to_string())?;
+            Ok((i64::from(port), format!("{host} {port}")))
+        }
+        _ => Err("wrong number of arguments".to_string()),
+    }
+}
 
 /// `tls-auth-clients`' values; the stored number is the index.
 pub const TLS_AUTH_CLIENTS: &[&str] = &["no", "yes", "optional"];

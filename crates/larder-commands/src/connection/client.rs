@@ -127,17 +127,13 @@ impl ClientType {
         Ok(t)
     }
 
-    /// The class of a connection: a replica attached to this master, or a normal client
-    /// (larder counts subscribers as normal clients, and has no master link yet).
+    /// The class of a connection: a replica attached to this server, the master's stream
+    /// on a replica, or a normal client (larder counts subscribers as normal clients).
     fn of(server: &crate::Server, handle: &ClientHandle) -> ClientType {
-        if server
-            .replication
-            .get()
-            .is_some_and(|r| r.is_replica(handle.id))
-        {
-            ClientType::Replica
-        } else {
-            ClientType::Normal
+        match server.replication.get() {
+            Some(r) if r.is_replica(handle.id) => ClientType::Replica,
+            Some(r) if r.is_master_link(handle.id) => ClientType::Master,
+            _ => ClientType::Normal,
         }
     }
 }
@@ -250,6 +246,13 @@ fn write_client_line(
         .is_some_and(|r| r.is_replica(handle.id))
     {
         flags.push('S');
+    }
+    if server
+        .replication
+        .get()
+        .is_some_and(|r| r.is_master_link(handle.id))
+    {
+        flags.push('M');
     }
     if server.monitors.contains(handle.id) {
         flags.push('O');

@@ -21,6 +21,7 @@
 //! Lock order: shard locks, then the feed's ordering lock, then [`Master`]'s state.
 
 mod backlog;
+mod replica;
 mod stream;
 mod transfer;
 
@@ -32,7 +33,7 @@ use std::time::Duration;
 
 use larder_commands::config::Param;
 use larder_commands::mail::{Limit, Refused};
-use larder_commands::replication::{ReplicaStatus, Replication, Status, SyncRequest};
+use larder_commands::replication::{LinkStatus, ReplicaStatus, Replication, Status, SyncRequest};
 use larder_commands::state::{kill_client, ClientHandle};
 use larder_commands::Server;
 use larder_engine::{Change, Consumer, Interest};
@@ -87,6 +88,22 @@ struct State {
     /// WAIT's clients and the offsets they wait for.
     waiters: Vec<(Arc<ClientHandle>, u64)>,
     limit: Limit,
+    /// Set while this server is a replica: its stream is its master's, proxied (see
+    /// [`Proxy`]), not encoded from its own changes.
+    proxy: Option<Proxy>,
+}
+
+/// A replica's stream: the bytes of its master's stream, passed on to its own replicas
+/// as it applies them (Redis 7 proxies the stream, so every level has the same offsets).
+#[derive(Debug, Default)]
+struct Proxy {
+    /// The bytes of the command being applied. They join the stream when its changes
+    /// commit (in the feed, with the shards held, so that a full resync's point sees the
+    /// command and its bytes together) or, for a command that changed nothing, after it ran.
+    staged: Vec<u8>,
+    /// The database the proxied stream has selected (`repl-stream-db` of a sub-replica's
+    /// file).
+    db: u32,
 }
 
 /// The master's replication runtime.
@@ -99,6 +116,8 @@ pub struct Master {
     sync_full: AtomicU64,
     sync_partial_ok: AtomicU64,
     sync_partial_err: AtomicU64,
+    /// The link to the master while this server is a replica.
+    link: Mutex<Option<Arc<replica::Link>>>,
 }
 
 /// The stream's PING.
@@ -121,13 +140,22 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
             alone_since_ms: 0,
             waiters: Vec::new(),
             limit: replica_limit(server),
+            proxy: None,
         }),
         handshakes: Mutex::new(HashMap::new()),
         sync_full: AtomicU64::new(0),
         sync_partial_ok: AtomicU64::new(0),
         sync_partial_err: AtomicU64::new(0),
+        link: Mutex::new(None),
     });
     let _ = server.replication.set(master.clone());
+    let configured = server.config.text(Param::Replicaof);
+    if let Some((host, port)) = configured.split_once(' ') {
+        let port = port.parse().unwrap_or(0);
+        master
+            .replicaof(Some((host, port)))
+            .map_err(|e| anyhow::anyhow!("replicaof {configured}: {e}"))?;
+    }
     let weak = Arc::downgrade(&master);
     std::thread::Builder::new()
         .name("repl-cron".into())
@@ -192,6 +220,27 @@ fn post(h: &ClientHandle, limit: Limit, bytes: &[u8]) -> bool {
 }
 
 impl State {
+    /// A replica's staged command bytes join the stream; `db` is the proxied stream's
+    /// database after the command (None: unchanged).
+    fn flush_staged(&mut self, db: Option<u32>) {
+        let Some(p) = &mut self.proxy else { return };
+        if let Some(db) = db {
+            p.db = db;
+        }
+        let staged = std::mem::take(&mut p.staged);
+        self.feed(&staged);
+        if let Some(p) = &mut self.proxy {
+            // Keep the allocation for the next command.
+            p.staged = staged;
+            p.staged.clear();
+        }
+    }
+
+    /// The database a full resync's replica starts in (`repl-stream-db`).
+    fn stream_db(&self) -> u32 {
+        self.proxy.as_ref().map_or(self.encoder.db(), |p| p.db)
+    }
+
     /// Add stream bytes: the offset, the backlog, every replica.
     fn feed(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
@@ -227,6 +276,10 @@ impl Consumer for Feeder {
     fn committed(&self, _seq: u64, changes: &[Change]) {
         let Some(m) = self.0.upgrade() else { return };
         let mut st = m.state.lock();
+        if st.proxy.is_some() {
+            st.flush_staged(None);
+            return;
+        }
         let mut bytes = Vec::new();
         st.encoder.group(changes, &mut bytes);
         st.feed(&bytes);
@@ -277,10 +330,13 @@ impl Master {
             }
             !silent
         });
-        if !st.replicas.is_empty() && tick % period == 0 {
+        // A replica passes its master's PINGs on and sends none of its own; it never frees
+        // its backlog (its replicas and a promotion continue from it).
+        if st.proxy.is_none() && !st.replicas.is_empty() && tick % period == 0 {
             st.feed(PING);
         }
-        if st.replicas.is_empty()
+        if st.proxy.is_none()
+            && st.replicas.is_empty()
             && st.backlog.is_some()
             && ttl_ms > 0
             && st.alone_since_ms != 0
@@ -484,6 +540,9 @@ impl Replication for Master {
         let Some(me) = self.me.upgrade() else {
             return Err("ERR the server is shutting down".into());
         };
+        if self.link.lock().as_ref().is_some_and(|l| !l.connected()) {
+            return Err("NOMASTERLINK Can't SYNC while not connected with my master".into());
+        }
         let mut eof = self
             .handshakes
             .lock()
@@ -536,7 +595,7 @@ impl Replication for Master {
         let mut st = self.state.lock();
         st.waiters.retain(|(h, _)| h.id != client.id);
         st.waiters.push((Arc::clone(client), offset));
-        if st.replicas.iter().any(|r| r.phase == Phase::Online) {
+        if st.proxy.is_none() && st.replicas.iter().any(|r| r.phase == Phase::Online) {
             let mut getack = Vec::new();
             encode_command(&mut getack, &[&b"REPLCONF"[..], b"GETACK", b"*"]);
             st.feed(&getack);
@@ -549,6 +608,61 @@ impl Replication for Master {
         Some(st.waiters.remove(i).1)
     }
 
+    fn master(&self) -> Option<(String, u16)> {
+        self.link
+            .lock()
+            .as_ref()
+            .map(|l| (l.host().to_string(), l.port()))
+    }
+
+    fn replicaof(&self, target: Option<(&str, u16)>) -> Result<(), String> {
+        let server = self.server().ok_or("ERR the server is shutting down")?;
+        let me = self.me.upgrade().ok_or("ERR the server is shutting down")?;
+        let mut link = self.link.lock();
+        if let Some(old) = link.take() {
+            old.stop();
+        }
+        match target {
+            Some((host, port)) => {
+                server.gates.master_link_down.store(true, Ordering::Relaxed);
+                server.gates.replica.store(true, Ordering::Relaxed);
+                server.keyspace.set_follows_master(true);
+                {
+                    let mut st = self.state.lock();
+                    st.proxy.get_or_insert_with(Proxy::default);
+                    // Its replicas resync with it once it knows its master's history.
+                    disconnect_replicas(&mut st);
+                }
+                tracing::info!(host, port, "connecting to a master (REPLICAOF)");
+                *link =
+                    Some(replica::start(me, server, host, port).map_err(|e| format!("ERR {e}"))?);
+            }
+            None => {
+                self.promote();
+                server.keyspace.set_follows_master(false);
+                server.gates.replica.store(false, Ordering::Relaxed);
+                server
+                    .gates
+                    .master_link_down
+                    .store(false, Ordering::Relaxed);
+                tracing::info!("MASTER MODE enabled (REPLICAOF NO ONE)");
+            }
+        }
+        Ok(())
+    }
+
+    fn link(&self) -> Option<LinkStatus> {
+        let link = self.link.lock().clone()?;
+        Some(link.status(self.state.lock().offset))
+    }
+
+    fn is_master_link(&self, id: u64) -> bool {
+        self.link
+            .lock()
+            .as_ref()
+            .is_some_and(|l| l.client_id() == id)
+    }
+
     fn client_closed(&self, id: u64) {
         self.handshakes.lock().remove(&id);
         let mut st = self.state.lock();
@@ -559,4 +673,12 @@ impl Replication for Master {
             st.alone_since_ms = larder_engine::now_ms();
         }
     }
+}
+
+/// Close every attached replica (they reconnect and resync, partially when they can).
+fn disconnect_replicas(st: &mut State) {
+    for r in st.replicas.drain(..) {
+        kill_client(&r.handle);
+    }
+    st.alone_since_ms = larder_engine::now_ms();
 }

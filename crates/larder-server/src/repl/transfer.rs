@@ -155,7 +155,7 @@ fn run(
         }
         PointInfo {
             repl: Some(ReplInfo {
-                stream_db: st.encoder.db(),
+                stream_db: st.stream_db(),
                 id: st.replid.clone(),
                 offset,
             }),

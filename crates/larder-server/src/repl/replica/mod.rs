@@ -1,0 +1,275 @@
+//! The replica role: a link to a master (REPLICAOF host port) on a thread of its own, and
+//! the [`Master`] state changes it makes (see ARCHITECTURE.md, "Replication").
+//!
+//! The link connects, shakes hands (`PING`, `AUTH`, `REPLCONF listening-port` and `capa eof
+//! capa psync2`), asks `PSYNC <replid> <offset+1>` with the history it has (`? -1` after a
+//! failed load), loads the file of a full resync into the emptied keyspace as it reads it,
+//! and applies the stream through `exec::execute` on a connection flagged as the loader
+//! (`session.rs`). Each command's bytes join this server's own stream as the command
+//! commits ([`super::Proxy`]), so its replicas get its master's stream with the same
+//! replication id and offsets. When the link drops it reconnects about once a second.
+
+mod session;
+mod wire;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use larder_commands::replication::LinkStatus;
+use larder_commands::Server;
+use parking_lot::Mutex;
+
+use super::backlog::Backlog;
+use super::{disconnect_replicas, random_hex, Feeder, Master, Proxy, State};
+
+/// Where the link stands (ROLE's words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Connect,
+    Connecting,
+    Handshake,
+    Sync,
+    Connected,
+}
+
+impl Phase {
+    fn word(self) -> &'static str {
+        match self {
+            Phase::Connect => "connect",
+            Phase::Connecting => "connecting",
+            Phase::Handshake => "handshake",
+            Phase::Sync => "sync",
+            Phase::Connected => "connected",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Shown {
+    phase: Phase,
+    /// Unix ms of the master's last bytes (0: no link).
+    last_io_ms: u64,
+    /// Unix ms when the link went down (0: it was never up).
+    down_since_ms: u64,
+    /// A full resync's file size (-1 while unknown), bytes read.
+    sync_total: i64,
+    sync_read: u64,
+}
+
+/// A link to a master; dropped by [`Link::stop`] (REPLICAOF elsewhere or NO ONE).
+pub struct Link {
+    host: String,
+    port: u16,
+    stopped: AtomicBool,
+    /// The CLIENT LIST id of the master's connection (0 between connections).
+    client_id: AtomicU64,
+    /// Bytes of the stream read (INFO's `slave_read_repl_offset`).
+    read_offset: AtomicU64,
+    /// Whether the replication id and offset describe data this server holds: false from
+    /// a `+FULLRESYNC` until its file is loaded, so a retry asks `PSYNC ? -1`.
+    history_valid: AtomicBool,
+    shown: Mutex<Shown>,
+}
+
+/// Start following `host` `port`.
+pub fn start(
+    master: Arc<Master>,
+    server: Arc<Server>,
+    host: &str,
+    port: u16,
+) -> std::io::Result<Arc<Link>> {
+    let link = Arc::new(Link {
+        host: host.to_string(),
+        port,
+        stopped: AtomicBool::new(false),
+        client_id: AtomicU64::new(0),
+        read_offset: AtomicU64::new(master.state.lock().offset),
+        history_valid: AtomicBool::new(true),
+        shown: Mutex::new(Shown {
+            phase: Phase::Connect,
+            last_io_ms: 0,
+            down_since_ms: 0,
+            sync_total: -1,
+            sync_read: 0,
+        }),
+    });
+    let l = Arc::clone(&link);
+    std::thread::Builder::new()
+        .name("repl-link".into())
+        .spawn(move || session::run(&master, &server, &l))?;
+    Ok(link)
+}
+
+impl Link {
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    pub fn client_id(&self) -> u64 {
+        self.client_id.load(Ordering::Relaxed)
+    }
+
+    pub fn connected(&self) -> bool {
+        self.shown.lock().phase == Phase::Connected
+    }
+
+    fn set_phase(&self, server: &Server, phase: Phase) {
+        let mut s = self.shown.lock();
+        let now = larder_engine::now_ms();
+        if phase == Phase::Connected {
+            s.down_since_ms = 0;
+        } else if s.phase == Phase::Connected {
+            s.down_since_ms = now;
+        }
+        if phase == Phase::Connect {
+            s.last_io_ms = 0;
+        }
+        s.phase = phase;
+        server
+            .gates
+            .master_link_down
+            .store(phase != Phase::Connected, Ordering::Relaxed);
+    }
+
+    fn io(&self) {
+        self.shown.lock().last_io_ms = larder_engine::now_ms();
+    }
+
+    fn sync_progress(&self, total: i64, read: u64) {
+        let mut s = self.shown.lock();
+        s.sync_total = total;
+        s.sync_read = read;
+        s.last_io_ms = larder_engine::now_ms();
+    }
+
+    /// What INFO and ROLE show, with the replication offset `offset`.
+    pub fn status(&self, offset: u64) -> LinkStatus {
+        let s = self.shown.lock();
+        let now = larder_engine::now_ms();
+        let ago = |ms: u64| match ms {
+            0 => -1,
+            ms => (now.saturating_sub(ms) / 1000) as i64,
+        };
+        LinkStatus {
+            host: self.host.clone(),
+            port: self.port,
+            state: s.phase.word(),
+            last_io_s: ago(s.last_io_ms),
+            down_since_s: ago(s.down_since_ms),
+            read_offset: self.read_offset.load(Ordering::Relaxed),
+            offset: offset as i64,
+            sync_total_bytes: s.sync_total,
+            sync_read_bytes: s.sync_read,
+            sync_last_io_s: ago(s.last_io_ms),
+        }
+    }
+}
+
+impl Master {
+    /// REPLICAOF NO ONE: the history so far becomes `replid2` (valid up to the next byte),
+    /// under a new replication id, so former siblings continue with a partial resync; its
+    /// replicas reconnect to learn the new id.
+    pub(super) fn promote(&self) {
+        let mut st = self.state.lock();
+        if st.proxy.take().is_none() {
+            return;
+        }
+        st.replid2 = std::mem::replace(&mut st.replid, random_hex(40));
+        st.second_offset = st.offset as i64 + 1;
+        st.encoder.reselect();
+        if let Some(server) = self.server() {
+            self.keep_backlog(&server, &mut st);
+        }
+        disconnect_replicas(&mut st);
+    }
+
+    /// Make sure a backlog exists from the current offset on and the feed calls
+    /// [`Feeder`] (without touching the replication id, unlike `ensure_backlog`).
+    fn keep_backlog(&self, server: &Server, st: &mut State) {
+        if st.backlog.is_none() {
+            let size = server
+                .config
+                .num(larder_commands::config::Param::ReplBacklogSize);
+            st.backlog = Some(Backlog::new(size.max(1) as usize, st.offset + 1));
+        }
+        if st.feed_id.is_none() {
+            let feeder = Arc::new(Feeder(self.me.clone()));
+            st.feed_id = Some(
+                server
+                    .keyspace
+                    .feed()
+                    .subscribe(larder_engine::Interest::COMMANDS, feeder),
+            );
+        }
+    }
+
+    /// The PSYNC arguments: this server's history (a former master's own, or what it
+    /// replicated), or `? -1` when it holds none.
+    fn psync_args(&self, link: &Link) -> (String, String) {
+        if !link.history_valid.load(Ordering::Acquire) {
+            return ("?".into(), "-1".into());
+        }
+        let st = self.state.lock();
+        (st.replid.clone(), (st.offset + 1).to_string())
+    }
+
+    /// A full resync's file is loaded: the master's history from `offset` on is this
+    /// server's, with a fresh backlog; its own replicas resync.
+    fn full_synced(&self, server: &Server, replid: &str, offset: u64, db: u32) {
+        let mut st = self.state.lock();
+        st.replid = replid.to_string();
+        st.replid2 = "0".repeat(40);
+        st.second_offset = -1;
+        st.offset = offset;
+        st.backlog = None;
+        self.keep_backlog(server, &mut st);
+        st.proxy = Some(Proxy {
+            staged: Vec::new(),
+            db,
+        });
+        disconnect_replicas(&mut st);
+    }
+
+    /// `+CONTINUE [newid]`: the master's history goes on; a new id (the master was
+    /// promoted) shifts the old one to `replid2`, as the master did.
+    fn continued(&self, server: &Server, newid: Option<&str>) {
+        let mut st = self.state.lock();
+        self.keep_backlog(server, &mut st);
+        if let Some(id) = newid.filter(|id| *id != st.replid) {
+            st.replid2 = std::mem::replace(&mut st.replid, id.to_string());
+            st.second_offset = st.offset as i64 + 1;
+            disconnect_replicas(&mut st);
+        }
+    }
+
+    /// The replication offset now.
+    fn offset_now(&self) -> u64 {
+        self.state.lock().offset
+    }
+
+    /// Stage a command's bytes before it runs (see [`Proxy`]).
+    fn stage(&self, bytes: &[u8]) {
+        if let Some(p) = &mut self.state.lock().proxy {
+            p.staged.extend_from_slice(bytes);
+        }
+    }
+
+    /// The staged command ran; the stream's database is now `db`.
+    fn applied(&self, db: u32) -> u64 {
+        let mut st = self.state.lock();
+        st.flush_staged(Some(db));
+        st.offset
+    }
+}

@@ -1,0 +1,289 @@
+//! One connection to the master at a time: handshake, resync, then the stream, applied
+//! through `exec::execute` on a connection flagged as the loader (as recovery replays the
+//! log): no replies, no ACL check, not held by CLIENT PAUSE, allowed to write on a
+//! read-only replica, and the only one that sees keys past their deadline.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use larder_commands::config::Param;
+use larder_commands::state::ClientHandle;
+use larder_commands::{ConnState, Server};
+use larder_resp::{parse_request, Limits, Parsed, Protocol, ReplyBuf};
+
+use super::wire::{Framing, Payload, Wire, POLL};
+use super::{Link, Phase};
+use crate::repl::Master;
+
+/// Follow the master until the link is stopped, reconnecting about once a second.
+pub fn run(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) {
+    larder_engine::set_applies_master_stream(true);
+    while !link.stopped() {
+        link.set_phase(server, Phase::Connecting);
+        match session(master, server, link) {
+            Ok(()) => {}
+            Err(why) if link.stopped() => tracing::debug!(error = %why, "master link stopped"),
+            Err(why) => tracing::warn!(
+                master = %format!("{}:{}", link.host, link.port),
+                error = %why,
+                "master link down; retrying in a second"
+            ),
+        }
+        link.client_id.store(0, Ordering::Relaxed);
+        if server.gates.loading.swap(false, Ordering::Relaxed) {
+            tracing::warn!("the master's file was not loaded whole; the next sync is a full one");
+        }
+        link.set_phase(server, Phase::Connect);
+        let until = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < until && !link.stopped() {
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// The master's connection as CLIENT LIST shows it (flag `M`).
+fn master_client(server: &Server, addr: String, laddr: String) -> Arc<ClientHandle> {
+    // A fresh handle has no other owner.
+    let mut h = match Arc::try_unwrap(ClientHandle::detached(server)) {
+        Ok(h) => h,
+        Err(shared) => return shared,
+    };
+    h.addr = addr;
+    h.laddr = laddr;
+    Arc::new(h)
+}
+
+fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Result<(), String> {
+    let timeout = Duration::from_secs(server.config.num(Param::ReplTimeout).max(1) as u64);
+    let addr = (link.host.as_str(), link.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("resolving the master: {e}"))?
+        .next()
+        .ok_or("the master's name resolves to nothing")?;
+    let sock = TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| format!("connecting to the master: {e}"))?;
+    sock.set_read_timeout(Some(POLL))
+        .map_err(|e| e.to_string())?;
+    sock.set_write_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    let _ = sock.set_nodelay(true);
+    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let client = master_client(server, addr.to_string(), laddr);
+    let mut wire = Wire {
+        sock,
+        buf: Vec::new(),
+        link,
+        client: &client,
+        timeout,
+        last_read: Instant::now(),
+    };
+    link.set_phase(server, Phase::Handshake);
+    handshake(server, &mut wire)?;
+    let (replid, offset) = master.psync_args(link);
+    wire.send(&[b"PSYNC", replid.as_bytes(), offset.as_bytes()])?;
+    // A master may send newlines to keep the link alive before it answers.
+    let reply = loop {
+        let line = wire.line()?;
+        if !line.is_empty() {
+            break line;
+        }
+    };
+    let mut conn = ConnState::new(server, Arc::clone(&client), 0);
+    conn.loader = true;
+    conn.authenticated = true;
+    let words: Vec<&str> = reply.split(' ').collect();
+    match words.as_slice() {
+        ["+FULLRESYNC", id, off] => {
+            let off: u64 = off.parse().map_err(|_| format!("bad reply {reply}"))?;
+            link.history_valid.store(false, Ordering::Release);
+            link.set_phase(server, Phase::Sync);
+            let db = load(server, &mut wire, &mut conn)?;
+            master.full_synced(server, id, off, db);
+            conn.db = db as usize;
+            link.history_valid.store(true, Ordering::Release);
+            link.read_offset.store(off, Ordering::Relaxed);
+            tracing::info!(
+                replid = id,
+                offset = off,
+                "MASTER <-> REPLICA sync: finished with success"
+            );
+        }
+        ["+CONTINUE"] | ["+CONTINUE", _] => {
+            master.continued(server, words.get(1).copied());
+            conn.db = master.state.lock().stream_db() as usize;
+            link.read_offset
+                .store(master.offset_now(), Ordering::Relaxed);
+            tracing::info!("MASTER <-> REPLICA sync: master accepted a partial resynchronization");
+        }
+        _ => return Err(format!("the master refused PSYNC: {reply}")),
+    }
+    link.client_id.store(client.id, Ordering::Relaxed);
+    server.clients.register(Arc::clone(&client));
+    link.set_phase(server, Phase::Connected);
+    let result = stream(master, server, &mut wire, &mut conn);
+    server.clients.unregister(client.id);
+    result
+}
+
+/// PING, AUTH, REPLCONF, with Redis's tolerance: an error to PING that only asks for
+/// authentication is fine, an error to `capa` is ignored.
+fn handshake(server: &Server, wire: &mut Wire<'_>) -> Result<(), String> {
+    let pong = wire.call(&[b"PING"])?;
+    if pong.starts_with('-')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        return Err(format!("error reply to PING from master: '{pong}'"));
+    }
+    let pass = server.config.text(Param::Masterauth);
+    if !pass.is_empty() {
+        let user = server.config.text(Param::Masteruser);
+        let reply = if user.is_empty() {
+            wire.call(&[b"AUTH", pass.as_bytes()])?
+        } else {
+            wire.call(&[b"AUTH", user.as_bytes(), pass.as_bytes()])?
+        };
+        if reply.starts_with('-') {
+            return Err(format!("unable to AUTH to MASTER: {reply}"));
+        }
+    }
+    let port = server.info.lock().tcp_port.to_string();
+    let reply = wire.call(&[b"REPLCONF", b"listening-port", port.as_bytes()])?;
+    if reply.starts_with('-') {
+        tracing::info!(reply = %reply, "master did not accept REPLCONF listening-port");
+    }
+    let reply = wire.call(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    if reply.starts_with('-') {
+        tracing::info!(reply = %reply, "master does not understand REPLCONF capa");
+    }
+    Ok(())
+}
+
+/// Receive the file of a full resync into the emptied keyspace; the database the stream
+/// continues in (`repl-stream-db`).
+fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Result<u32, String> {
+    // Newlines keep the link alive while a master prepares its file.
+    let header = loop {
+        let line = wire.line()?;
+        if !line.is_empty() {
+            break line;
+        }
+    };
+    let framing = match header.strip_prefix("$EOF:") {
+        Some(mark) if mark.len() == 40 => Framing::Mark(mark.as_bytes().to_vec()),
+        Some(_) => return Err(format!("bad EOF mark from the master: {header}")),
+        None => Framing::Length(
+            header
+                .strip_prefix('$')
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| format!("bad file header from the master: {header}"))?,
+        ),
+    };
+    let total = match framing {
+        Framing::Length(n) => n as i64,
+        Framing::Mark(_) => -1,
+    };
+    wire.link.sync_progress(total, 0);
+    server.gates.loading.store(true, Ordering::Relaxed);
+    let mut out = ReplyBuf::new(Protocol::Resp2);
+    larder_commands::execute(server, conn, &[b"FLUSHALL", b"SYNC"], &mut out);
+    let limits = larder_commands::config::limits(&server.config);
+    let delay_us = server.config.num(Param::KeyLoadDelay).max(0) as u64;
+    let link = wire.link;
+    let mut payload = Payload {
+        wire,
+        framing,
+        read: 0,
+        done: false,
+        delay_us,
+    };
+    // Keys past their deadline are kept (now = 0): the master's DEL removes them.
+    let stats = larder_persist::rdb::file::load_rdb(
+        &mut payload,
+        &server.keyspace,
+        &limits,
+        0,
+        |_, bytes| link.sync_progress(total, bytes),
+    )
+    .map_err(|e| format!("loading the master's file: {e}"))?;
+    payload.drain()?;
+    server.gates.loading.store(false, Ordering::Relaxed);
+    let db = stats
+        .aux
+        .iter()
+        .find(|(k, _)| k == b"repl-stream-db")
+        .and_then(|(_, v)| std::str::from_utf8(v).ok()?.parse().ok())
+        .unwrap_or(0);
+    tracing::info!(
+        keys = stats.keys,
+        bytes = stats.bytes,
+        "MASTER <-> REPLICA sync: loaded the master's file"
+    );
+    Ok(db)
+}
+
+/// Apply the stream until the link ends; ACK the offset every second and on GETACK.
+fn stream(
+    master: &Master,
+    server: &Arc<Server>,
+    wire: &mut Wire<'_>,
+    conn: &mut ConnState,
+) -> Result<(), String> {
+    let limits = Limits {
+        proto_max_bulk_len: server.config.num(Param::ProtoMaxBulkLen).max(1) as u64,
+        ..Limits::default()
+    };
+    let mut out = ReplyBuf::new(Protocol::Resp2);
+    let mut last_ack = Instant::now();
+    let mut need = 1usize;
+    let mut offset = master.offset_now();
+    ack(wire, offset)?;
+    loop {
+        if last_ack.elapsed() >= Duration::from_secs(1) {
+            ack(wire, offset)?;
+            last_ack = Instant::now();
+        }
+        if wire.buf.len() < need {
+            let n = wire.fill()?;
+            wire.link.read_offset.fetch_add(n as u64, Ordering::Relaxed);
+            if wire.buf.len() < need {
+                continue;
+            }
+        }
+        let mut argv = Vec::new();
+        let consumed = match parse_request(&wire.buf, &limits, &mut argv) {
+            Ok(Parsed::Complete { consumed }) => consumed,
+            Ok(Parsed::Incomplete { min_total }) => {
+                need = min_total;
+                continue;
+            }
+            Err(e) => return Err(format!("protocol error from the master: {}", e.message())),
+        };
+        need = 1;
+        let args: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+        let getack = args.len() >= 2
+            && args[0].eq_ignore_ascii_case(b"REPLCONF")
+            && args[1].eq_ignore_ascii_case(b"GETACK");
+        master.stage(&wire.buf[..consumed]);
+        if !args.is_empty() && !getack {
+            out.truncate(0);
+            larder_commands::execute(server, conn, &args, &mut out);
+        }
+        drop(args);
+        drop(argv);
+        if getack {
+            // The acknowledged offset is the one before the GETACK, as Redis's.
+            ack(wire, offset)?;
+            last_ack = Instant::now();
+        }
+        offset = master.applied(conn.db as u32);
+        wire.buf.drain(..consumed);
+    }
+}
+
+fn ack(wire: &mut Wire<'_>, offset: u64) -> Result<(), String> {
+    wire.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])
+}

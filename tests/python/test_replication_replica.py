@@ -1,0 +1,217 @@
+"""larder as a replica (REPLICAOF): of a larder master and of a stock redis-server 7.0,
+full and partial resyncs, the read-only and stale-data gates, promotion with REPLICAOF NO
+ONE (a sibling continues with a partial resync), a replica behind past the backlog, a
+master killed during a full resync, and expiry that follows the master's DELs.
+
+Every test starts its own processes with small data and polls with a deadline.
+larder's versions and memcached flags are not carried to a larder replica yet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import redis
+
+from conftest import Server, ServerFactory
+from test_replication_master import contents, fill, info, same_data, until
+
+pytestmark = pytest.mark.larder_only
+
+
+@pytest.fixture
+def redis_factory(tmp_path: Path):
+    (tmp_path / "redis").mkdir()
+    factory = ServerFactory("redis", tmp_path / "redis")
+    yield factory
+    factory.shutdown_all()
+
+
+def link_up(srv: Server) -> bool:
+    return info(srv, "replication").get("master_link_status") == "up"
+
+
+def follow(rep: Server, master: Server) -> None:
+    assert rep.client(protocol=2).execute_command(
+        "REPLICAOF", "127.0.0.1", master.port) == b"OK"
+    until("master_link_status:up", lambda: link_up(rep))
+
+
+def test_larder_replica_of_larder(start_server) -> None:
+    master = start_server()
+    m = master.client(protocol=2)
+    fill(m, 0)
+    fill(m, 3)
+    rep = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    until("master_link_status:up", lambda: link_up(rep))
+    until("the replica holds every key", lambda: same_data(master, rep))
+    r = rep.client(protocol=2)
+    assert contents(r, 3)[b"ttl-str"][2] > 0
+
+    m.execute_command("SELECT", 0)
+    m.set("after", "1", ex=1000)
+    m.incrbyfloat("float", 1.5)
+    m.lpush("list", "new")
+    m.delete("set")
+    with m.pipeline(transaction=True) as p:
+        p.incr("counter")
+        p.hset("hash", "f0", "changed")
+        p.execute()
+    m.execute_command("SELECT", 3)
+    m.set("in-three", "3", ex=100)
+    until("the replica follows", lambda: same_data(master, rep))
+    assert m.execute_command("WAIT", 1, 2000) == 1
+
+    i = info(rep, "replication")
+    assert (i["role"], i["master_host"], i["master_port"]) == (
+        "slave", "127.0.0.1", str(master.port))
+    assert i["master_sync_in_progress"] == "0"
+    assert (i["slave_priority"], i["slave_read_only"], i["replica_announced"]) == ("100", "1", "1")
+    assert i["master_replid"] == info(master, "replication")["master_replid"]
+    until("offsets agree", lambda: info(rep, "replication")["slave_repl_offset"]
+          == info(master, "replication")["master_repl_offset"])
+    role = r.execute_command("ROLE")
+    assert role[:4] == [b"slave", b"127.0.0.1", master.port, b"connected"]
+    assert role[4] == int(info(rep, "replication")["master_repl_offset"])
+    assert "flags=M" in r.execute_command("CLIENT", "LIST", "TYPE", "master").decode()
+    # The master sees the replica with the port it listens on.
+    assert m.execute_command("ROLE")[2][0][1] == str(rep.port).encode()
+
+
+def test_larder_replica_of_redis(start_server, redis_factory) -> None:
+    master = redis_factory()
+    m = master.client(protocol=2)
+    fill(m, 0)
+    fill(m, 3)
+    rep = start_server()
+    follow(rep, master)
+    until("the replica holds every key", lambda: same_data(master, rep))
+    m.execute_command("SELECT", 3)
+    m.set("live", "v", px=100_000)
+    with m.pipeline(transaction=True) as p:
+        p.incr("n")
+        p.rpush("list", "x")
+        p.execute()
+    until("the replica follows", lambda: same_data(master, rep))
+    assert m.execute_command("WAIT", 1, 2000) == 1
+
+
+def test_read_only_gate_and_replicaof_replies(start_server) -> None:
+    master = start_server()
+    rep = start_server()
+    r = rep.client(protocol=2)
+    with pytest.raises(redis.ResponseError, match="^Invalid master port$"):
+        r.execute_command("REPLICAOF", "127.0.0.1", "70000")
+    follow(rep, master)
+    assert r.execute_command("REPLICAOF", "127.0.0.1", master.port) == (
+        b"OK Already connected to specified master")
+    with pytest.raises(redis.ReadOnlyError,
+                       match="You can't write against a read only replica."):
+        r.set("k", "v")
+    assert r.get("k") is None
+    r.config_set("replica-read-only", "no")
+    assert r.set("k", "v")
+    r.config_set("replica-read-only", "yes")
+
+    r.config_set("replica-serve-stale-data", "no")
+    master.kill()
+    until("the link is down", lambda: info(rep, "replication")["master_link_status"] == "down")
+    with pytest.raises(redis.ResponseError) as e:
+        r.get("k")
+    assert "Link with MASTER is down and replica-serve-stale-data is set to 'no'." in str(e.value)
+    i = info(rep, "replication")
+    assert int(i["master_link_down_since_seconds"]) >= 0
+    role = r.execute_command("ROLE")
+    assert role[3] in (b"connect", b"connecting", b"handshake") and role[4] == -1
+    assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    assert r.execute_command("ROLE")[0] == b"master"
+    assert r.set("k", "w") and r.get("k") == b"w"
+
+
+def test_link_killed_resumes_with_a_partial_resync(start_server) -> None:
+    master = start_server()
+    m = master.client(protocol=2)
+    fill(m, 0)
+    rep = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    until("synced", lambda: link_up(rep) and same_data(master, rep, dbs=(0,)))
+    assert rep.client(protocol=2).execute_command("CLIENT", "KILL", "TYPE", "master") == 1
+    for i in range(50):
+        m.set(f"later{i}", i)
+    until("a partial resync", lambda: info(master, "stats")["sync_partial_ok"] == "1")
+    until("the writes arrive", lambda: same_data(master, rep, dbs=(0,)))
+    assert info(master, "stats")["sync_full"] == "1"
+
+
+def test_promoted_replica_serves_its_sibling_a_partial_resync(start_server) -> None:
+    master = start_server()
+    m = master.client(protocol=2)
+    fill(m, 0)
+    a = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    b = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    until("both synced", lambda: same_data(master, a, dbs=(0,))
+          and same_data(master, b, dbs=(0,)))
+    m.set("last", "1")
+    assert m.execute_command("WAIT", 2, 2000) == 2
+    old = info(master, "replication")["master_replid"]
+    master.kill()
+    ac = a.client(protocol=2)
+    assert ac.execute_command("SLAVEOF", "NO", "ONE") is True  # redis-py reads +OK so
+    ia = info(a, "replication")
+    assert ia["role"] == "master" and ia["master_replid2"] == old
+    assert int(ia["second_repl_offset"]) == int(ia["master_repl_offset"]) + 1
+    ac.set("after-promotion", "1")
+    follow(b, a)
+    until("b follows a", lambda: same_data(a, b, dbs=(0,)))
+    stats = info(a, "stats")
+    assert (stats["sync_full"], stats["sync_partial_ok"]) == ("0", "1")
+    assert info(b, "replication")["master_replid"] == info(a, "replication")["master_replid"]
+
+
+def test_a_replica_behind_past_the_backlog_gets_a_full_resync(start_server) -> None:
+    master = start_server("--repl-backlog-size", "16kb")
+    m = master.client(protocol=2)
+    rep = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    until("synced", lambda: link_up(rep))
+    rep.client(protocol=2).execute_command("CLIENT", "KILL", "TYPE", "master")
+    for i in range(200):
+        m.set(f"k{i}", "x" * 500)
+    until("a second full resync", lambda: info(master, "stats")["sync_full"] == "2")
+    until("the replica catches up", lambda: same_data(master, rep, dbs=(0,)))
+
+
+def test_master_killed_during_a_full_resync(start_server, tmp_path: Path) -> None:
+    data = tmp_path / "master-data"
+    data.mkdir()
+    master = start_server("--dir", str(data), "--appendonly", "yes")
+    m = master.client(protocol=2)
+    for start in range(0, 4000, 500):
+        m.mset({f"key{i}": "v" * 200 for i in range(start, start + 500)})
+    # The replica reads the file slowly (key-load-delay applies per read of the file).
+    rep = start_server("--key-load-delay", "2000")
+    rep.client(protocol=2).execute_command("REPLICAOF", "127.0.0.1", master.port)
+    until("the transfer is under way",
+          lambda: info(rep, "replication").get("master_sync_in_progress") == "1")
+    master.kill()
+    until("the link is down and not syncing",
+          lambda: info(rep, "replication").get("master_sync_in_progress") == "0")
+    master._spawn_and_wait()
+    rep.client(protocol=2).config_set("key-load-delay", "0")
+    until("the replica is consistent again",
+          lambda: link_up(rep) and same_data(master, rep, dbs=(0,)))
+
+
+def test_expiry_follows_the_masters_del(start_server) -> None:
+    master = start_server("--enable-debug-command", "yes")
+    m = master.client(protocol=2)
+    m.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    rep = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    until("synced", lambda: link_up(rep))
+    r = rep.client(protocol=2)
+    m.set("short", "v", px=200)
+    until("the key arrives", lambda: r.exists("short") == 1)
+    until("its deadline passes", lambda: r.get("short") is None)
+    # Hidden, not deleted: only the master's DEL removes it.
+    assert r.dbsize() == 1
+    assert m.get("short") is None  # the master expires it and sends DEL
+    until("the DEL arrives", lambda: r.dbsize() == 0)
