@@ -91,6 +91,12 @@ pub enum Param {
     ReplBacklogTtl,
     ReplPingReplicaPeriod,
     ReplTimeout,
+    MinReplicasToWrite,
+    MinReplicasMaxLag,
+    ReplicaPriority,
+    ReplicaAnnounceIp,
+    ReplicaAnnouncePort,
+    ReplicaAnnounced,
 }
 
 /// How a parameter's value is parsed and shown.

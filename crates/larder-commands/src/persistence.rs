@@ -100,6 +100,9 @@ pub struct Gates {
     pub durable: AtomicU64,
     /// Groups are committed but not yet written: a worker writes them before its replies.
     pub log_dirty: AtomicBool,
+    /// Replicas whose last acknowledgement is at most `min-replicas-max-lag` seconds old,
+    /// counted by the replication runtime each second (Redis's `repl_good_slaves_count`).
+    pub good_replicas: AtomicU64,
 }
 
 impl Gates {

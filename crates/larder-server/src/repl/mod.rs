@@ -21,6 +21,7 @@
 //! Lock order: shard locks, then the feed's ordering lock, then [`Master`]'s state.
 
 mod backlog;
+mod guard;
 mod stream;
 mod transfer;
 
@@ -42,9 +43,11 @@ use backlog::Backlog;
 use stream::{encode_command, Encoder};
 
 /// What a replica said in REPLCONF before it asked to sync.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Handshake {
     port: u16,
+    /// REPLCONF ip-address (its `replica-announce-ip`): shown instead of the connection's.
+    ip: Option<String>,
     /// `capa eof`: it takes a file delimited by a mark instead of a length.
     eof: bool,
     /// `capa psync2`: `+CONTINUE` names the replication id.
@@ -65,6 +68,8 @@ enum Phase {
 struct Replica {
     handle: Arc<ClientHandle>,
     port: u16,
+    /// The address it announced, if any.
+    ip: Option<String>,
     phase: Phase,
     pending: Vec<u8>,
     ack_offset: u64,
@@ -128,6 +133,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
         sync_partial_err: AtomicU64::new(0),
     });
     let _ = server.replication.set(master.clone());
+    guard::install_hook(server, &master);
     let weak = Arc::downgrade(&master);
     std::thread::Builder::new()
         .name("repl-cron".into())
@@ -277,6 +283,7 @@ impl Master {
             }
             !silent
         });
+        guard::refresh(&server, &st.replicas);
         if !st.replicas.is_empty() && tick % period == 0 {
             st.feed(PING);
         }
@@ -307,10 +314,15 @@ impl Master {
         if !registered {
             return st.offset;
         }
-        let port = self.handshakes.lock().get(&client.id).map_or(0, |h| h.port);
+        let (port, ip) = self
+            .handshakes
+            .lock()
+            .get(&client.id)
+            .map_or((0, None), |h| (h.port, h.ip.clone()));
         st.replicas.push(Replica {
             handle: Arc::clone(client),
             port,
+            ip,
             phase,
             pending: Vec::new(),
             ack_offset: 0,
@@ -346,6 +358,9 @@ impl Master {
         r.phase = Phase::Online;
         if !post(&r.handle, limit, &pending) {
             st.replicas.remove(i);
+        }
+        if let Some(server) = self.server() {
+            guard::refresh(&server, &st.replicas);
         }
     }
 
@@ -383,6 +398,9 @@ impl Master {
         let limit = st.limit;
         if post(client, limit, &reply) {
             self.join(&mut st, client, Phase::Online);
+            if let Some(server) = self.server() {
+                guard::refresh(&server, &st.replicas);
+            }
         }
         true
     }
@@ -411,7 +429,10 @@ impl Replication for Master {
                 .replicas
                 .iter()
                 .map(|r| ReplicaStatus {
-                    ip: ip_of(&r.handle.addr).to_string(),
+                    ip: r
+                        .ip
+                        .clone()
+                        .unwrap_or_else(|| ip_of(&r.handle.addr).to_string()),
                     port: r.port,
                     state: match r.phase {
                         Phase::Transfer => "send_bulk",
@@ -445,7 +466,17 @@ impl Replication for Master {
                 h.eof |= value.eq_ignore_ascii_case(b"eof");
                 h.psync2 |= value.eq_ignore_ascii_case(b"psync2");
             }
-            b"ip-address" | b"rdb-only" | b"rdb-filter-only" => {}
+            b"ip-address" => {
+                // Redis's NET_HOST_STR_LEN bound.
+                if value.len() >= 256 {
+                    return Err(format!(
+                        "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                        value.len()
+                    ));
+                }
+                h.ip = Some(String::from_utf8_lossy(value).into_owned());
+            }
+            b"rdb-only" | b"rdb-filter-only" => {}
             _ => {
                 return Err(format!(
                     "ERR Unrecognized REPLCONF option: {}",
@@ -555,8 +586,13 @@ impl Replication for Master {
         st.waiters.retain(|(h, _)| h.id != id);
         let before = st.replicas.len();
         st.replicas.retain(|r| r.handle.id != id);
-        if before != st.replicas.len() && st.replicas.is_empty() {
-            st.alone_since_ms = larder_engine::now_ms();
+        if before != st.replicas.len() {
+            if st.replicas.is_empty() {
+                st.alone_since_ms = larder_engine::now_ms();
+            }
+            if let Some(server) = self.server() {
+                guard::refresh(&server, &st.replicas);
+            }
         }
     }
 }
