@@ -1,4 +1,9 @@
-//! `min-replicas-to-write` / `min-replicas-max-lag` on a master: the count of good replicas
+//! The write guards outside the command executor's own checks.
+//!
+//! - **On a replica**, the memcached and HTTP doors refuse writes with
+//!   [`read_only_refusal`]'s text, which names the master (RESP clients get Redis's
+//!   `-READONLY` from the executor).
+//! - **On a master**, `min-replicas-to-write` / `min-replicas-max-lag`: the count of good replicas
 //! (online, last acknowledgement at most max-lag seconds old, Redis's
 //! `repl_good_slaves_count`) that the write gate reads
 //! (`larder_commands::replication::enough_good_replicas`).
@@ -11,6 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use larder_commands::config::{ApplyHook, Param};
+use larder_commands::replication::master_of;
 use larder_commands::Server;
 
 use super::{Master, Phase, Replica};
@@ -53,4 +59,59 @@ pub(super) fn install_hook(server: &Server, master: &Arc<Master>) {
             Ok(())
         }),
     });
+}
+
+/// What the memcached and HTTP doors answer a write with while this server replicates a
+/// master: Redis's READONLY text with the master's address, so that a client knows where
+/// writes go. `None` on a master.
+pub(crate) fn read_only_refusal(server: &Server) -> Option<String> {
+    let (host, port) = master_of(server)?;
+    Some(format!(
+        "READONLY You can't write against a read only replica (master: {host}:{port})"
+    ))
+}
+
+/// A replication runtime that only says "this server replicates `host:port`", for the
+/// doors' unit tests (the replica role is tested against real processes).
+#[cfg(test)]
+pub(crate) struct ReplicaOf(pub &'static str, pub u16);
+
+#[cfg(test)]
+impl larder_commands::replication::Replication for ReplicaOf {
+    fn status(&self) -> larder_commands::replication::Status {
+        larder_commands::replication::Status::default()
+    }
+    fn replconf(
+        &self,
+        _: &Arc<larder_commands::state::ClientHandle>,
+        _: &[u8],
+        _: &[u8],
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    fn ack(&self, _: u64, _: u64) {}
+    fn sync(
+        &self,
+        _: &Arc<larder_commands::state::ClientHandle>,
+        _: larder_commands::replication::SyncRequest<'_>,
+    ) -> Result<(), String> {
+        Err("ERR a replica of a replica is not part of this test".into())
+    }
+    fn is_replica(&self, _: u64) -> bool {
+        false
+    }
+    fn offset(&self) -> u64 {
+        0
+    }
+    fn acked(&self, _: u64) -> usize {
+        0
+    }
+    fn wait_acks(&self, _: &Arc<larder_commands::state::ClientHandle>, _: u64) {}
+    fn stop_waiting(&self, _: u64) -> Option<u64> {
+        None
+    }
+    fn client_closed(&self, _: u64) {}
+    fn master(&self) -> Option<(String, u16)> {
+        Some((self.0.to_string(), self.1))
+    }
 }

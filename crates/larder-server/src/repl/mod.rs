@@ -21,7 +21,7 @@
 //! Lock order: shard locks, then the feed's ordering lock, then [`Master`]'s state.
 
 mod backlog;
-mod guard;
+pub(crate) mod guard;
 mod stream;
 mod transfer;
 
