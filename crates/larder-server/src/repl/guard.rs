@@ -3,10 +3,10 @@
 //! - **On a replica**, the memcached and HTTP doors refuse writes with
 //!   [`read_only_refusal`]'s text, which names the master (RESP clients get Redis's
 //!   `-READONLY` from the executor).
-//! - **On a master**, `min-replicas-to-write` / `min-replicas-max-lag`: the count of good replicas
-//! (online, last acknowledgement at most max-lag seconds old, Redis's
-//! `repl_good_slaves_count`) that the write gate reads
-//! (`larder_commands::replication::enough_good_replicas`).
+//! - **On a master**, `min-replicas-to-write` / `min-replicas-max-lag`: the count of good
+//!   replicas (online, last acknowledgement at most max-lag seconds old, Redis's
+//!   `repl_good_slaves_count`) that the write gate reads
+//!   (`larder_commands::replication::enough_good_replicas`).
 //!
 //! The count is refreshed as Redis refreshes it: by the once-a-second timer, when a replica
 //! goes online or leaves, and when CONFIG SET changes either parameter. Between refreshes a
