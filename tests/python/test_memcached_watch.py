@@ -72,7 +72,8 @@ SESSION = [
 
 def normalized(lines: list[str]) -> list[str]:
     """Lines without what differs between two servers by nature: the time, the client's port
-    and file descriptor, gids relative to the first, and the slab class (larder has none)."""
+    and file descriptor, gids relative to the first, and the slab class (larder's follows each
+    item's footprint, not memcached's allocator)."""
     out = []
     first = None
     for line in lines:
@@ -85,6 +86,13 @@ def normalized(lines: list[str]) -> list[str]:
         line = re.sub(r"clsid=\d+", "clsid=C", line)
         out.append(line)
     return out
+
+
+def cls_of(client, key: str) -> str:
+    """The slab class `me` reports for `key` (what the watch lines must name)."""
+    m = re.search(rb" cls=(\d+) ", client.call(f"me {key}"))
+    assert m, key
+    return m.group(1).decode()
 
 
 def watch_session(port: int) -> list[str]:
@@ -152,12 +160,14 @@ def test_resp_writes_and_evictions_come_from_the_feed(start_server):
     while text.count(b"\n") < 2 and time.time() < deadline:
         text += w.idle(0.1)
     lines = [re.sub(r"^ts=\S+ gid=\d+ ", "", l) for l in text.decode().splitlines()]
+    client = McText(srv.mc_port)
+    rk, counter = cls_of(client, "rk"), cls_of(client, "counter")
+    assert int(rk) >= 1 and int(counter) >= 1
     assert lines[:2] == [
-        "type=item_store key=rk status=stored cmd=set ttl=30 clsid=0 cfd=-1 size=5",
-        "type=item_store key=counter status=stored cmd=set ttl=0 clsid=0 cfd=-1 size=1",
+        f"type=item_store key=rk status=stored cmd=set ttl=30 clsid={rk} cfd=-1 size=5",
+        f"type=item_store key=counter status=stored cmd=set ttl=0 clsid={counter} cfd=-1 size=1",
     ]
     # Fill past maxmemory through the memcached door: evictions are logged.
-    client = McText(srv.mc_port)
     value = "x" * 4000
     for i in range(2000):
         client.send(f"set fill{i} 0 0 {len(value)} noreply\r\n{value}\r\n")
@@ -165,7 +175,9 @@ def test_resp_writes_and_evictions_come_from_the_feed(start_server):
     text = w.idle(0.5).decode()
     evictions = [l for l in text.splitlines() if "type=eviction" in l]
     assert evictions, text[-2000:]
-    assert re.search(r"type=eviction key=\S+ fetch=no ttl=-1 la=\d+ clsid=0 size=\d+$",
+    # Every fill item has the same size, so the same class as the last one stored.
+    fill = cls_of(client, "fill1999")
+    assert re.search(rf"type=eviction key=\S+ fetch=no ttl=-1 la=\d+ clsid={fill} size=\d+$",
                      evictions[0]), evictions[0]
     stats = client.stats()
     assert int(stats["log_watcher_sent"]) > 0 and stats["log_watchers"] == "1"
@@ -228,7 +240,8 @@ def test_slow_watcher_loses_lines_and_slows_nobody(mc_server):
     text += w.idle(0.3).decode()
     counts = [int(n) for n in re.findall(r"^skipped=(\d+)$", text, re.M)]
     assert counts and 0 < sum(counts) <= int(probe.stats()["log_watcher_skipped"])
-    assert re.search(r"type=item_get key=slow0-0-p{100} status=found clsid=0 cfd=\d+ size=10$",
-                     text.rstrip()), text[-300:]
+    cls = cls_of(probe, f"slow0-0-{pad}")
+    assert re.search(rf"type=item_get key=slow0-0-p{{100}} status=found clsid={cls} cfd=\d+ "
+                     r"size=10$", text.rstrip()), text[-300:]
     probe.close()
     w.close()

@@ -133,6 +133,8 @@ pub struct EntryMeta {
     pub access: u32,
     /// The memcached state bits ([`Entry::mc_state`]).
     pub mc_state: u8,
+    /// The memory the entry takes ([`Entry::memory_bytes`]).
+    pub footprint: usize,
 }
 
 /// Redis's keyspace notification classes (`notify-keyspace-events` letters).
@@ -392,6 +394,7 @@ impl Feed {
                 len: entry.string().map_or(0, <[u8]>::len),
                 access: entry.access(),
                 mc_state: entry.mc_state(),
+                footprint: entry.memory_bytes(),
             },
         });
     }

@@ -38,7 +38,7 @@ pub use binary::{
 pub use binary_response::BinaryWriter;
 pub use error::{BinaryError, BinaryErrorKind, TextError, TextErrorKind};
 pub use meta::{MetaArithmetic, MetaDelete, MetaFlags, MetaGet, MetaKey, MetaSet, MetaSetMode};
-pub use number::{apply_delta, NonNumeric};
+pub use number::{apply_delta, parse_i32, parse_u32, NonNumeric};
 pub use text::{parse_text, AdminCommand, Keys, Store, StoreMode, TextRequest, Tokens};
 pub use text_response::{MetaItem, MetaStatus, Recache, TextReply, TextWriter};
 

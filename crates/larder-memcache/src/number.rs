@@ -71,14 +71,14 @@ pub(crate) fn parse_u64(tok: &[u8]) -> Option<u64> {
 
 /// memcached's `safe_strtoul` on a 64-bit host: parsed as 64 bits, then truncated to 32
 /// (`set k 4294967297 0 1` stores client flags 1).
-pub(crate) fn parse_u32(tok: &[u8]) -> Option<u32> {
+pub fn parse_u32(tok: &[u8]) -> Option<u32> {
     // Truncation is the point: it is what memcached does.
     parse_u64(tok).map(|v| v as u32)
 }
 
 /// memcached's `safe_strtol` on a 64-bit host: parsed as a signed 64-bit number, then
 /// truncated to 32 bits (`2147483648` becomes `-2147483648`, `4294967297` becomes `1`).
-pub(crate) fn parse_i32(tok: &[u8]) -> Option<i32> {
+pub fn parse_i32(tok: &[u8]) -> Option<i32> {
     let (negative, magnitude) = c_strto(tok)?;
     let value: i64 = if negative {
         if magnitude > i64::MAX as u64 + 1 {
@@ -189,6 +189,10 @@ mod tests {
         assert_eq!(parse_u32(b"4294967297"), Some(1));
         assert_eq!(parse_u32(b"-1"), None);
         assert_eq!(parse_u32(b"abc"), None);
+        assert_eq!(parse_u32(b"+5"), Some(5));
+        assert_eq!(parse_u32(b"-0"), Some(0));
+        assert_eq!(parse_u32(b"5x"), None);
+        assert_eq!(parse_u32(b""), None);
     }
 
     #[test]

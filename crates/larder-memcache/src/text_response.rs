@@ -402,11 +402,11 @@ impl<'o> TextWriter<'o> {
     }
 
     /// An `me` hit, in memcached 1.6's format:
-    /// `ME <key> exp=<exp> la=<la> cas=<cas> fetch=<yes|no> cls=1 size=<size>`. As memcached
-    /// prints it, `exp` is the remaining TTL negated (-1 when the item never expires); the
-    /// key is base64 when the item's key is binary; `cls` (a slab class) is always 1 and
-    /// `size` is the value length.
-    pub fn meta_debug(&mut self, key: &MetaKey<'_>, item: &MetaItem) {
+    /// `ME <key> exp=<exp> la=<la> cas=<cas> fetch=<yes|no> cls=<class> size=<total>`. As
+    /// memcached prints it, `exp` is the remaining TTL negated (-1 when the item never
+    /// expires); the key is base64 when the item's key is binary; `cls` is the item's slab
+    /// class and `size` the whole item's size (the server's to judge).
+    pub fn meta_debug(&mut self, key: &MetaKey<'_>, item: &MetaItem, class: usize, total: usize) {
         self.out.extend_from_slice(b"ME ");
         key.with_bytes(|bytes| {
             if item.key_binary {
@@ -426,8 +426,10 @@ impl<'o> TextWriter<'o> {
         } else {
             b" fetch=no"
         });
-        self.out.extend_from_slice(b" cls=1 size=");
-        push_u64(self.out, item.size as u64);
+        self.out.extend_from_slice(b" cls=");
+        push_u64(self.out, class as u64);
+        self.out.extend_from_slice(b" size=");
+        push_u64(self.out, total as u64);
         self.crlf();
     }
 

@@ -354,6 +354,16 @@ pub fn read(db: &Db, key: &[u8], now_ms: u64, access: Access, f: impl FnOnce(&It
     Read::Hit
 }
 
+/// The memory an item takes (`Entry::memory_bytes`: what its slab class is judged on), or
+/// None when the key holds no live item. A peek: nothing about the item changes.
+pub fn footprint(db: &Db, key: &[u8], now_ms: u64) -> Option<usize> {
+    let (mut shard, hash) = lock(db, key);
+    match lookup(&mut shard, key, hash, now_ms) {
+        Found::Hit(slot) => Some(shard.entry(slot).memory_bytes()),
+        _ => None,
+    }
+}
+
 /// Records an access: the LRU clock and the fetched bit.
 fn bump(shard: &mut Shard, slot: SlotId, now_ms: u64) {
     shard.touch(slot, now_ms);

@@ -326,8 +326,8 @@ fn meta_noop_and_debug() {
         ..MetaItem::default()
     };
     assert_eq!(
-        lossy(&write(|w| w.meta_debug(&key, &item))),
-        "ME a exp=-100 la=0 cas=112 fetch=no cls=1 size=1\r\n"
+        lossy(&write(|w| w.meta_debug(&key, &item, 3, 150))),
+        "ME a exp=-100 la=0 cas=112 fetch=no cls=3 size=150\r\n"
     );
     let forever = MetaItem {
         ttl_s: -1,
@@ -335,7 +335,7 @@ fn meta_noop_and_debug() {
         ..item
     };
     assert_eq!(
-        lossy(&write(|w| w.meta_debug(&key, &forever))),
+        lossy(&write(|w| w.meta_debug(&key, &forever, 1, 1))),
         "ME a exp=-1 la=0 cas=112 fetch=yes cls=1 size=1\r\n"
     );
     let TextRequest::MetaDebug { key } = request(b"me YWJj b\r\n") else {
@@ -346,7 +346,7 @@ fn meta_noop_and_debug() {
         ..forever
     };
     assert_eq!(
-        lossy(&write(|w| w.meta_debug(&key, &binary))),
+        lossy(&write(|w| w.meta_debug(&key, &binary, 1, 1))),
         "ME YWJj exp=-1 la=0 cas=112 fetch=yes cls=1 size=1\r\n"
     );
 }

@@ -254,6 +254,21 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// `key` as memcached's `uriencode` (metadump and watch lines), byte by byte into `push`:
+/// letters, digits and `-._~` as they are, every other byte as `%XX` (upper-case hex).
+fn uriencode(key: &[u8], mut push: impl FnMut(u8)) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in key {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            push(b);
+        } else {
+            push(b'%');
+            push(HEX[usize::from(b >> 4)]);
+            push(HEX[usize::from(b & 15)]);
+        }
+    }
+}
+
 /// The codec limits, with the configured item size.
 fn limits(server: &Server) -> Limits {
     let item_size_max = server

@@ -545,6 +545,13 @@ fn one_dump_at_a_time() {
 }
 
 #[test]
+fn keys_are_url_encoded_as_memcached_does() {
+    let mut out = Vec::new();
+    super::uriencode(b"c%20d a/\xff-._~Z9", |b| out.push(b));
+    assert_eq!(out, b"c%2520d%20a%2F%FF-._~Z9");
+}
+
+#[test]
 fn a_replica_serves_reads_and_refuses_writes_naming_its_master() {
     let mut d = Door::new();
     // Data as the master's stream would have left it.

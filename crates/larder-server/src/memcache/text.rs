@@ -109,14 +109,18 @@ fn run(cx: &Ctx<'_>, req: &TextRequest<'_>, w: &mut TextWriter<'_>) -> Flow {
         TextRequest::MetaDebug { key } => {
             bump(&cx.counters.cmd_meta, 1);
             let bytes = meta_key(&key);
-            let mut size = 0;
+            let mut seen = None;
             let found = items::read(cx.db(), bytes.as_ref(), cx.now_ms, Access::Peek, |item| {
-                size = item.value.len();
-                w.meta_debug(&key, &meta_item(cx, item));
+                seen = Some(meta_item(cx, item));
             });
-            cx.watch_get(bytes.as_ref(), found, size);
-            if !found.hit() {
-                w.meta_debug_miss();
+            cx.watch_get(bytes.as_ref(), found, seen.map_or(0, |m| m.size));
+            // The slab class and total size, as `lru_crawler metadump` shows them.
+            let footprint = items::footprint(cx.db(), bytes.as_ref(), cx.now_ms);
+            match (seen, footprint) {
+                (Some(m), Some(total)) => {
+                    w.meta_debug(&key, &m, slabs::class_of(total).0, total);
+                }
+                _ => w.meta_debug_miss(),
             }
         }
     }

@@ -8,7 +8,7 @@
 //! `slabs reassign` is refused with a `CLIENT_ERROR` that says why.
 
 use larder_commands::config::Param;
-use larder_memcache::{TextReply, TextWriter, Tokens};
+use larder_memcache::{parse_i32, parse_u32, TextReply, TextWriter, Tokens};
 use parking_lot::Mutex;
 
 use super::{Ctx, Flow};
@@ -56,16 +56,6 @@ impl Tuning {
     fn update(&self, f: impl FnOnce(&mut Tune)) {
         f(&mut self.0.lock());
     }
-}
-
-/// memcached's `safe_strtoul`: digits only (no sign), within 32 bits.
-fn parse_u32(tok: &[u8]) -> Option<u32> {
-    std::str::from_utf8(tok).ok()?.parse().ok()
-}
-
-/// memcached's `safe_strtol`: an optional sign and digits, within 32 bits.
-fn parse_i32(tok: &[u8]) -> Option<i32> {
-    std::str::from_utf8(tok).ok()?.parse().ok()
 }
 
 /// memcached's `safe_strtod`.

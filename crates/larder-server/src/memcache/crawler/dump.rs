@@ -107,7 +107,7 @@ impl Dump {
 /// deadline in Unix seconds, rounded up.
 fn meta_line(out: &mut Vec<u8>, e: &Entry, last_access_s: u64, cls: usize) {
     out.extend_from_slice(b"key=");
-    uriencode(out, e.key());
+    super::super::uriencode(e.key(), |b| out.push(b));
     let exp = e.expire_at_ms().map_or(-1, |ms| {
         i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX)
     });
@@ -141,30 +141,5 @@ fn mg_line(out: &mut Vec<u8>, e: &Entry) {
                 .as_bytes(),
         );
         out.extend_from_slice(b" b\r\n");
-    }
-}
-
-/// memcached's `uriencode`: letters, digits and `-._~` as they are, every other byte as
-/// `%XX` (upper-case hex).
-fn uriencode(out: &mut Vec<u8>, key: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in key {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b);
-        } else {
-            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_are_url_encoded_as_memcached_does() {
-        let mut out = Vec::new();
-        uriencode(&mut out, b"c%20d a/\xff-._~Z9");
-        assert_eq!(out, b"c%2520d%20a%2F%FF-._~Z9");
     }
 }

@@ -10,7 +10,7 @@ mod dump;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use larder_memcache::{TextReply, TextWriter, Tokens};
+use larder_memcache::{parse_u32, TextReply, TextWriter, Tokens};
 
 pub(super) use dump::Dump;
 use dump::Format;
@@ -137,14 +137,14 @@ pub(super) fn command(cx: &Ctx<'_>, args: Tokens<'_>, w: &mut TextWriter<'_>) ->
             };
             start_dump(cx, format, classes, w);
         }
-        [b"tocrawl", n] => match strtoul(n) {
+        [b"tocrawl", n] => match parse_u32(n) {
             Some(n) => {
                 c.tocrawl.store(n, Ordering::Relaxed);
                 w.reply(TextReply::Ok);
             }
             None => w.client_error(BAD_FORMAT),
         },
-        [b"sleep", n] => match strtoul(n) {
+        [b"sleep", n] => match parse_u32(n) {
             Some(n) if n > 1_000_000 => w.client_error("sleep must be one second or less"),
             Some(n) => {
                 c.sleep_us.store(n, Ordering::Relaxed);
@@ -186,7 +186,7 @@ fn classes(word: &[u8]) -> Result<Classes, ()> {
         _ => {
             let mut ids = 0u64;
             for item in word.split(|&b| b == b',').filter(|s| !s.is_empty()) {
-                match strtoul(item) {
+                match parse_u32(item) {
                     Some(id @ 1..=63) => ids |= 1 << id,
                     _ => return Err(()),
                 }
@@ -262,33 +262,6 @@ fn crawl(cx: &Ctx<'_>, word: &[u8], w: &mut TextWriter<'_>) {
     w.reply(TextReply::Ok);
 }
 
-/// memcached's `safe_strtoul` on a 64-bit host: C whitespace, an optional sign, digits, the
-/// end of the token; parsed as 64 bits and truncated to 32; a negative number refused.
-fn strtoul(tok: &[u8]) -> Option<u32> {
-    let s = tok.trim_ascii_start();
-    let (negative, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        _ => (false, s),
-    };
-    let end = digits
-        .iter()
-        .position(|b| !b.is_ascii_digit())
-        .unwrap_or(digits.len());
-    if end == 0 || !digits[end..].iter().all(u8::is_ascii_whitespace) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in &digits[..end] {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    // safe_strtoul refuses what wraps negative ("-1"), and keeps "-0".
-    if negative && v != 0 {
-        return None;
-    }
-    Some(v as u32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,16 +275,5 @@ mod tests {
         for bad in [&b"0"[..], b"64", b"x", b"-1", b"1,x"] {
             assert_eq!(classes(bad), Err(()), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn numbers_read_as_safe_strtoul() {
-        assert_eq!(strtoul(b"+5"), Some(5));
-        assert_eq!(strtoul(b"4294967296"), Some(0));
-        assert_eq!(strtoul(b"-0"), Some(0));
-        assert_eq!(strtoul(b"-1"), None);
-        assert_eq!(strtoul(b"x"), None);
-        assert_eq!(strtoul(b"5x"), None);
-        assert_eq!(strtoul(b""), None);
     }
 }

@@ -7,16 +7,11 @@ use std::fmt::Write as _;
 /// cut to it.
 const KEY_SHOWN_MAX: usize = 250;
 
-/// `key` as memcached's `uriencode`: letters, digits and `-._~` as they are, every other
-/// byte as `%XX` (upper-case hex).
+/// `key` url-encoded as memcached's `uriencode`, cut to [`KEY_SHOWN_MAX`] bytes first.
 pub fn uriencode(key: &[u8], out: &mut String) {
-    for &b in &key[..key.len().min(KEY_SHOWN_MAX)] {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
+    super::super::uriencode(&key[..key.len().min(KEY_SHOWN_MAX)], |b| {
+        out.push(char::from(b));
+    });
 }
 
 /// A line's common head: `ts=<sec>.<usec> gid=<n> ` (memcached prints the microseconds
@@ -44,7 +39,7 @@ pub fn item_get(
     gid: u64,
     key: &[u8],
     found: Fetch,
-    clsid: u32,
+    clsid: usize,
     cfd: i64,
     size: usize,
 ) -> String {
@@ -79,7 +74,7 @@ pub fn item_store(
     status: StoreStatus,
     cmd: &str,
     ttl: u32,
-    clsid: u32,
+    clsid: usize,
     cfd: i64,
     size: usize,
 ) -> String {
@@ -110,7 +105,7 @@ pub fn eviction(
     fetched: bool,
     ttl: i64,
     la: u32,
-    clsid: u32,
+    clsid: usize,
     size: usize,
 ) -> String {
     let mut s = String::with_capacity(112 + key.len());

@@ -27,7 +27,7 @@ use larder_engine::{Change, ChangeKind, Consumer, Feed, Interest};
 use larder_memcache::{StoreMode, TextReply, TextWriter, Tokens};
 use parking_lot::Mutex;
 
-use super::{Ctx, Flow};
+use super::{slabs, Ctx, Flow};
 use crate::items::{self, Access, Deadline, Read, StoreOutcome};
 use line::{Fetch, StoreStatus};
 
@@ -280,7 +280,7 @@ impl Consumer for FeedWatcher {
                             StoreStatus::Stored,
                             cmd,
                             ttl,
-                            0,
+                            slabs::class_of(m.footprint).0,
                             cfd,
                             m.len,
                         )
@@ -294,9 +294,9 @@ impl Consumer for FeedWatcher {
                     };
                     let la = larder_engine::lru_clock(now_ms).saturating_sub(m.access);
                     let fetched = m.mc_state & items::FETCHED != 0;
-                    // FIXME(issue 16): clsid from the slab class mapping of memcache/slabs.rs.
+                    let clsid = slabs::class_of(m.footprint).0;
                     self.0.log(EVICTIONS, |ts, gid| {
-                        line::eviction(ts, gid, &c.key, fetched, ttl, la, 0, m.len)
+                        line::eviction(ts, gid, &c.key, fetched, ttl, la, clsid, m.len)
                     });
                 }
                 _ => {}
@@ -406,9 +406,15 @@ impl Ctx<'_> {
             Read::Miss => Fetch::NotFound,
             Read::Expired => Fetch::Expired,
         };
-        // FIXME(issue 16): clsid from the slab class mapping of memcache/slabs.rs.
+        // memcached names the class of a found item (0 for a miss).
+        let clsid = match found {
+            Fetch::Found => {
+                items::footprint(self.db(), key, self.now_ms).map_or(0, |f| slabs::class_of(f).0)
+            }
+            _ => 0,
+        };
         self.mc.watch.inner.log(FETCHERS, |ts, gid| {
-            line::item_get(ts, gid, key, found, 0, cfd, size)
+            line::item_get(ts, gid, key, found, clsid, cfd, size)
         });
     }
 
