@@ -9,12 +9,16 @@ larder's versions and memcached flags are not carried to a larder replica yet.
 
 from __future__ import annotations
 
+import json
+import socket
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 import redis
 
-from conftest import Server, ServerFactory
+from conftest import Server, ServerFactory, start_with_http
 from test_replication_master import contents, fill, info, same_data, until
 
 pytestmark = pytest.mark.larder_only
@@ -215,3 +219,38 @@ def test_expiry_follows_the_masters_del(start_server) -> None:
     assert r.dbsize() == 1
     assert m.get("short") is None  # the master expires it and sends DEL
     until("the DEL arrives", lambda: r.dbsize() == 0)
+
+
+def test_doors_of_a_replica_serve_reads_and_name_the_master(start_server) -> None:
+    master = start_server()
+    m = master.client(protocol=2)
+    m.set("k", "from-master")
+    rep = start_with_http(start_server, "--replicaof", f"127.0.0.1 {master.port}")
+    until("master_link_status:up", lambda: link_up(rep))
+    until("k replicated", lambda: rep.client(protocol=2).get("k") == b"from-master")
+
+    with socket.create_connection(("127.0.0.1", rep.mc_port), timeout=5) as s:
+        f = s.makefile("rb")
+        s.sendall(b"get k\r\n")
+        assert f.readline() == b"VALUE k 0 11\r\n"
+        assert f.readline() == b"from-master\r\n"
+        assert f.readline() == b"END\r\n"
+        s.sendall(b"set k 0 0 1\r\nx\r\n")
+        assert f.readline() == (
+            b"SERVER_ERROR READONLY You can't write against a read only replica "
+            b"(master: 127.0.0.1:%d)\r\n" % master.port)
+    with urllib.request.urlopen(f"{rep.http_url}/v1/kv/k", timeout=5) as resp:
+        assert resp.read() == b"from-master"
+    put = urllib.request.Request(f"{rep.http_url}/v1/kv/k", data=b"y", method="PUT")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(put, timeout=5)
+    assert e.value.code == 409
+    assert json.loads(e.value.read())["master"] == f"127.0.0.1:{master.port}"
+    assert rep.client(protocol=2).get("k") == b"from-master"
+
+    # A writable replica's doors write (replica-read-only no), as its RESP clients do.
+    rep.client(protocol=2).config_set("replica-read-only", "no")
+    with socket.create_connection(("127.0.0.1", rep.mc_port), timeout=5) as s:
+        f = s.makefile("rb")
+        s.sendall(b"set local 0 0 1\r\nz\r\n")
+        assert f.readline() == b"STORED\r\n"

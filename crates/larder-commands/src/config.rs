@@ -97,6 +97,12 @@ pub enum Param {
     ReplicaReadOnly,
     ReplicaServeStaleData,
     ReplicaIgnoreMaxmemory,
+    MinReplicasToWrite,
+    MinReplicasMaxLag,
+    ReplicaPriority,
+    ReplicaAnnounceIp,
+    ReplicaAnnouncePort,
+    ReplicaAnnounced,
 }
 
 /// How a parameter's value is parsed and shown.

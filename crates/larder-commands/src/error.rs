@@ -67,6 +67,7 @@ pub const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
 pub const TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
 pub const NEGATIVE_COUNT: &str = "ERR value is out of range, must be positive";
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// `ERR wrong number of arguments for 'get' command` (name as the user typed it, lower-cased;
 /// subcommands as `client|kill`).

@@ -607,6 +607,9 @@ pub(crate) fn persistence_gate(server: &Server, spec_flags: u32) -> Option<Error
     if gates.write_failed.load(Ordering::Relaxed) && spec_flags & flags::WRITE != 0 {
         return Some(crate::persistence::misconf(server));
     }
+    if spec_flags & flags::WRITE != 0 && !crate::replication::enough_good_replicas(server) {
+        return Some(Error::Static(crate::error::NOREPLICAS));
+    }
     None
 }
 

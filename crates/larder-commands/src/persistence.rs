@@ -105,6 +105,9 @@ pub struct Gates {
     pub replica: AtomicBool,
     /// A replica whose link to its master is not up (for `replica-serve-stale-data no`).
     pub master_link_down: AtomicBool,
+    /// Replicas whose last acknowledgement is at most `min-replicas-max-lag` seconds old,
+    /// counted by the replication runtime each second (Redis's `repl_good_slaves_count`).
+    pub good_replicas: AtomicU64,
 }
 
 impl Gates {

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use crate::config::Param;
 use crate::error::{Error, Result};
 use crate::exec::Cmd;
 use crate::state::ClientHandle;
@@ -160,6 +161,18 @@ pub fn master_of(server: &Server) -> Option<(String, u16)> {
     server.replication.get().and_then(|r| r.master())
 }
 
+/// Whether a write may run as far as `min-replicas-to-write` is concerned (Redis's
+/// `checkGoodReplicasStatus`): always on a replica or with either parameter 0; otherwise
+/// when the runtime's last count of good replicas reaches it.
+pub fn enough_good_replicas(server: &Server) -> bool {
+    use std::sync::atomic::Ordering;
+    let to_write = server.config.num(Param::MinReplicasToWrite);
+    to_write <= 0
+        || server.config.num(Param::MinReplicasMaxLag) <= 0
+        || server.gates.good_replicas.load(Ordering::Relaxed) >= to_write as u64
+        || master_of(server).is_some()
+}
+
 /// The runtime's status, or the idle one.
 pub fn status(server: &Server) -> Status {
     match server.replication.get() {
@@ -197,6 +210,15 @@ pub fn info_section(server: &Server, out: &mut String) {
         Some(l) => replica_info(server, l, out),
     }
     let _ = write!(out, "connected_slaves:{}\r\n", s.replicas.len());
+    if server.config.num(Param::MinReplicasToWrite) > 0
+        && server.config.num(Param::MinReplicasMaxLag) > 0
+    {
+        let good = server
+            .gates
+            .good_replicas
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let _ = write!(out, "min_slaves_good_slaves:{good}\r\n");
+    }
     for (i, r) in s.replicas.iter().enumerate() {
         let _ = write!(
             out,
@@ -515,5 +537,40 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} in {text}");
         }
+    }
+
+    #[test]
+    fn min_replicas_to_write_refuses_writes_without_enough_good_replicas() {
+        use std::sync::atomic::Ordering;
+        let mut h = Harness::new();
+        let info = |h: &mut Harness| match h.run(&["INFO", "replication"]) {
+            Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("INFO answered {other:?}"),
+        };
+        assert!(!info(&mut h).contains("min_slaves_good_slaves"));
+        assert_eq!(h.run(&["CONFIG", "SET", "min-slaves-to-write", "1"]), ok());
+        assert_eq!(
+            h.run(&["CONFIG", "GET", "min-replicas-to-write"]),
+            Frame::Array(vec![bulk("min-replicas-to-write"), bulk("1")])
+        );
+        let refused = err("NOREPLICAS Not enough good replicas to write.");
+        assert_eq!(h.run(&["SET", "k", "v"]), refused);
+        // Reads still run; so does a write refused inside MULTI, which then aborts EXEC.
+        assert_eq!(h.run(&["GET", "k"]), Frame::Null);
+        assert!(info(&mut h).contains("min_slaves_good_slaves:0\r\n"));
+        assert_eq!(h.run(&["MULTI"]), ok());
+        assert_eq!(h.run(&["SET", "k", "v"]), refused);
+        assert_eq!(
+            h.run(&["EXEC"]),
+            err("EXECABORT Transaction discarded because of previous errors.")
+        );
+        h.server.gates.good_replicas.store(1, Ordering::Relaxed);
+        assert_eq!(h.run(&["SET", "k", "v"]), ok());
+        assert!(info(&mut h).contains("min_slaves_good_slaves:1\r\n"));
+        // Either parameter at 0 turns the check off.
+        h.server.gates.good_replicas.store(0, Ordering::Relaxed);
+        assert_eq!(h.run(&["CONFIG", "SET", "min-slaves-max-lag", "0"]), ok());
+        assert_eq!(h.run(&["SET", "k", "v"]), ok());
+        assert!(!info(&mut h).contains("min_slaves_good_slaves"));
     }
 }

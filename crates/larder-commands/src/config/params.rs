@@ -804,6 +804,63 @@ pub static PARAMS: &[ParamDef] = &[
         Mutability::Mutable,
         "a replica evicts nothing for maxmemory (its master's DELs free memory)",
     ),
+    def(
+        Param::MinReplicasToWrite,
+        "min-replicas-to-write",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "0",
+        Mutability::Mutable,
+        "a master refuses writes (NOREPLICAS) with fewer good replicas than this (0 = off)",
+    ),
+    def(
+        Param::MinReplicasMaxLag,
+        "min-replicas-max-lag",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "10",
+        Mutability::Mutable,
+        "seconds since its last acknowledgement within which a replica counts as good (0 = off)",
+    ),
+    def(
+        Param::ReplicaPriority,
+        "replica-priority",
+        Kind::Int {
+            min: 0,
+            max: i32::MAX as i64,
+        },
+        "100",
+        Mutability::Mutable,
+        "Sentinel promotes the replica with the lowest priority first (0 = never)",
+    ),
+    def(
+        Param::ReplicaAnnounceIp,
+        "replica-announce-ip",
+        Kind::Text,
+        "",
+        Mutability::Mutable,
+        "the IP a replica tells its master to show for it (empty: its connection's)",
+    ),
+    def(
+        Param::ReplicaAnnouncePort,
+        "replica-announce-port",
+        Kind::Int { min: 0, max: 65535 },
+        "0",
+        Mutability::Mutable,
+        "the port a replica tells its master to show for it (0: its own port)",
+    ),
+    def(
+        Param::ReplicaAnnounced,
+        "replica-announced",
+        Kind::Bool,
+        "yes",
+        Mutability::Mutable,
+        "whether Sentinel lists this replica (SENTINEL REPLICAS)",
+    ),
 ];
 
 /// Redis's older names for parameters, accepted wherever the name is (CONFIG GET and SET,
@@ -820,6 +877,11 @@ pub static ALIASES: &[(&str, Param)] = &[
     ("slave-read-only", Param::ReplicaReadOnly),
     ("slave-serve-stale-data", Param::ReplicaServeStaleData),
     ("slave-ignore-maxmemory", Param::ReplicaIgnoreMaxmemory),
+    ("min-slaves-to-write", Param::MinReplicasToWrite),
+    ("min-slaves-max-lag", Param::MinReplicasMaxLag),
+    ("slave-priority", Param::ReplicaPriority),
+    ("slave-announce-ip", Param::ReplicaAnnounceIp),
+    ("slave-announce-port", Param::ReplicaAnnouncePort),
 ];
 
 /// `replicaof host port` (or `no one`, or nothing: not a replica), shown as `host port`.

@@ -308,6 +308,9 @@ fn route(cx: &mut Cx<'_, '_>) -> Action {
                 "v1" => {
                     let kind = segs.next().unwrap_or("");
                     let rest: Vec<&str> = segs.collect();
+                    if let Some(action) = refuse_on_replica(cx, kind, &rest) {
+                        return action;
+                    }
                     match kind {
                         "kv" => kv::serve(cx, &rest),
                         "hash" | "set" | "zset" => collections::serve(cx, kind, &rest),
@@ -322,6 +325,30 @@ fn route(cx: &mut Cx<'_, '_>) -> Action {
             }
         }
     }
+}
+
+/// A write to a data endpoint while this server is a replica: `409` with Redis's READONLY
+/// text and the master's address (`{"error": ..., "master": "host:port"}`). Reads, watches
+/// and queue publish/subscribe (Pub/Sub, which a replica serves) pass; so does the command
+/// endpoint, whose commands the executor refuses as for a RESP client.
+fn refuse_on_replica(cx: &mut Cx<'_, '_>, kind: &str, rest: &[&str]) -> Option<Action> {
+    let writes = match kind {
+        "kv" | "hash" | "set" | "zset" => {
+            !matches!(cx.req.method, Method::Get | Method::Head | Method::Options)
+        }
+        // Taking a message (GET on the queue) removes it.
+        "queue" => !matches!(rest.get(1), Some(&("stats" | "workers" | "sub" | "pub"))),
+        _ => false,
+    };
+    if !writes {
+        return None;
+    }
+    let refusal = crate::repl::guard::read_only_refusal(cx.server)?;
+    let (host, port) = larder_commands::replication::master_of(cx.server)?;
+    Some(cx.json(
+        409,
+        &serde_json::json!({ "error": refusal, "master": format!("{host}:{port}") }),
+    ))
 }
 
 impl Handler for HttpHandler {

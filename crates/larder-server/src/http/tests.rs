@@ -623,3 +623,37 @@ fn mutated_requests_never_panic_and_get_well_formed_answers() {
         assert!(statuses.contains_key(&status), "{statuses:?}");
     }
 }
+
+#[test]
+fn a_replica_serves_reads_and_refuses_writes_with_409_naming_its_master() {
+    let door = Door::new(&[]);
+    let put = "PUT /v1/kv/k HTTP/1.1\r\nContent-Length: 1\r\n\r\nv";
+    assert!(door.ask(put).status < 300);
+    let _ = door
+        .server
+        .replication
+        .set(Arc::new(crate::repl::guard::ReplicaOf("10.0.0.1", 6379)));
+    for write in [
+        put,
+        "DELETE /v1/kv/k HTTP/1.1\r\n\r\n",
+        "POST /v1/hash/h HTTP/1.1\r\nContent-Length: 7\r\n\r\n{\"a\":1}",
+        "DELETE /v1/set/s HTTP/1.1\r\n\r\n",
+        "GET /v1/queue/q?worker=w HTTP/1.1\r\n\r\n",
+        "POST /v1/queue/q/ack HTTP/1.1\r\n\r\n",
+    ] {
+        let r = door.ask(write);
+        assert_eq!(r.status, 409, "{write:?}");
+        let body = json(&r);
+        assert_eq!(body["master"], "10.0.0.1:6379", "{write:?}");
+        assert_eq!(
+            body["error"],
+            "READONLY You can't write against a read only replica (master: 10.0.0.1:6379)"
+        );
+    }
+    let r = door.ask("GET /v1/kv/k HTTP/1.1\r\n\r\n");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"v"[..]));
+    assert_eq!(
+        door.ask("GET /v1/queue/q/stats HTTP/1.1\r\n\r\n").status,
+        200
+    );
+}

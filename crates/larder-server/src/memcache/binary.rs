@@ -14,7 +14,8 @@ use crate::items::{
 };
 
 /// Runs one request and appends its response packets to `out`. A request the connection's
-/// user may not make is answered status `0x0024` with the NOPERM text ([`perm`]).
+/// user may not make is answered status `0x0024` with the NOPERM text ([`perm`]); a write
+/// on a replica status `0x0084` (internal error) with the READONLY text naming the master.
 pub(super) fn execute(
     cx: &Ctx<'_>,
     conn: &ConnState,
@@ -25,6 +26,12 @@ pub(super) fn execute(
     if let Err(e) = perm::binary(cx, conn, &req.command) {
         w.with_value(req, Status::NO_ACCESS, e.message().as_bytes());
         return Flow::Continue;
+    }
+    if req.command.writes() {
+        if let Some(refusal) = crate::repl::guard::read_only_refusal(cx.server) {
+            w.with_value(req, Status::INTERNAL_ERROR, refusal.as_bytes());
+            return Flow::Continue;
+        }
     }
     let c = cx.counters;
     let db = cx.db();

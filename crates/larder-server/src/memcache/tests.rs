@@ -550,3 +550,48 @@ fn keys_are_url_encoded_as_memcached_does() {
     super::uriencode(b"c%20d a/\xff-._~Z9", |b| out.push(b));
     assert_eq!(out, b"c%2520d%20a%2F%FF-._~Z9");
 }
+
+#[test]
+fn a_replica_serves_reads_and_refuses_writes_naming_its_master() {
+    let mut d = Door::new();
+    // Data as the master's stream would have left it.
+    assert_eq!(d.text("set k 3 0 1\r\nv\r\n"), "STORED\r\n");
+    let _ = d
+        .server
+        .replication
+        .set(Arc::new(crate::repl::guard::ReplicaOf("10.0.0.1", 6379)));
+    let refusal =
+        "SERVER_ERROR READONLY You can't write against a read only replica (master: 10.0.0.1:6379)\r\n";
+    for write in [
+        "set k 0 0 1\r\nw\r\n",
+        "add n 0 0 1\r\nw\r\n",
+        "delete k\r\n",
+        "incr k 1\r\n",
+        "touch k 10\r\n",
+        "gat 10 k\r\n",
+        "flush_all\r\n",
+        "ms k 1\r\nw\r\n",
+        "md k\r\n",
+        "ma k\r\n",
+        "mg k v T10\r\n",
+    ] {
+        assert_eq!(d.text(write), refusal, "{write:?}");
+    }
+    assert_eq!(d.text("set k 0 0 1 noreply\r\nw\r\n"), "");
+    assert_eq!(d.text("get k\r\n"), "VALUE k 3 1\r\nv\r\nEND\r\n");
+    assert_eq!(d.text("mg k v\r\n"), "VA 1\r\nv\r\n");
+    // Binary (a new connection): a SET is refused with status 0x0084 and the text; a GET
+    // is served.
+    d.session = Session::default();
+    let (out, _, _) = d.feed(&packet(0x01, &[0; 8], b"k", b"w", 0));
+    let r = responses(&out);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].0, 0x0084);
+    assert_eq!(
+        r[0].3,
+        b"READONLY You can't write against a read only replica (master: 10.0.0.1:6379)"
+    );
+    let (out, _, _) = d.feed(&packet(0x00, &[], b"k", b"", 0));
+    let r = responses(&out);
+    assert_eq!((r[0].0, r[0].3.as_slice()), (0, &b"v"[..]));
+}

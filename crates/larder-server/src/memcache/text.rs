@@ -19,7 +19,8 @@ use crate::items::{
 
 /// Runs one request and appends its answer to `out`. A classic command with `noreply`
 /// answers nothing, errors included (memcached 1.6). A request the connection's user may
-/// not make is answered `CLIENT_ERROR NOPERM ...` ([`perm`]).
+/// not make is answered `CLIENT_ERROR NOPERM ...` ([`perm`]); a write on a replica
+/// `SERVER_ERROR READONLY ... (master: host:port)`.
 pub(super) fn execute(
     cx: &Ctx<'_>,
     conn: &ConnState,
@@ -27,8 +28,19 @@ pub(super) fn execute(
     out: &mut Vec<u8>,
 ) -> Flow {
     let start = out.len();
+    let read_only = || {
+        req.writes()
+            .then(|| crate::repl::guard::read_only_refusal(cx.server))
+            .flatten()
+    };
     let flow = match perm::text(cx, conn, req) {
-        Ok(()) => run(cx, req, &mut TextWriter::new(out)),
+        Ok(()) => match read_only() {
+            None => run(cx, req, &mut TextWriter::new(out)),
+            Some(refusal) => {
+                TextWriter::new(out).server_error(&refusal);
+                Flow::Continue
+            }
+        },
         Err(e) => {
             TextWriter::new(out).client_error(e.message());
             Flow::Continue

@@ -21,6 +21,7 @@
 //! Lock order: shard locks, then the feed's ordering lock, then [`Master`]'s state.
 
 mod backlog;
+pub(crate) mod guard;
 mod replica;
 mod stream;
 mod transfer;
@@ -43,9 +44,11 @@ use backlog::Backlog;
 use stream::{encode_command, Encoder};
 
 /// What a replica said in REPLCONF before it asked to sync.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Handshake {
     port: u16,
+    /// REPLCONF ip-address (its `replica-announce-ip`): shown instead of the connection's.
+    ip: Option<String>,
     /// `capa eof`: it takes a file delimited by a mark instead of a length.
     eof: bool,
     /// `capa psync2`: `+CONTINUE` names the replication id.
@@ -66,6 +69,8 @@ enum Phase {
 struct Replica {
     handle: Arc<ClientHandle>,
     port: u16,
+    /// The address it announced, if any.
+    ip: Option<String>,
     phase: Phase,
     pending: Vec<u8>,
     ack_offset: u64,
@@ -149,6 +154,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
         link: Mutex::new(None),
     });
     let _ = server.replication.set(master.clone());
+    guard::install_hook(server, &master);
     let configured = server.config.text(Param::Replicaof);
     if let Some((host, port)) = configured.split_once(' ') {
         let port = port.parse().unwrap_or(0);
@@ -330,6 +336,7 @@ impl Master {
             }
             !silent
         });
+        guard::refresh(&server, &st.replicas);
         // A replica passes its master's PINGs on and sends none of its own; it never frees
         // its backlog (its replicas and a promotion continue from it).
         if st.proxy.is_none() && !st.replicas.is_empty() && tick % period == 0 {
@@ -363,10 +370,15 @@ impl Master {
         if !registered {
             return st.offset;
         }
-        let port = self.handshakes.lock().get(&client.id).map_or(0, |h| h.port);
+        let (port, ip) = self
+            .handshakes
+            .lock()
+            .get(&client.id)
+            .map_or((0, None), |h| (h.port, h.ip.clone()));
         st.replicas.push(Replica {
             handle: Arc::clone(client),
             port,
+            ip,
             phase,
             pending: Vec::new(),
             ack_offset: 0,
@@ -402,6 +414,9 @@ impl Master {
         r.phase = Phase::Online;
         if !post(&r.handle, limit, &pending) {
             st.replicas.remove(i);
+        }
+        if let Some(server) = self.server() {
+            guard::refresh(&server, &st.replicas);
         }
     }
 
@@ -439,6 +454,9 @@ impl Master {
         let limit = st.limit;
         if post(client, limit, &reply) {
             self.join(&mut st, client, Phase::Online);
+            if let Some(server) = self.server() {
+                guard::refresh(&server, &st.replicas);
+            }
         }
         true
     }
@@ -467,7 +485,10 @@ impl Replication for Master {
                 .replicas
                 .iter()
                 .map(|r| ReplicaStatus {
-                    ip: ip_of(&r.handle.addr).to_string(),
+                    ip: r
+                        .ip
+                        .clone()
+                        .unwrap_or_else(|| ip_of(&r.handle.addr).to_string()),
                     port: r.port,
                     state: match r.phase {
                         Phase::Transfer => "send_bulk",
@@ -501,7 +522,17 @@ impl Replication for Master {
                 h.eof |= value.eq_ignore_ascii_case(b"eof");
                 h.psync2 |= value.eq_ignore_ascii_case(b"psync2");
             }
-            b"ip-address" | b"rdb-only" | b"rdb-filter-only" => {}
+            b"ip-address" => {
+                // Redis's NET_HOST_STR_LEN bound.
+                if value.len() >= 256 {
+                    return Err(format!(
+                        "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                        value.len()
+                    ));
+                }
+                h.ip = Some(String::from_utf8_lossy(value).into_owned());
+            }
+            b"rdb-only" | b"rdb-filter-only" => {}
             _ => {
                 return Err(format!(
                     "ERR Unrecognized REPLCONF option: {}",
@@ -669,8 +700,13 @@ impl Replication for Master {
         st.waiters.retain(|(h, _)| h.id != id);
         let before = st.replicas.len();
         st.replicas.retain(|r| r.handle.id != id);
-        if before != st.replicas.len() && st.replicas.is_empty() {
-            st.alone_since_ms = larder_engine::now_ms();
+        if before != st.replicas.len() {
+            if st.replicas.is_empty() {
+                st.alone_since_ms = larder_engine::now_ms();
+            }
+            if let Some(server) = self.server() {
+                guard::refresh(&server, &st.replicas);
+            }
         }
     }
 }

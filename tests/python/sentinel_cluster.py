@@ -1,0 +1,226 @@
+"""A master, two redis-server replicas and three redis-server --sentinel processes on
+127.0.0.1, for test_sentinel.py and bench/failover_time.py.
+
+The master is larder (LARDER_BIN, or target/release/larder) or redis-server, so the same
+harness measures both. Every process is started here and killed by `Cluster.close()`; every
+wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import redis
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MASTER_NAME = "mymaster"
+DEADLINE_S = 20.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def until(what: str, check: Callable[[], bool], timeout: float = DEADLINE_S) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except (redis.RedisError, OSError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def larder_bin() -> str:
+    return os.environ.get("LARDER_BIN", str(REPO_ROOT / "target" / "release" / "larder"))
+
+
+def redis_bin() -> str:
+    return os.environ.get("REDIS_SERVER") or shutil.which("redis-server") or "redis-server"
+
+
+class Proc:
+    """One server process with its log in its own directory."""
+
+    def __init__(self, name: str, argv: list[str], port: int, workdir: Path) -> None:
+        self.name, self.port, self.workdir = name, port, workdir
+        self.log = workdir / "server.log"
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=workdir)
+
+    def client(self, **kw) -> redis.Redis:
+        kw.setdefault("socket_timeout", 5)
+        kw.setdefault("socket_connect_timeout", 2)
+        return redis.Redis(host="127.0.0.1", port=self.port, decode_responses=True, **kw)
+
+    def answers(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"{self.name} exited: {self.log.read_text()[-2000:]}")
+        try:
+            return bool(self.client(socket_timeout=1).ping())
+        except (redis.RedisError, OSError):
+            return False
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+class Events:
+    """Every event a sentinel publishes, with the monotonic time it arrived."""
+
+    def __init__(self, sentinel: Proc) -> None:
+        self.items: list[tuple[float, str, str]] = []
+        self._lock = threading.Lock()
+        self._pubsub = sentinel.client(socket_timeout=None).pubsub()
+        self._pubsub.psubscribe("*")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                m = self._pubsub.get_message(timeout=0.1)
+            except (redis.RedisError, OSError, ValueError):
+                return
+            if m and m["type"] == "pmessage":
+                with self._lock:
+                    self.items.append((time.monotonic(), m["channel"], m["data"]))
+
+    def first(self, channel: str, starts: str = "", after: float = 0.0) -> float | None:
+        with self._lock:
+            for t, ch, data in self.items:
+                if ch == channel and data.startswith(starts) and t >= after:
+                    return t
+        return None
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+        try:
+            self._pubsub.close()
+        except (redis.RedisError, OSError):
+            pass
+
+
+class Cluster:
+    """A master (`larder` or `redis`), two redis-server replicas, three sentinels."""
+
+    def __init__(self, root: Path, master_kind: str = "larder",
+                 down_after_ms: int = 500, failover_timeout_ms: int = 3000) -> None:
+        self.root = root
+        self.procs: list[Proc] = []
+        self.events: list[Events] = []
+        self.down_after_ms = down_after_ms
+        self.failover_timeout_ms = failover_timeout_ms
+        self.master = self._server(master_kind, "master")
+        self.replicas = [self._server("redis", f"replica{i}", of=self.master)
+                         for i in range(2)]
+        for r in self.replicas:
+            until(f"{r.name} in sync",
+                  lambda r=r: r.client().info("replication")["master_link_status"] == "up")
+        self.sentinels = [self._sentinel(i) for i in range(3)]
+        self.events = [Events(s) for s in self.sentinels]
+
+    def _dir(self, name: str) -> Path:
+        d = self.root / name
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def _start(self, name: str, argv_of: Callable[[int, Path], list[str]]) -> Proc:
+        d = self._dir(name)
+        for _ in range(3):
+            port = free_port()
+            p = Proc(name, argv_of(port, d), port, d)
+            self.procs.append(p)
+            try:
+                until(f"{name} answers", p.answers, timeout=10)
+                return p
+            except AssertionError:
+                p.kill()
+                if "in use" not in p.log.read_text().lower():
+                    raise
+        raise AssertionError(f"{name} did not start")
+
+    def _server(self, kind: str, name: str, of: Proc | None = None) -> Proc:
+        def argv(port: int, d: Path) -> list[str]:
+            if kind == "larder":
+                return [larder_bin(), "--port", str(port), "--bind", "127.0.0.1",
+                        "--memcached-port", "0", "--http-port", "0", "--dir", str(d)]
+            a = [redis_bin(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--dir", str(d)]
+            if of is not None:
+                a += ["--replicaof", "127.0.0.1", str(of.port)]
+            return a
+        return self._start(name, argv)
+
+    def _sentinel(self, i: int) -> Proc:
+        def argv(port: int, d: Path) -> list[str]:
+            conf = d / "sentinel.conf"
+            conf.write_text(
+                f"port {port}\nbind 127.0.0.1\ndir {d}\n"
+                f"sentinel monitor {MASTER_NAME} 127.0.0.1 {self.master.port} 2\n"
+                f"sentinel down-after-milliseconds {MASTER_NAME} {self.down_after_ms}\n"
+                f"sentinel failover-timeout {MASTER_NAME} {self.failover_timeout_ms}\n"
+                f"sentinel parallel-syncs {MASTER_NAME} 2\n")
+            return [redis_bin(), str(conf), "--sentinel"]
+        return self._start(f"sentinel{i}", argv)
+
+    def sentinel_addrs(self) -> list[tuple[str, int]]:
+        return [("127.0.0.1", s.port) for s in self.sentinels]
+
+    def discovered(self) -> bool:
+        """Every sentinel lists both replicas and the two other sentinels."""
+        for s in self.sentinels:
+            c = s.client()
+            reps = c.execute_command("SENTINEL", "REPLICAS", MASTER_NAME)
+            sens = c.execute_command("SENTINEL", "SENTINELS", MASTER_NAME)
+            if len(reps) != 2 or len(sens) != 2:
+                return False
+        return True
+
+    def master_addr(self) -> tuple[str, int]:
+        host, port = self.sentinels[0].client().execute_command(
+            "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME)
+        return host, int(port)
+
+    def kill_master(self) -> tuple[float, tuple[str, int]]:
+        """SIGKILL the master; wait for +switch-master on every sentinel. Returns the time
+        from the first +sdown of the master to the first +switch-master, and the new
+        master's address."""
+        killed_at = time.monotonic()
+        old = ("127.0.0.1", self.master.port)
+        self.master.kill()
+        until("+switch-master on every sentinel",
+              lambda: all(e.first("+switch-master", after=killed_at) for e in self.events),
+              timeout=DEADLINE_S * 2)
+        sdown = min(t for e in self.events
+                    if (t := e.first("+sdown", "master", after=killed_at)) is not None)
+        switched = min(t for e in self.events
+                       if (t := e.first("+switch-master", after=killed_at)) is not None)
+        new = self.master_addr()
+        assert new != old
+        self.master = next(p for p in self.replicas if p.port == new[1])
+        self.replicas = [p for p in self.replicas if p.port != new[1]]
+        return switched - sdown, new
+
+    def close(self) -> None:
+        for e in self.events:
+            e.close()
+        for p in reversed(self.procs):
+            p.kill()

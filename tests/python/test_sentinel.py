@@ -1,0 +1,105 @@
+"""Stock redis-sentinel 7.0 managing a larder master: three `redis-server --sentinel`
+processes monitor a larder master with two redis-server replicas. They discover the replicas
+(INFO replication's `slaveN:` lines) and each other (the `__sentinel__:hello` channel on
+larder), a redis-py Sentinel client finds the master, and after a SIGKILL of the master a
+replica is promoted and the client follows it; every write that WAIT 1 acknowledged is on
+the promoted master.
+
+The harness (sentinel_cluster.py) uses a 500 ms down-after and a 3 s failover-timeout, so
+a failover takes seconds; every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from redis.sentinel import Sentinel
+
+from sentinel_cluster import MASTER_NAME, Cluster, until
+
+pytestmark = pytest.mark.larder_only
+
+
+@pytest.fixture
+def cluster(tmp_path: Path):
+    c = Cluster(tmp_path)
+    yield c
+    c.close()
+
+
+class Writer:
+    """SET n + WAIT 1 1000 in a loop through a Sentinel client; remembers what WAIT
+    acknowledged."""
+
+    def __init__(self, sentinel: Sentinel) -> None:
+        self.master = sentinel.master_for(MASTER_NAME, socket_timeout=0.5,
+                                          socket_connect_timeout=0.5, decode_responses=True)
+        self.acked: list[int] = []
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            n += 1
+            try:
+                self.master.set(f"w:{n}", n)
+                if self.master.execute_command("WAIT", 1, 1000) >= 1:
+                    self.acked.append(n)
+            except (redis.RedisError, OSError):
+                self.errors += 1
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def test_sentinels_discover_replicas_and_each_other(cluster: Cluster) -> None:
+    until("sentinels discover the replicas and each other", cluster.discovered)
+    m = cluster.master.client()
+    # Each sentinel subscribes to the hello channel on the master and names its links.
+    until("three hello subscribers on larder",
+          lambda: m.execute_command("PUBSUB", "NUMSUB", "__sentinel__:hello")[1] == 3)
+    names = [c["name"] for c in m.client_list()]
+    assert sum(n.startswith("sentinel-") and n.endswith("-cmd") for n in names) == 3
+    assert sum(n.startswith("sentinel-") and n.endswith("-pubsub") for n in names) == 3
+    # The sentinels read larder's run id and role from INFO.
+    s = cluster.sentinels[0].client()
+    # redis-py parses these replies into dicts (flags into is_* booleans).
+    fields = s.sentinel_master(MASTER_NAME)
+    assert fields["runid"] == m.info("server")["run_id"]
+    assert fields["role-reported"] == "master"
+    assert fields["is_master"] and not fields["is_sdown"] and not fields["is_odown"]
+    assert fields["num-slaves"] == 2
+    assert fields["num-other-sentinels"] == 2
+    ports = sorted(r["port"] for r in s.sentinel_slaves(MASTER_NAME))
+    assert ports == sorted(r.port for r in cluster.replicas)
+    client = Sentinel(cluster.sentinel_addrs(), socket_timeout=1)
+    assert client.discover_master(MASTER_NAME) == ("127.0.0.1", cluster.master.port)
+
+
+def test_sigkill_of_the_larder_master_promotes_a_replica_and_keeps_acknowledged_writes(
+        cluster: Cluster) -> None:
+    until("sentinels discover the replicas and each other", cluster.discovered)
+    writer = Writer(Sentinel(cluster.sentinel_addrs(), socket_timeout=0.5))
+    try:
+        until("writes acknowledged by a replica", lambda: len(writer.acked) >= 20)
+        _, new = cluster.kill_master()
+        # The client follows the new master: more writes acknowledged after the switch.
+        before = len(writer.acked)
+        until("writes acknowledged on the new master", lambda: len(writer.acked) > before + 20)
+    finally:
+        writer.stop()
+    promoted = cluster.master.client()
+    assert promoted.info("replication")["role"] == "master"
+    assert ("127.0.0.1", cluster.master.port) == new
+    values = promoted.mget([f"w:{n}" for n in writer.acked])
+    lost = [n for n, v in zip(writer.acked, values) if v != str(n)]
+    assert lost == [], f"{len(lost)} acknowledged writes missing on the promoted master"
