@@ -265,7 +265,14 @@ def test_me_and_mn(mc):
     assert line.startswith("ME k exp=")
     fields = dict(p.split("=") for p in line.split(" ")[2:])
     assert int(fields["exp"]) in (-100, -99) and fields["cas"] == str(cas)
-    assert fields["fetch"] == "yes" and fields["size"] == "5"
+    assert fields["fetch"] == "yes"
+    # The slab class and whole item size, as lru_crawler metadump reports them (memcached's
+    # ITEM_clsid and ITEM_ntotal; larder's class of the item's footprint).
+    mc.send("lru_crawler metadump all\r\n")
+    dump = mc.line().decode()  # item lines end in a bare \n, END in \r\n
+    assert dump.endswith("\nEND"), dump
+    assert f"cls={fields['cls']} size={fields['size']}" in dump, (line, dump)
+    assert int(fields["size"]) > len("k") + len("hello")
     assert mc.call("mn") == b"MN"
 
 
