@@ -17,12 +17,12 @@ from conftest import free_port, larder_bin
 pytestmark = pytest.mark.larder_only
 
 
-def start_pinned(tmp_path, threads):
+def start_pinned(tmp_path, threads, *extra):
     port = free_port()
     log = tmp_path / f"larder-{threads}.log"
     argv = ["taskset", "-c", "0", str(larder_bin()), "--port", str(port), "--bind", "127.0.0.1",
             "--threads", str(threads), "--memcached-port", "0", "--http-port", "0",
-            "--appendonly", "no", "--save", ""]
+            "--appendonly", "no", "--save", "", *extra]
     with open(log, "wb") as f:
         proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, cwd=tmp_path)
     deadline = time.monotonic() + 10
@@ -47,12 +47,14 @@ def stop(proc):
         proc.wait()
 
 
-@pytest.mark.parametrize("threads,shares", [(2, True), (1, False)])
-def test_workers_share_a_cpu_only_when_they_outnumber_it(tmp_path, threads, shares):
-    proc, port, log = start_pinned(tmp_path, threads)
+@pytest.mark.parametrize("threads,setting,shares", [
+    (2, "auto", True), (1, "auto", False), (1, "yes", True), (2, "no", False)])
+def test_workers_share_a_cpu_when_they_outnumber_it_or_are_told(tmp_path, threads, setting,
+                                                                 shares):
+    proc, port, log = start_pinned(tmp_path, threads, "--worker-yield", setting)
     try:
         text = log.read_text(errors="replace")
-        assert ("more workers than CPUs" in text) == shares, text
+        assert ("workers yield their CPU" in text) == shares, text
         assert f"threads={threads}" in text
     finally:
         stop(proc)

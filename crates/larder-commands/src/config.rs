@@ -34,6 +34,7 @@ pub enum Param {
     TlsCiphersuites,
     TlsCiphers,
     Threads,
+    WorkerYield,
     Databases,
     Requirepass,
     ProtectedMode,

@@ -340,14 +340,19 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
 
     let mut links = Vec::new();
     let mut handles = Vec::new();
-    // Workers that outnumber the CPUs take turns on them (`Worker::share_cpu`).
+    // Workers that outnumber the CPUs take turns on them (`Worker::share_cpu`); `worker-yield`
+    // yes/no decides for every machine.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let share_cpu = threads > cpus;
+    let share_cpu = match server.config.text(Param::WorkerYield).as_str() {
+        "yes" => true,
+        "no" => false,
+        _ => threads > cpus,
+    };
     if share_cpu {
         tracing::info!(
             workers = threads,
             cpus,
-            "more workers than CPUs: each yields its CPU after every busy turn"
+            "workers yield their CPU after every busy turn (worker-yield)"
         );
     }
     for w in 0..threads {

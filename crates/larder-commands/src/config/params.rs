@@ -196,6 +196,14 @@ pub static PARAMS: &[ParamDef] = &[
         "I/O threads (0 = chosen from the machine's cores)",
     ),
     def(
+        Param::WorkerYield,
+        "worker-yield",
+        Kind::Enum(&["auto", "yes", "no"]),
+        "auto",
+        Mutability::Immutable,
+        "workers yield their CPU after each busy turn: auto = when they outnumber the CPUs",
+    ),
+    def(
         Param::Databases,
         "databases",
         Kind::Int { min: 1, max: 4096 },
