@@ -176,3 +176,29 @@ def test_operator_dump_needs_admin_and_allkeys(door: Server, admin) -> None:
         line = c.line()
         assert line.startswith(b"CLIENT_ERROR NOPERM") != allowed, (user, line)
         c.close()
+
+
+# The operators' commands: those that reveal every key (metadump, mgdump, watch) are MONITOR
+# with all keys; the settings (crawler, cache_memlimit, slabs, lru) are CONFIG SET.
+OPERATOR = [
+    ("lru_crawler metadump all", True),
+    ("lru_crawler mgdump all", True),
+    ("watch mutations", True),
+    ("lru_crawler sleep 100", False),
+    ("cache_memlimit 1024", False),
+    ("slabs automove 1", False),
+    ("lru mode flat", False),
+]
+
+
+@pytest.mark.parametrize("line,all_keys", OPERATOR)
+def test_operator_commands_are_checked_as_admin(door: Server, admin, line, all_keys) -> None:
+    # "keyless" may run @admin commands but reads no key: only the key-revealing ones refuse it.
+    for user, allowed in (("all", True), ("reader", False), ("keyless", not all_keys)):
+        c = text_login(door, user)
+        c.send(line + "\r\n")
+        reply = c.line()
+        assert reply.startswith(b"CLIENT_ERROR NOPERM") != allowed, (user, line, reply)
+        if allowed:
+            assert not reply.startswith(b"ERROR"), (user, line, reply)
+        c.close()
