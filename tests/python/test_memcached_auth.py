@@ -11,18 +11,21 @@ the module is `larder_only`.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
 import tempfile
-import time
 from typing import Iterator
 
 import bmemcached
 import pytest
 
-from conftest import Server, ServerFactory, free_port
-from test_memcached_support import McBin, McText, packet, start_with_door
+from conftest import Server, ServerFactory
+from test_memcached_support import (
+    McBin,
+    McText,
+    packet,
+    start_memcached,
+    start_with_door,
+    stop_memcached,
+)
 
 pytestmark = pytest.mark.larder_only
 
@@ -45,29 +48,15 @@ def admin(srv: Server):
 @pytest.fixture(scope="module")
 def real_memcached() -> Iterator[int]:
     """memcached 1.6.18 with text-protocol auth (`-Y`) for user `default`."""
-    path = shutil.which("memcached")
-    assert path, "memcached is installed with the suite"
     # memcached reads the file after dropping to `-u nobody` when run as root: a file in a
     # directory anyone may read.
     fd, authfile = tempfile.mkstemp(prefix="larder-mc-auth-")
     os.write(fd, f"default:{PASSWORD}\n".encode())
     os.close(fd)
     os.chmod(authfile, 0o644)
-    port = free_port()
-    argv = [path, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-Y", authfile]
-    if os.geteuid() == 0:
-        argv += ["-u", "nobody"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    proc, port = start_memcached("-Y", authfile)
     yield port
-    proc.terminate()
-    proc.wait(5)
+    stop_memcached(proc)
     os.unlink(authfile)
 
 

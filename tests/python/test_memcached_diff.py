@@ -20,47 +20,22 @@ Cases where larder differs on purpose are in test_memcached_limits.py, with the 
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import socket
 import struct
-import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator
 
 import pytest
 
-from conftest import ServerFactory, free_port
-from test_memcached_support import HEADER, packet, start_with_door
+from conftest import ServerFactory
+from test_memcached_support import HEADER, packet, start_memcached, start_with_door
 
 pytestmark = pytest.mark.larder_only
 
 HOST = "127.0.0.1"
 MARKER_OPAQUE = 0x5E471EE1
 CASE_TIMEOUT_S = 2.0
-
-
-def start_memcached(*args: str) -> tuple[subprocess.Popen, int]:
-    """A real memcached 1.6.18 on a free port, with `args`; waits until it accepts."""
-    path = shutil.which("memcached")
-    assert path, "memcached is installed with the suite"
-    port = free_port()
-    argv = [path, "-p", str(port), "-U", "0", "-l", HOST, "-t", "2", *args]
-    if os.geteuid() == 0:
-        argv += ["-u", "nobody"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-        try:
-            socket.create_connection((HOST, port), timeout=0.2).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.02)
-    proc.kill()
-    raise AssertionError("memcached did not start")
 
 
 class Pair:

@@ -7,9 +7,7 @@ The door is larder's own: the module is `larder_only`.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import socket
 import subprocess
 import time
@@ -17,31 +15,12 @@ from typing import Iterator
 
 import pytest
 
-from conftest import Server, ServerFactory, free_port
-from test_memcached_support import McText, start_with_door
+from conftest import Server, ServerFactory
+from test_memcached_support import McText, start_memcached, start_with_door
 
 pytestmark = pytest.mark.larder_only
 
 TOOL = "/usr/share/memcached/scripts/memcached-tool"
-
-
-def start_memcached() -> tuple[subprocess.Popen, int]:
-    path = shutil.which("memcached")
-    assert path, "memcached is installed with the suite"
-    port = free_port()
-    argv = [path, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-t", "2"]
-    if os.geteuid() == 0:
-        argv += ["-u", "nobody"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.02)
-    proc.kill()
-    raise RuntimeError("memcached did not start")
 
 
 @pytest.fixture

@@ -14,8 +14,11 @@ Fixtures:
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import struct
+import subprocess
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -25,6 +28,41 @@ import pytest
 from conftest import Server, ServerFactory, free_port
 
 HOST = "127.0.0.1"
+
+
+def start_memcached(*args: str) -> tuple[subprocess.Popen, int]:
+    """A real memcached 1.6.18 (the reference) on a free port with `-t 2` and `args`; waits
+    until it accepts connections."""
+    path = shutil.which("memcached")
+    assert path, "memcached is installed with the suite"
+    port = free_port()
+    argv = [path, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-t", "2", *args]
+    if os.geteuid() == 0:
+        argv += ["-u", "nobody"]  # memcached refuses to run as root without -u
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.02)
+    proc.kill()
+    raise AssertionError("memcached did not start")
+
+
+def stop_memcached(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def real_memcached() -> Iterator[int]:
+    """A memcached 1.6.18 shared by a module's tests."""
+    proc, port = start_memcached()
+    yield port
+    stop_memcached(proc)
 
 
 def start_with_door(factory, *args: str) -> Server:

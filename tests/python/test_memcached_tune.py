@@ -14,9 +14,9 @@ from test_memcached_support import (  # noqa: F401  (fixtures)
     mc,
     mc_server,
     mcd,
+    real_memcached,
     start_with_door,
 )
-from test_memcached_watch import real_memcached  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.larder_only
 

@@ -5,49 +5,23 @@ nobody)."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import socket
-import subprocess
 import threading
 import time
-from typing import Iterator
 
 import pytest
 
-from conftest import ServerFactory, free_port
 from test_memcached_support import (  # noqa: F401  (fixtures)
     McText,
     mc,
     mc_server,
     mcd,
+    real_memcached,
     start_with_door,
 )
 
 pytestmark = pytest.mark.larder_only
-
-
-@pytest.fixture(scope="module")
-def real_memcached() -> Iterator[int]:
-    """A memcached 1.6.18 on a free port."""
-    path = shutil.which("memcached")
-    assert path, "memcached is installed with the suite"
-    port = free_port()
-    argv = [path, "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-t", "2"]
-    if os.geteuid() == 0:
-        argv += ["-u", "nobody"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield port
-    proc.terminate()
-    proc.wait(5)
 
 
 # The requests of one client while another watches; each is answered before the next.
