@@ -254,3 +254,33 @@ def test_doors_of_a_replica_serve_reads_and_name_the_master(start_server) -> Non
         f = s.makefile("rb")
         s.sendall(b"set local 0 0 1\r\nz\r\n")
         assert f.readline() == b"STORED\r\n"
+
+
+def test_config_rewrite_keeps_the_master(start_server) -> None:
+    """CONFIG REWRITE writes `replicaof` from the current master (Sentinel's failover
+    transaction relies on it) and drops it after REPLICAOF NO ONE, as Redis does."""
+    master = start_server()
+    master.client(protocol=2).set("k", "v")
+    rep = start_server(config_text="# replica\nmaxclients 100\n")
+    follow(rep, master)
+    r = rep.client(protocol=2)
+    assert r.config_get("replicaof") == {"replicaof": f"127.0.0.1 {master.port}"}
+    assert r.execute_command("CONFIG", "REWRITE") == b"OK"
+    lines = rep.config_path.read_text().splitlines()
+    assert f"replicaof 127.0.0.1 {master.port}" in lines, lines
+    assert lines[:2] == ["# replica", "maxclients 100"]
+
+    rep.stop()
+    rep.config_text = None  # start again from the rewritten file
+    rep.start()
+    until("master_link_status:up", lambda: link_up(rep))
+    r = rep.client(protocol=2)
+    assert r.get("k") == b"v"
+    assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    assert r.config_get("replicaof") == {"replicaof": ""}
+    assert r.execute_command("CONFIG", "REWRITE") == b"OK"
+    assert not any(line.startswith("replicaof") for line in
+                   rep.config_path.read_text().splitlines())
+    rep.stop()
+    rep.start()
+    assert info(rep, "replication")["role"] == "master"
