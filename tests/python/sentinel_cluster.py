@@ -1,8 +1,8 @@
-"""A master, two redis-server replicas and three redis-server --sentinel processes on
-127.0.0.1, for test_sentinel.py and bench/failover_time.py.
+"""A master, two replicas and three redis-server --sentinel processes on 127.0.0.1, for
+test_sentinel.py and bench/failover_time.py.
 
-The master is larder (LARDER_BIN, or target/release/larder) or redis-server, so the same
-harness measures both. Every process is started here and killed by `Cluster.close()`; every
+The master and the replicas are each larder (LARDER_BIN, or target/release/larder) or
+redis-server, so the same harness measures both. Every process is started here and killed by `Cluster.close()`; every
 wait has a deadline.
 """
 
@@ -55,7 +55,7 @@ class Proc:
     """One server process with its log in its own directory."""
 
     def __init__(self, name: str, argv: list[str], port: int, workdir: Path) -> None:
-        self.name, self.port, self.workdir = name, port, workdir
+        self.name, self.argv, self.port, self.workdir = name, argv, port, workdir
         self.log = workdir / "server.log"
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
@@ -119,9 +119,9 @@ class Events:
 
 
 class Cluster:
-    """A master (`larder` or `redis`), two redis-server replicas, three sentinels."""
+    """A master and two replicas (each `larder` or `redis`), three sentinels."""
 
-    def __init__(self, root: Path, master_kind: str = "larder",
+    def __init__(self, root: Path, master_kind: str = "larder", replica_kind: str = "redis",
                  down_after_ms: int = 500, failover_timeout_ms: int = 3000) -> None:
         self.root = root
         self.procs: list[Proc] = []
@@ -129,7 +129,7 @@ class Cluster:
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
         self.master = self._server(master_kind, "master")
-        self.replicas = [self._server("redis", f"replica{i}", of=self.master)
+        self.replicas = [self._server(replica_kind, f"replica{i}", of=self.master)
                          for i in range(2)]
         for r in self.replicas:
             until(f"{r.name} in sync",
@@ -160,8 +160,11 @@ class Cluster:
     def _server(self, kind: str, name: str, of: Proc | None = None) -> Proc:
         def argv(port: int, d: Path) -> list[str]:
             if kind == "larder":
-                return [larder_bin(), "--port", str(port), "--bind", "127.0.0.1",
-                        "--memcached-port", "0", "--http-port", "0", "--dir", str(d)]
+                a = [larder_bin(), "--port", str(port), "--bind", "127.0.0.1",
+                     "--memcached-port", "0", "--http-port", "0", "--dir", str(d)]
+                if of is not None:
+                    a += ["--replicaof", f"127.0.0.1 {of.port}"]
+                return a
             a = [redis_bin(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                  "--appendonly", "no", "--dir", str(d)]
             if of is not None:
@@ -218,6 +221,13 @@ class Cluster:
         self.master = next(p for p in self.replicas if p.port == new[1])
         self.replicas = [p for p in self.replicas if p.port != new[1]]
         return switched - sdown, new
+
+    def restart(self, p: Proc) -> Proc:
+        """Start a killed process again with its arguments and port."""
+        again = Proc(p.name, p.argv, p.port, p.workdir)
+        self.procs.append(again)
+        until(f"{p.name} answers again", again.answers, timeout=10)
+        return again
 
     def close(self) -> None:
         for e in self.events:

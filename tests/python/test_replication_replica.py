@@ -9,6 +9,7 @@ larder's versions and memcached flags are not carried to a larder replica yet.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import urllib.error
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from conftest import Server, ServerFactory, start_with_http
+from conftest import Err, Server, ServerFactory, start_with_http
 from test_replication_master import contents, fill, info, same_data, until
 
 pytestmark = pytest.mark.larder_only
@@ -254,3 +255,55 @@ def test_doors_of_a_replica_serve_reads_and_name_the_master(start_server) -> Non
         f = s.makefile("rb")
         s.sendall(b"set local 0 0 1\r\nz\r\n")
         assert f.readline() == b"STORED\r\n"
+
+
+def test_config_rewrite_keeps_the_master(start_server) -> None:
+    """CONFIG REWRITE writes `replicaof` from the current master (Sentinel's failover
+    transaction relies on it) and drops it after REPLICAOF NO ONE, as Redis does."""
+    master = start_server()
+    master.client(protocol=2).set("k", "v")
+    rep = start_server(config_text="# replica\nmaxclients 100\n")
+    follow(rep, master)
+    r = rep.client(protocol=2)
+    assert r.config_get("replicaof") == {"replicaof": f"127.0.0.1 {master.port}"}
+    assert r.execute_command("CONFIG", "REWRITE") == b"OK"
+    lines = rep.config_path.read_text().splitlines()
+    assert f"replicaof 127.0.0.1 {master.port}" in lines, lines
+    assert lines[:2] == ["# replica", "maxclients 100"]
+
+    rep.stop()
+    rep.config_text = None  # start again from the rewritten file
+    rep.start()
+    until("master_link_status:up", lambda: link_up(rep))
+    r = rep.client(protocol=2)
+    assert r.get("k") == b"v"
+    assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+    assert r.config_get("replicaof") == {"replicaof": ""}
+    assert r.execute_command("CONFIG", "REWRITE") == b"OK"
+    assert not any(line.startswith("replicaof") for line in
+                   rep.config_path.read_text().splitlines())
+    rep.stop()
+    rep.start()
+    assert info(rep, "replication")["role"] == "master"
+
+
+def test_scripts_cannot_write_on_a_read_only_replica(start_server) -> None:
+    """redis.call of a write gets -READONLY (pcall the error table), a script whose shebang
+    allows writes is refused before it runs, and reads still work; as Redis 7.0."""
+    master = start_server()
+    master.client(protocol=2).set("k", "v")
+    rep = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    until("master_link_status:up", lambda: link_up(rep))
+    until("the replica holds k", lambda: rep.client(protocol=2).get("k") == b"v")
+    c = rep.raw()
+    readonly = "READONLY You can't write against a read only replica."
+    body = "return redis.call('set','k','x')"
+    sha = hashlib.sha1(body.encode()).hexdigest()
+    assert c.call("EVAL", body, 0) == Err(
+        f"{readonly} script: {sha}, on @user_script:1.")
+    assert c.call("EVAL", "return redis.pcall('set','k','x')", 0) == Err(readonly)
+    assert c.call("EVAL", "#!lua\nreturn redis.call('get','k')", 0) == Err(readonly)
+    assert c.call("EVAL_RO", "#!lua\nreturn redis.call('get','k')", 0) == Err(readonly)
+    assert c.call("EVAL", "#!lua flags=no-writes\nreturn redis.call('get','k')", 0) == b"v"
+    assert c.call("EVAL", "return redis.call('get','k')", 0) == b"v"
+    assert rep.client(protocol=2).get("k") == b"v"

@@ -596,8 +596,11 @@ pub fn parse_file(text: &str) -> Result<Vec<(String, String)>, String> {
         let value = match (d.param, words.len()) {
             (_, 2) => words[1].clone(),
             // `bind` takes several addresses, `latency-tracking-info-percentiles` several
-            // numbers; `requirepass ""` may be written with no value.
-            (Param::Bind | Param::LatencyTrackingInfoPercentiles, n) if n > 2 => {
+            // numbers, `replicaof` a host and a port; `requirepass ""` may be written with no
+            // value.
+            (Param::Bind | Param::LatencyTrackingInfoPercentiles | Param::Replicaof, n)
+                if n > 2 =>
+            {
                 words[1..].join(" ")
             }
             _ => return Err(bad("Bad directive or wrong number of arguments")),

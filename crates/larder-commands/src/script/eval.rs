@@ -7,7 +7,7 @@ use super::interp::Interp;
 use super::run::{self, Job, Target};
 use crate::busy::ScriptKind;
 use crate::error::{Error, Result};
-use crate::exec::Cmd;
+use crate::exec::{Cmd, ConnState};
 use crate::state::Server;
 
 pub(super) const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
@@ -109,7 +109,7 @@ pub(super) fn eval_generic(
             }
         };
         let shared = &script.shared;
-        let read_only = prepare(server, shared.flags, mode)?;
+        let read_only = prepare(server, conn, shared.flags, mode)?;
         let job = Job {
             argv,
             target: Target::Script {
@@ -136,8 +136,25 @@ fn create(interp: &mut Interp, server: &Server, sha: &str, body: &[u8]) -> Resul
     Ok(())
 }
 
-/// Redis's checks before a script runs (`scriptPrepareForRun`); whether it runs read-only.
-pub(super) fn prepare(server: &Server, flags: ScriptFlags, mode: Mode) -> Result<bool> {
+/// Whether `conn`'s writes are refused because this server is a read-only replica (the
+/// master's stream is obeyed).
+pub(super) fn read_only_replica(server: &Server, conn: &ConnState) -> bool {
+    !conn.loader
+        && server
+            .gates
+            .replica
+            .load(std::sync::atomic::Ordering::Relaxed)
+        && server.config.num(crate::config::Param::ReplicaReadOnly) != 0
+}
+
+/// Redis's checks before a script runs (`scriptPrepareForRun`, and `processCommand`'s for a
+/// script that may write); whether it runs read-only.
+pub(super) fn prepare(
+    server: &Server,
+    conn: &ConnState,
+    flags: ScriptFlags,
+    mode: Mode,
+) -> Result<bool> {
     let ro = mode == Mode::ReadOnly;
     if flags.has(ScriptFlags::EVAL_COMPAT_MODE) {
         return Ok(ro);
@@ -146,6 +163,9 @@ pub(super) fn prepare(server: &Server, flags: ScriptFlags, mode: Mode) -> Result
         // EVAL is refused while loading already: only the disk-error refusal can apply.
         if let Some(e) = crate::exec::persistence_gate(server, crate::table::flags::WRITE) {
             return Err(e);
+        }
+        if read_only_replica(server, conn) {
+            return Err(Error::Static(crate::replication::READONLY));
         }
         if ro {
             return Err(Error::Static(RO_WITH_WRITE));

@@ -367,7 +367,7 @@ pub(super) fn fcall_generic(
         let (keys, args) = split_keys(numkeys, rest, "ERR Bad number of keys provided")?;
         let f = &local.lib.functions[local.index];
         let flags = ScriptFlags(f.meta.flags.0 & !ScriptFlags::EVAL_COMPAT_MODE);
-        let read_only = prepare(server, flags, mode)?;
+        let read_only = prepare(server, conn, flags, mode)?;
         let job = Job {
             argv,
             target: Target::Function { name: &f.meta.name },

@@ -280,6 +280,9 @@ impl RunHost<'_, '_, '_, '_> {
         }
         if spec.has(flags::WRITE) && !self.wrote {
             // Once the script has written it cannot stop half way on server state.
+            if super::eval::read_only_replica(self.server, self.conn) {
+                return Some(Error::Static(crate::replication::READONLY));
+            }
             if let Some(e) = exec::persistence_gate(self.server, spec.flags) {
                 return Some(e);
             }

@@ -65,9 +65,20 @@ fn config_get(c: &mut Cmd<'_>) -> Result<()> {
     c.out.map(found.len());
     for (name, d) in found {
         c.out.bulk(name.as_bytes());
-        c.out.bulk(c.server.config.text(d.param).as_bytes());
+        c.out.bulk(current_value(c.server, d).as_bytes());
     }
     Ok(())
+}
+
+/// A parameter's value now. `replicaof` is the master this server follows, as REPLICAOF and
+/// Sentinel last set it (empty for a master), like Redis's; the others are as stored.
+fn current_value(server: &crate::Server, d: &ParamDef) -> String {
+    if d.param == config::Param::Replicaof && server.replication.get().is_some() {
+        return crate::replication::master_of(server)
+            .map(|(host, port)| format!("{host} {port}"))
+            .unwrap_or_default();
+    }
+    server.config.text(d.param)
 }
 
 /// CONFIG SET parameter value [parameter value ...]: all or nothing.
@@ -118,7 +129,7 @@ fn config_rewrite(c: &mut Cmd<'_>) -> Result<()> {
     if path.is_empty() {
         return Err(Error::Static(NO_CONFIG_FILE));
     }
-    rewrite_config_file(&path, &c.server.config)
+    rewrite_config_file(&path, |d| current_value(c.server, d))
         .map_err(|why| Error::Owned(format!("ERR Rewriting config file: {why}")))?;
     c.out.simple("OK");
     Ok(())
@@ -181,6 +192,8 @@ fn config_line(d: &ParamDef, value: &str) -> String {
             .map_or_else(|_| value.to_string(), format_memory),
         // `bind` takes its addresses as separate words.
         Kind::Text if d.param == config::Param::Bind && !value.is_empty() => value.to_string(),
+        // `replicaof host port`, unquoted as Redis writes it.
+        Kind::Custom(_) if d.param == config::Param::Replicaof => value.to_string(),
         Kind::Text | Kind::Custom(_) => quote(value),
         Kind::Int { .. } | Kind::Bool | Kind::Enum(_) | Kind::Percentiles => value.to_string(),
     };
@@ -190,8 +203,9 @@ fn config_line(d: &ParamDef, value: &str) -> String {
 /// The new text of a config file: comments, blank lines and unknown lines are kept where they
 /// are; the first line of each known parameter is replaced with its current value and later
 /// repeats are dropped; parameters away from their default that the file does not mention
-/// are appended after the rewrite signature.
-fn rewritten_config(old: &str, current: &config::Config) -> String {
+/// are appended after the rewrite signature. `replicaof` lines are dropped on a master, as
+/// Redis drops them.
+fn rewritten_config(old: &str, current: impl Fn(&ParamDef) -> String) -> String {
     let defaults = config::Config::new();
     let mut seen = vec![false; PARAMS.len()];
     let mut has_signature = false;
@@ -211,14 +225,17 @@ fn rewritten_config(old: &str, current: &config::Config) -> String {
                 let i = d.param as usize;
                 if !seen[i] {
                     seen[i] = true;
-                    lines.push(config_line(d, &current.text(d.param)));
+                    let value = current(d);
+                    if d.param != config::Param::Replicaof || !value.is_empty() {
+                        lines.push(config_line(d, &value));
+                    }
                 }
             }
             None => lines.push(raw.to_string()),
         }
     }
     for d in PARAMS {
-        let value = current.text(d.param);
+        let value = current(d);
         if seen[d.param as usize] || value == defaults.text(d.param) {
             continue;
         }
@@ -235,7 +252,10 @@ fn rewritten_config(old: &str, current: &config::Config) -> String {
 
 /// Rewrite `path` through a temporary file and a rename, so a crash never leaves half a file.
 /// A missing file is created. `Err` is the reason, without Rust's "(os error N)" suffix.
-fn rewrite_config_file(path: &str, current: &config::Config) -> std::result::Result<(), String> {
+fn rewrite_config_file(
+    path: &str,
+    current: impl Fn(&ParamDef) -> String,
+) -> std::result::Result<(), String> {
     use std::io::Write as _;
     let reason = |e: std::io::Error| {
         let s = e.to_string();
@@ -272,5 +292,36 @@ mod tests {
         assert_eq!(super::format_memory(1 << 30), "1gb");
         assert_eq!(super::format_memory(1000), "1000");
         assert_eq!(super::quote("a\\b\n"), "\"a\\\\b\\n\"");
+    }
+
+    #[test]
+    fn replicaof_is_written_unquoted_or_dropped() {
+        use crate::config::{Config, Param, ParamDef};
+        let defaults = Config::new();
+        let master = |m: &'static str| {
+            let defaults = &defaults;
+            move |d: &ParamDef| match d.param {
+                Param::Replicaof => m.to_string(),
+                _ => defaults.text(d.param),
+            }
+        };
+        let old = "# mine\nslaveof old 1\nreplicaof old 2\ntimeout 0\n";
+        assert_eq!(
+            super::rewritten_config(old, master("h 7")),
+            "# mine\nreplicaof h 7\ntimeout 0\n"
+        );
+        assert_eq!(
+            super::rewritten_config(old, master("")),
+            "# mine\ntimeout 0\n"
+        );
+        assert_eq!(
+            super::rewritten_config("", master("h 7")),
+            "# Generated by CONFIG REWRITE\nreplicaof h 7\n"
+        );
+        // The file reads back.
+        assert_eq!(
+            crate::config::parse_file("replicaof h 7\n"),
+            Ok(vec![("replicaof".to_string(), "h 7".to_string())])
+        );
     }
 }
