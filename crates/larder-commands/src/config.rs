@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use parking_lot::RwLock;
 
 mod params;
+mod parse;
 pub use params::{ALIASES, PARAMS, TLS12_CIPHERS, TLS13_SUITES, TLS_AUTH_CLIENTS, TLS_PROTOCOLS};
 
 /// A configuration parameter. The discriminant indexes [`Config`]'s value array.
