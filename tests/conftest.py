@@ -416,6 +416,16 @@ def start_server(target: str, tmp_path: Path) -> Iterator[ServerFactory]:
     factory.shutdown_all()
 
 
+@pytest.fixture
+def redis_factory(tmp_path: Path) -> Iterator[ServerFactory]:
+    """Starts stock redis-server processes beside the larder under test (replicas of it,
+    masters for it), whatever the target; each is stopped at the end of the test."""
+    (tmp_path / "redis").mkdir()
+    factory = ServerFactory("redis", tmp_path / "redis")
+    yield factory
+    factory.shutdown_all()
+
+
 @pytest.fixture(scope="module")
 def _module_server(target: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     holder: dict[str, Server | None] = {"server": None}

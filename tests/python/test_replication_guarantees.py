@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import time
-from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -35,14 +34,6 @@ def until(what: str, check: Callable[[], bool], timeout: float = DEADLINE_S) -> 
 
 def info(srv: Server, section: str) -> dict:
     return srv.client(protocol=2, decode_responses=True).info(section)
-
-
-@pytest.fixture
-def redis_factory(tmp_path: Path):
-    (tmp_path / "replicas").mkdir()
-    factory = ServerFactory("redis", tmp_path / "replicas")
-    yield factory
-    factory.shutdown_all()
 
 
 def set_answer(c: redis.Redis) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+import redis
 
 from conftest import Server, ServerFactory
 
@@ -45,12 +46,21 @@ def info(srv: Server, section: str) -> dict[str, str]:
     return out
 
 
-@pytest.fixture
-def redis_factory(tmp_path: Path):
-    factory = ServerFactory("redis", tmp_path / "replicas")
-    (tmp_path / "replicas").mkdir()
-    yield factory
-    factory.shutdown_all()
+def write_after_sync(m: redis.Redis) -> None:
+    """Writes that follow a full resync: in databases 0 and 3, a transaction, and commands
+    the stream rewrites (EXPIRE, INCRBYFLOAT). Leaves database 3 selected."""
+    m.execute_command("SELECT", 0)
+    m.set("after", "1")
+    m.expire("after", 1000)
+    m.incrbyfloat("float", 1.5)
+    m.lpush("list", "new")
+    m.delete("set")
+    with m.pipeline(transaction=True) as p:
+        p.incr("counter")
+        p.hset("hash", "f0", "changed")
+        p.execute()
+    m.execute_command("SELECT", 3)
+    m.set("in-three", "3", ex=100)
 
 
 def replica_of(redis_factory: ServerFactory, master: Server) -> Server:
@@ -116,18 +126,7 @@ def test_full_resync_holds_every_key_and_writes_follow(start_server, redis_facto
     assert contents(rep.client(protocol=2), 3)[b"ttl-str"][2] > 0
 
     # Writes after the sync: in several databases, a transaction, rewritten commands.
-    m.execute_command("SELECT", 0)
-    m.set("after", "1")
-    m.expire("after", 1000)
-    m.incrbyfloat("float", 1.5)
-    m.lpush("list", "new")
-    m.delete("set")
-    with m.pipeline(transaction=True) as p:
-        p.incr("counter")
-        p.hset("hash", "f0", "changed")
-        p.execute()
-    m.execute_command("SELECT", 3)
-    m.set("in-three", "3", ex=100)
+    write_after_sync(m)
     m.getdel("str")
     m.xadd("stream", {"n": "last"})
     until("the replica follows", lambda: same_data(master, rep))

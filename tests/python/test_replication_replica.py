@@ -19,18 +19,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from conftest import Err, Server, ServerFactory, start_with_http
-from test_replication_master import contents, fill, info, same_data, until
+from conftest import Err, Server, start_with_http
+from test_replication_master import contents, fill, info, same_data, until, write_after_sync
 
 pytestmark = pytest.mark.larder_only
-
-
-@pytest.fixture
-def redis_factory(tmp_path: Path):
-    (tmp_path / "redis").mkdir()
-    factory = ServerFactory("redis", tmp_path / "redis")
-    yield factory
-    factory.shutdown_all()
 
 
 def link_up(srv: Server) -> bool:
@@ -54,17 +46,7 @@ def test_larder_replica_of_larder(start_server) -> None:
     r = rep.client(protocol=2)
     assert contents(r, 3)[b"ttl-str"][2] > 0
 
-    m.execute_command("SELECT", 0)
-    m.set("after", "1", ex=1000)
-    m.incrbyfloat("float", 1.5)
-    m.lpush("list", "new")
-    m.delete("set")
-    with m.pipeline(transaction=True) as p:
-        p.incr("counter")
-        p.hset("hash", "f0", "changed")
-        p.execute()
-    m.execute_command("SELECT", 3)
-    m.set("in-three", "3", ex=100)
+    write_after_sync(m)
     until("the replica follows", lambda: same_data(master, rep))
     assert m.execute_command("WAIT", 1, 2000) == 1
 
