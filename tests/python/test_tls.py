@@ -312,6 +312,10 @@ def test_memcached_door_over_tls(start_server: ServerFactory, certs: dict[str, s
         assert mc.incr("n", 1) is None
         assert mc.set("n", b"1")
         assert mc.incr("n", 41) == 42
+        # stats settings reports the door's TLS as memcached does.
+        settings = mc.stats("settings")
+        assert settings[b"ssl_enabled"] == b"yes"
+        assert settings[b"ssl_chain_cert"] == certs["server.crt"].encode()
     finally:
         mc.close()
     assert srv.client().get("n") == b"42"

@@ -326,9 +326,15 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.text("ext_max_frag", "0.80");
     e.text("slab_automove_freeratio", "0.010");
     e.text("ext_drop_unread", "no");
-    e.text("ssl_enabled", "no");
-    e.text("ssl_chain_cert", "(null)");
-    e.text("ssl_key", "(null)");
+    // The door's TLS port (memcached-tls-port) with the server's certificate, if set.
+    let tls = c.num(Param::MemcachedTlsPort) != 0;
+    let file = |p: Param| match c.text(p) {
+        f if tls && !f.is_empty() => f,
+        _ => "(null)".to_string(),
+    };
+    e.text("ssl_enabled", yes_no(tls));
+    e.text("ssl_chain_cert", &file(Param::TlsCertFile));
+    e.text("ssl_key", &file(Param::TlsKeyFile));
     e.num("ssl_verify_mode", 0);
     e.num("ssl_keyformat", 1);
     e.text("ssl_ciphers", "NULL");
