@@ -96,8 +96,9 @@ def test_versions_and_flags_follow_through_sync_stream_resync_and_promotion(
     assert mc.line("incr n 2") == b"7"
     assert mc.meta("n")[0] != old_n
     m.hset("resp-h", "g", "w")
-    assert m.execute_command("WAIT", 1, 2000) == 1
+    # (Online at its first ACK after the file, up to a second after it: then WAIT.)
     until("versions follow the stream", lambda: same_metas(master, rep))
+    assert m.execute_command("WAIT", 1, 2000) == 1
     now = metas(master)
     assert now["mc-b"][1] == 7 and now["t"][0] == cas_t
     assert now["e"] == (987654321, 9)
@@ -150,12 +151,13 @@ def test_a_redis_replica_beside_a_larder_one_gets_the_stream_alone(
     m.execute_command("SELECT", 0)
     assert mc.line("incr counter 5") == b"6"
     mc.close()
-    assert m.execute_command("WAIT", 2, 2000) == 2
     offset = info(master, "replication")["master_repl_offset"]
     for rep in (lrep, rrep):
         until("offsets agree", lambda rep=rep: info(rep, "replication").get(
             "slave_repl_offset") == offset)
         until("data match", lambda rep=rep: same_data(master, rep, dbs=(0, 2)))
+    m.set("last", "1")
+    assert m.execute_command("WAIT", 2, 2000) == 2
     assert metas(lrep) == metas(master)
     assert metas(master)["mc-a"] is not None
     log = rrep.log_text().lower()
@@ -206,3 +208,26 @@ def test_redis_server_loads_a_file_that_carries_versions(start_server, redis_fac
     loaded = redis_factory("--dir", str(d), "--dbfilename", "from-larder.rdb")
     m.delete("after")
     assert same_data(master, loaded)
+
+
+def test_a_sub_replica_gets_the_frames_its_master_passes_on(start_server, redis_factory) -> None:
+    top = start_with_http(start_server)
+    mc = Mc(top.mc_port)
+    assert mc.line("set mc-a 42 0 1", b"a") == b"STORED"
+    mid = start_with_http(start_server, "--replicaof", f"127.0.0.1 {top.port}")
+    until("mid up", lambda: link_up(mid))
+    low = start_with_http(start_server, "--replicaof", f"127.0.0.1 {mid.port}")
+    rlow = replica_of(redis_factory, mid)
+    until("low up", lambda: link_up(low))
+    assert mc.line("set mc-b 7 0 1", b"b") == b"STORED"
+    assert mc.line("incr mc-a 1") is not None
+    m = top.client(protocol=2)
+    m.set("resp-s", "v")
+    mc.close()
+    until("versions reach the sub-replica", lambda: same_metas(top, low))
+    assert metas(low)["mc-b"][1] == 7
+    offset = info(top, "replication")["master_repl_offset"]
+    for rep in (mid, low, rlow):
+        until("offsets agree", lambda rep=rep: info(rep, "replication").get(
+            "slave_repl_offset") == offset)
+    assert same_data(top, rlow, dbs=(0,))

@@ -200,10 +200,7 @@ mod tests {
         e.group(&group, &mut out, Some(&mut frame));
         let want =
             "*5\r\n$11\r\nLARDER.META\r\n$1\r\n2\r\n$1\r\nk\r\n$7\r\n7340032\r\n$2\r\n42\r\n";
-        assert_eq!(
-            String::from_utf8(frame).expect("ascii"),
-            want
-        );
+        assert_eq!(String::from_utf8(frame).expect("ascii"), want);
         // A group that wrote nothing has no frame.
         let mut frame = Vec::new();
         e.group(

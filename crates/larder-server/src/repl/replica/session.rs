@@ -280,9 +280,12 @@ fn stream(
             meta::apply(server, &entries);
             drop(args);
             master.proxy_meta(&wire.buf[..consumed]);
-            wire.link
+            let _ = wire
+                .link
                 .read_offset
-                .fetch_sub(consumed as u64, Ordering::Relaxed);
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| {
+                    Some(o.saturating_sub(consumed as u64))
+                });
             wire.buf.drain(..consumed);
             continue;
         }
