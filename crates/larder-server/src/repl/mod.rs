@@ -15,6 +15,9 @@
 //!   the offset read there; the stream meanwhile gathers in its pending buffer (bounded by
 //!   the same limit) and is posted after the file.
 //! - **A partial resync** answers `+CONTINUE` and the backlog from the asked offset.
+//! - **larder replicas** (`REPLCONF capa larder-meta`) also get each key's version and
+//!   memcached flags: in their file, and beside the stream in frames that are not stream
+//!   bytes, kept for partial resyncs in a side log (`meta.rs`).
 //! - **A once-a-second timer** sends `PING` every `repl-ping-replica-period` seconds, drops
 //!   replicas silent for `repl-timeout`, and frees the backlog after `repl-backlog-ttl`.
 //!
@@ -22,6 +25,7 @@
 
 mod backlog;
 pub(crate) mod guard;
+mod meta;
 mod replica;
 mod stream;
 mod transfer;
@@ -41,6 +45,7 @@ use larder_engine::{Change, Consumer, Interest};
 use parking_lot::Mutex;
 
 use backlog::Backlog;
+use meta::MetaLog;
 use stream::{encode_command, Encoder};
 
 /// What a replica said in REPLCONF before it asked to sync.
@@ -53,6 +58,8 @@ struct Handshake {
     eof: bool,
     /// `capa psync2`: `+CONTINUE` names the replication id.
     psync2: bool,
+    /// `capa larder-meta`: a larder replica, which takes versions and flags (`meta.rs`).
+    meta: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +80,8 @@ struct Replica {
     ip: Option<String>,
     phase: Phase,
     pending: Vec<u8>,
+    /// It takes versions and flags (`capa larder-meta`).
+    meta: bool,
     ack_offset: u64,
     /// When it last acknowledged (or came online), Unix ms.
     ack_ms: u64,
@@ -84,6 +93,8 @@ struct State {
     second_offset: i64,
     offset: u64,
     backlog: Option<Backlog>,
+    /// The version frames sent after the backlog's groups.
+    meta: MetaLog,
     encoder: Encoder,
     replicas: Vec<Replica>,
     /// The feed subscription that exists while the backlog does.
@@ -139,6 +150,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
             second_offset: -1,
             offset: 0,
             backlog: None,
+            meta: MetaLog::default(),
             encoder: Encoder::default(),
             replicas: Vec::new(),
             feed_id: None,
@@ -256,8 +268,32 @@ impl State {
         if let Some(b) = &mut self.backlog {
             b.append(bytes);
         }
+        self.send(bytes, false);
+        if self.replicas.is_empty() && self.alone_since_ms == 0 {
+            self.alone_since_ms = larder_engine::now_ms();
+        }
+    }
+
+    /// Add a frame of versions and flags after the stream so far (`meta.rs`): the side log
+    /// and every larder replica, not the offset.
+    fn feed_meta(&mut self, frame: &[u8]) {
+        if frame.is_empty() {
+            return;
+        }
+        let (first, size) = self
+            .backlog
+            .as_ref()
+            .map_or((self.offset + 1, 0), |b| (b.first_byte_offset(), b.size()));
+        self.meta.record(self.offset, frame, first, size);
+        self.send(frame, true);
+    }
+
+    /// Post `bytes` to every replica (`only_meta`: every larder replica), or add them to
+    /// what gathers for it.
+    fn send(&mut self, bytes: &[u8], only_meta: bool) {
         let limit = self.limit;
         self.replicas.retain_mut(|r| match r.phase {
+            _ if only_meta && !r.meta => true,
             Phase::Online => post(&r.handle, limit, bytes),
             Phase::Transfer | Phase::AwaitAck => {
                 r.pending.extend_from_slice(bytes);
@@ -269,9 +305,6 @@ impl State {
                 !over
             }
         });
-        if self.replicas.is_empty() && self.alone_since_ms == 0 {
-            self.alone_since_ms = larder_engine::now_ms();
-        }
     }
 }
 
@@ -287,8 +320,12 @@ impl Consumer for Feeder {
             return;
         }
         let mut bytes = Vec::new();
-        st.encoder.group(changes, &mut bytes);
+        let mut frame = Vec::new();
+        let recording = st.meta.recording();
+        st.encoder
+            .group(changes, &mut bytes, recording.then_some(&mut frame));
         st.feed(&bytes);
+        st.feed_meta(&frame);
     }
 }
 
@@ -308,6 +345,7 @@ impl Master {
         st.second_offset = -1;
         let size = server.config.num(Param::ReplBacklogSize).max(1) as usize;
         st.backlog = Some(Backlog::new(size, st.offset + 1));
+        st.meta.reset();
         st.encoder.reselect();
         let feeder = Arc::new(Feeder(self.me.clone()));
         st.feed_id = Some(server.keyspace.feed().subscribe(Interest::COMMANDS, feeder));
@@ -350,6 +388,7 @@ impl Master {
             && now.saturating_sub(st.alone_since_ms) > ttl_ms
         {
             st.backlog = None;
+            st.meta.reset();
             if let Some(id) = st.feed_id.take() {
                 server.keyspace.feed().unsubscribe(id);
             }
@@ -370,17 +409,22 @@ impl Master {
         if !registered {
             return st.offset;
         }
-        let (port, ip) = self
+        let (port, ip, meta) = self
             .handshakes
             .lock()
             .get(&client.id)
-            .map_or((0, None), |h| (h.port, h.ip.clone()));
+            .map_or((0, None, false), |h| (h.port, h.ip.clone(), h.meta));
+        if meta {
+            // It holds every version up to here (its file's, or a covered partial resync's).
+            st.meta.start(st.offset);
+        }
         st.replicas.push(Replica {
             handle: Arc::clone(client),
             port,
             ip,
             phase,
             pending: Vec::new(),
+            meta,
             ack_offset: 0,
             ack_ms: larder_engine::now_ms(),
         });
@@ -431,20 +475,32 @@ impl Master {
     }
 
     fn partial(&self, client: &Arc<ClientHandle>, replid: &[u8], offset: i64) -> bool {
-        let psync2 = self
+        let (psync2, meta) = self
             .handshakes
             .lock()
             .get(&client.id)
-            .is_some_and(|h| h.psync2);
+            .map_or((false, false), |h| (h.psync2, h.meta));
         let mut st = self.state.lock();
         let known = replid == st.replid.as_bytes()
             || (replid == st.replid2.as_bytes() && offset <= st.second_offset);
         let Some(from) = u64::try_from(offset).ok().filter(|_| known) else {
             return false;
         };
-        let Some(data) = st.backlog.as_ref().and_then(|b| b.read_from(from)) else {
+        let Some(mut data) = st.backlog.as_ref().and_then(|b| b.read_from(from)) else {
             return false;
         };
+        if meta {
+            if !st.meta.covers(from) {
+                tracing::info!(
+                    replica = %client.addr,
+                    offset,
+                    "partial resync refused: the versions sent beside the stream are not \
+                     kept from that offset; a full resync carries them"
+                );
+                return false;
+            }
+            data = st.meta.interleave(from, &data);
+        }
         let mut reply = if psync2 {
             format!("+CONTINUE {}\r\n", st.replid).into_bytes()
         } else {
@@ -521,6 +577,7 @@ impl Replication for Master {
             b"capa" => {
                 h.eof |= value.eq_ignore_ascii_case(b"eof");
                 h.psync2 |= value.eq_ignore_ascii_case(b"psync2");
+                h.meta |= value.eq_ignore_ascii_case(b"larder-meta");
             }
             b"ip-address" => {
                 // Redis's NET_HOST_STR_LEN bound.
@@ -574,11 +631,11 @@ impl Replication for Master {
         if self.link.lock().as_ref().is_some_and(|l| !l.connected()) {
             return Err("NOMASTERLINK Can't SYNC while not connected with my master".into());
         }
-        let mut eof = self
+        let (mut eof, meta) = self
             .handshakes
             .lock()
             .get(&client.id)
-            .is_some_and(|h| h.eof);
+            .map_or((false, false), |h| (h.eof, h.meta));
         match req {
             SyncRequest::Psync { replid, offset } => {
                 if self.partial(client, replid, offset) {
@@ -601,6 +658,7 @@ impl Replication for Master {
             transfer::Mode {
                 eof,
                 reply: matches!(req, SyncRequest::Psync { .. }),
+                meta,
             },
         )
         .map_err(|e| format!("ERR {e}"))

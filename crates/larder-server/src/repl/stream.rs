@@ -8,9 +8,12 @@
 //! `SELECT <db>` when its database is not the one the stream last selected; a group of more
 //! than one command is wrapped in `MULTI` ... `EXEC` (`propagatePendingCommands`: the SELECT
 //! for the first command's database before MULTI, none before EXEC). larder's versions and
-//! memcached flags are not sent: a Redis replica has no place for them.
+//! memcached flags are not stream bytes: a Redis replica has no place for them; a larder
+//! replica gets them in a frame beside the stream (`meta.rs`).
 
 use larder_engine::{replay, Change};
+
+use super::meta::Meta;
 
 /// Append `argv` as a RESP array of bulk strings.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
@@ -44,9 +47,12 @@ impl Encoder {
     }
 
     /// Append the commands of one committed group to `out` (nothing for a group that
-    /// changed nothing).
-    pub fn group(&mut self, changes: &[Change], out: &mut Vec<u8>) {
-        let commands = commands_of(changes);
+    /// changed nothing), and with `meta` its frame of versions and flags (`meta.rs`).
+    pub fn group(&mut self, changes: &[Change], out: &mut Vec<u8>, meta: Option<&mut Vec<u8>>) {
+        let Replayed { commands, versions } = replayed(changes);
+        if let Some(meta) = meta {
+            super::meta::encode(meta, &versions);
+        }
         let wrap = commands.len() > 1;
         if wrap {
             self.command(out, commands[0].0, &[b"MULTI".as_slice()]);
@@ -68,19 +74,31 @@ impl Encoder {
     }
 }
 
-/// The (database, argv) commands a group replays, in order (`larder_engine::replay`, as
-/// the append-only log writes them, without larder's versions).
-fn commands_of(changes: &[Change]) -> Vec<(u32, Vec<Vec<u8>>)> {
-    struct Commands(Vec<(u32, Vec<Vec<u8>>)>);
-    impl replay::Sink for Commands {
-        fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
-            let argv = argv.iter().map(|a| a.as_ref().to_vec()).collect();
-            self.0.push((db, argv));
-        }
+/// What a group replays (`larder_engine::replay`, as the append-only log writes it).
+#[derive(Default)]
+struct Replayed {
+    /// (database, argv), in order.
+    commands: Vec<(u32, Vec<Vec<u8>>)>,
+    /// The version and flags each write left, in order.
+    versions: Vec<Meta<Vec<u8>>>,
+}
+
+impl replay::Sink for Replayed {
+    fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
+        let argv = argv.iter().map(|a| a.as_ref().to_vec()).collect();
+        self.commands.push((db, argv));
     }
-    let mut commands = Commands(Vec::new());
-    replay::replay(changes, &mut commands);
-    commands.0
+
+    fn version(&mut self, c: &Change) {
+        self.versions
+            .push((c.db, c.key.clone(), c.version, c.flags));
+    }
+}
+
+fn replayed(changes: &[Change]) -> Replayed {
+    let mut r = Replayed::default();
+    replay::replay(changes, &mut r);
+    r
 }
 
 #[cfg(test)]
@@ -105,7 +123,7 @@ mod tests {
 
     fn encode(e: &mut Encoder, changes: &[Change]) -> String {
         let mut out = Vec::new();
-        e.group(changes, &mut out);
+        e.group(changes, &mut out, None);
         String::from_utf8(out).expect("ascii")
     }
 
@@ -166,5 +184,30 @@ mod tests {
             change(ChangeKind::Command, 0, "", &["UNLINK", "k"]),
         ];
         assert_eq!(encode(&mut e, &del), "*2\r\n$6\r\nUNLINK\r\n$1\r\nk\r\n");
+    }
+
+    #[test]
+    fn a_group_can_give_its_frame_of_versions_and_flags() {
+        let mut e = Encoder::default();
+        let mut written = change(ChangeKind::Written, 2, "k", &[]);
+        written.version = 7 << 20;
+        written.flags = 42;
+        let group = [
+            written,
+            change(ChangeKind::Command, 2, "", &["SET", "k", "v"]),
+        ];
+        let (mut out, mut frame) = (Vec::new(), Vec::new());
+        e.group(&group, &mut out, Some(&mut frame));
+        let want =
+            "*5\r\n$11\r\nLARDER.META\r\n$1\r\n2\r\n$1\r\nk\r\n$7\r\n7340032\r\n$2\r\n42\r\n";
+        assert_eq!(String::from_utf8(frame).expect("ascii"), want);
+        // A group that wrote nothing has no frame.
+        let mut frame = Vec::new();
+        e.group(
+            &[change(ChangeKind::Notice, 0, "k", &[])],
+            &mut out,
+            Some(&mut frame),
+        );
+        assert!(frame.is_empty());
     }
 }

@@ -15,7 +15,7 @@ use larder_resp::{parse_request, Limits, Parsed, Protocol, ReplyBuf};
 
 use super::wire::{Framing, Payload, Wire, POLL};
 use super::{Link, Phase};
-use crate::repl::Master;
+use crate::repl::{meta, Master};
 
 /// Follow the master until the link is stopped, reconnecting about once a second.
 pub fn run(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) {
@@ -155,7 +155,16 @@ fn handshake(server: &Server, wire: &mut Wire<'_>) -> Result<(), String> {
     if reply.starts_with('-') {
         tracing::info!(reply = %reply, "master did not accept REPLCONF listening-port");
     }
-    let reply = wire.call(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    // A Redis master ignores a capa it does not know (`replconfCommand`).
+    let reply = wire.call(&[
+        b"REPLCONF",
+        b"capa",
+        b"eof",
+        b"capa",
+        b"psync2",
+        b"capa",
+        b"larder-meta",
+    ])?;
     if reply.starts_with('-') {
         tracing::info!(reply = %reply, "master does not understand REPLCONF capa");
     }
@@ -264,6 +273,22 @@ fn stream(
         };
         need = 1;
         let args: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+        if meta::is_frame(&args) {
+            // Beside the stream: not counted in the offset, not executed.
+            let entries =
+                meta::parse(&args).ok_or("a malformed LARDER.META frame from the master")?;
+            meta::apply(server, &entries);
+            drop(args);
+            master.proxy_meta(&wire.buf[..consumed]);
+            let _ = wire
+                .link
+                .read_offset
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| {
+                    Some(o.saturating_sub(consumed as u64))
+                });
+            wire.buf.drain(..consumed);
+            continue;
+        }
         let getack = args.len() >= 2
             && args[0].eq_ignore_ascii_case(b"REPLCONF")
             && args[1].eq_ignore_ascii_case(b"GETACK");
