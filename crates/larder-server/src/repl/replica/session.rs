@@ -3,7 +3,6 @@
 //! log): no replies, no ACL check, not held by CLIENT PAUSE, allowed to write on a
 //! read-only replica, and the only one that sees keys past their deadline.
 
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,19 +56,7 @@ fn master_client(server: &Server, addr: String, laddr: String) -> Arc<ClientHand
 
 fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Result<(), String> {
     let timeout = Duration::from_secs(server.config.num(Param::ReplTimeout).max(1) as u64);
-    let addr = (link.host.as_str(), link.port)
-        .to_socket_addrs()
-        .map_err(|e| format!("resolving the master: {e}"))?
-        .next()
-        .ok_or("the master's name resolves to nothing")?;
-    let sock = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| format!("connecting to the master: {e}"))?;
-    sock.set_read_timeout(Some(POLL))
-        .map_err(|e| e.to_string())?;
-    sock.set_write_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    let _ = sock.set_nodelay(true);
-    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let (sock, addr, laddr) = super::wire::connect(server, link, timeout)?;
     let client = master_client(server, addr.to_string(), laddr);
     let mut wire = Wire {
         sock,
