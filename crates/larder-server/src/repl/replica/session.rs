@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use larder_commands::config::Param;
+use larder_commands::script::Restore;
 use larder_commands::state::ClientHandle;
 use larder_commands::{ConnState, Server};
 use larder_resp::{parse_request, Limits, Parsed, Protocol, ReplyBuf};
@@ -197,6 +198,13 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     )
     .map_err(|e| format!("loading the master's file: {e}"))?;
     payload.drain()?;
+    // The master's function libraries replace this server's, as Redis's replica clears its
+    // own before loading (a library that does not load fails the sync, as it does Redis's).
+    let libraries = stats.functions.len();
+    server
+        .scripts
+        .restore_libraries(server, stats.functions, Restore::Flush)
+        .map_err(|e| format!("loading the master's function libraries: {e}"))?;
     server.gates.loading.store(false, Ordering::Relaxed);
     let db = stats
         .aux
@@ -207,6 +215,7 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     tracing::info!(
         keys = stats.keys,
         bytes = stats.bytes,
+        libraries,
         "MASTER <-> REPLICA sync: loaded the master's file"
     );
     Ok(db)
