@@ -3,12 +3,12 @@
 //! log): no replies, no ACL check, not held by CLIENT PAUSE, allowed to write on a
 //! read-only replica, and the only one that sees keys past their deadline.
 
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use larder_commands::config::Param;
+use larder_commands::script::Restore;
 use larder_commands::state::ClientHandle;
 use larder_commands::{ConnState, Server};
 use larder_resp::{parse_request, Limits, Parsed, Protocol, ReplyBuf};
@@ -57,19 +57,7 @@ fn master_client(server: &Server, addr: String, laddr: String) -> Arc<ClientHand
 
 fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Result<(), String> {
     let timeout = Duration::from_secs(server.config.num(Param::ReplTimeout).max(1) as u64);
-    let addr = (link.host.as_str(), link.port)
-        .to_socket_addrs()
-        .map_err(|e| format!("resolving the master: {e}"))?
-        .next()
-        .ok_or("the master's name resolves to nothing")?;
-    let sock = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| format!("connecting to the master: {e}"))?;
-    sock.set_read_timeout(Some(POLL))
-        .map_err(|e| e.to_string())?;
-    sock.set_write_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    let _ = sock.set_nodelay(true);
-    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let (sock, addr, laddr) = super::wire::connect(server, link, timeout)?;
     let client = master_client(server, addr.to_string(), laddr);
     let mut wire = Wire {
         sock,
@@ -219,6 +207,13 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     )
     .map_err(|e| format!("loading the master's file: {e}"))?;
     payload.drain()?;
+    // The master's function libraries replace this server's, as Redis's replica clears its
+    // own before loading (a library that does not load fails the sync, as it does Redis's).
+    let libraries = stats.functions.len();
+    server
+        .scripts
+        .restore_libraries(server, stats.functions, Restore::Flush)
+        .map_err(|e| format!("loading the master's function libraries: {e}"))?;
     server.gates.loading.store(false, Ordering::Relaxed);
     let db = stats
         .aux
@@ -229,6 +224,7 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     tracing::info!(
         keys = stats.keys,
         bytes = stats.bytes,
+        libraries,
         "MASTER <-> REPLICA sync: loaded the master's file"
     );
     Ok(db)
