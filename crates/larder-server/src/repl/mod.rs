@@ -7,9 +7,11 @@
 //!   from the first resync until the backlog is freed (`repl-backlog-ttl` after the last
 //!   replica left): before that the write path pays nothing. At each commit (on the
 //!   committing thread, under the feed's ordering lock) it encodes the group
-//!   ([`stream::Encoder`]), counts its bytes into the offset, appends them to the backlog and
-//!   posts them to every online replica's outbox, under the `replica` class of
-//!   `client-output-buffer-limit`: a replica over it is disconnected, never skipped.
+//!   ([`stream::Encoder`]), counts its bytes into the offset and appends them to the backlog
+//!   and to the bytes not yet posted. Those go to every online replica's outbox, under the
+//!   `replica` class of `client-output-buffer-limit` (a replica over it is disconnected,
+//!   never skipped), once per worker turn ([`Replication::flush_stream`], as Redis writes to
+//!   replicas in `beforeSleep`), or at once from a thread that is not a worker.
 //! - **A full resync** (`transfer.rs`) takes a point-in-time capture on a thread of its own:
 //!   at the capture's point (every shard held, so no group commits) the replica joins with
 //!   the offset read there; the stream meanwhile gathers in its pending buffer (bounded by
@@ -28,7 +30,7 @@ mod transfer;
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -93,6 +95,11 @@ struct State {
     /// WAIT's clients and the offsets they wait for.
     waiters: Vec<(Arc<ClientHandle>, u64)>,
     limit: Limit,
+    /// Stream bytes fed but not yet posted to the online replicas (see
+    /// [`State::flush_unposted`]).
+    unposted: Vec<u8>,
+    /// The last group's encoding (its allocation reused).
+    encoded: Vec<u8>,
     /// Set while this server is a replica: its stream is its master's, proxied (see
     /// [`Proxy`]), not encoded from its own changes.
     proxy: Option<Proxy>,
@@ -123,6 +130,8 @@ pub struct Master {
     sync_partial_err: AtomicU64,
     /// The link to the master while this server is a replica.
     link: Mutex<Option<Arc<replica::Link>>>,
+    /// `unposted` has bytes a worker's turn should post.
+    dirty: AtomicBool,
 }
 
 /// The stream's PING.
@@ -144,6 +153,8 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
             feed_id: None,
             alone_since_ms: 0,
             waiters: Vec::new(),
+            unposted: Vec::new(),
+            encoded: Vec::new(),
             limit: replica_limit(server),
             proxy: None,
         }),
@@ -152,6 +163,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
         sync_partial_ok: AtomicU64::new(0),
         sync_partial_err: AtomicU64::new(0),
         link: Mutex::new(None),
+        dirty: AtomicBool::new(false),
     });
     let _ = server.replication.set(master.clone());
     guard::install_hook(server, &master);
@@ -247,7 +259,8 @@ impl State {
         self.proxy.as_ref().map_or(self.encoder.db(), |p| p.db)
     }
 
-    /// Add stream bytes: the offset, the backlog, every replica.
+    /// Add stream bytes: the offset, the backlog, the unposted bytes of the online
+    /// replicas, the pending bytes of the others.
     fn feed(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
@@ -257,8 +270,12 @@ impl State {
             b.append(bytes);
         }
         let limit = self.limit;
+        let mut online = false;
         self.replicas.retain_mut(|r| match r.phase {
-            Phase::Online => post(&r.handle, limit, bytes),
+            Phase::Online => {
+                online = true;
+                true
+            }
             Phase::Transfer | Phase::AwaitAck => {
                 r.pending.extend_from_slice(bytes);
                 let over = limit.hard_bytes > 0 && r.pending.len() as u64 >= limit.hard_bytes;
@@ -269,9 +286,29 @@ impl State {
                 !over
             }
         });
+        if online {
+            self.unposted.extend_from_slice(bytes);
+        }
         if self.replicas.is_empty() && self.alone_since_ms == 0 {
             self.alone_since_ms = larder_engine::now_ms();
         }
+    }
+
+    /// Post the unposted bytes to every online replica. Runs before any replica goes
+    /// online, so each gets exactly the bytes fed while it was online.
+    fn flush_unposted(&mut self) {
+        if self.unposted.is_empty() {
+            return;
+        }
+        let bytes = std::mem::take(&mut self.unposted);
+        let limit = self.limit;
+        self.replicas.retain_mut(|r| match r.phase {
+            Phase::Online => post(&r.handle, limit, &bytes),
+            Phase::Transfer | Phase::AwaitAck => true,
+        });
+        // Keep the allocation for the next turn.
+        self.unposted = bytes;
+        self.unposted.clear();
     }
 }
 
@@ -284,17 +321,35 @@ impl Consumer for Feeder {
         let mut st = m.state.lock();
         if st.proxy.is_some() {
             st.flush_staged(None);
+            m.fed(&mut st);
             return;
         }
-        let mut bytes = Vec::new();
+        // Encoded into a buffer kept across commits: no allocation per write.
+        let mut bytes = std::mem::take(&mut st.encoded);
+        bytes.clear();
         st.encoder.group(changes, &mut bytes);
         st.feed(&bytes);
+        st.encoded = bytes;
+        m.fed(&mut st);
     }
 }
 
 impl Master {
     fn server(&self) -> Option<Arc<Server>> {
         self.server.upgrade()
+    }
+
+    /// After `feed`: a worker posts the bytes at the end of its turn; any other thread
+    /// (the cron, a replica's link, expiry) posts them now.
+    fn fed(&self, st: &mut State) {
+        if st.unposted.is_empty() {
+            return;
+        }
+        if crate::net::on_worker_thread() {
+            self.dirty.store(true, Ordering::Release);
+        } else {
+            st.flush_unposted();
+        }
     }
 
     /// Create the backlog (and subscribe the stream) if there is none: a new history, so a
@@ -342,6 +397,7 @@ impl Master {
         if st.proxy.is_none() && !st.replicas.is_empty() && tick % period == 0 {
             st.feed(PING);
         }
+        st.flush_unposted();
         if st.proxy.is_none()
             && st.replicas.is_empty()
             && st.backlog.is_some()
@@ -409,6 +465,7 @@ impl Master {
         let Some(i) = st.replicas.iter().position(|r| r.handle.id == id) else {
             return;
         };
+        st.flush_unposted();
         let r = &mut st.replicas[i];
         let pending = std::mem::take(&mut r.pending);
         r.phase = Phase::Online;
@@ -437,6 +494,7 @@ impl Master {
             .get(&client.id)
             .is_some_and(|h| h.psync2);
         let mut st = self.state.lock();
+        st.flush_unposted();
         let known = replid == st.replid.as_bytes()
             || (replid == st.replid2.as_bytes() && offset <= st.second_offset);
         let Some(from) = u64::try_from(offset).ok().filter(|_| known) else {
@@ -463,6 +521,12 @@ impl Master {
 }
 
 impl Replication for Master {
+    fn flush_stream(&self) {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            self.state.lock().flush_unposted();
+        }
+    }
+
     fn status(&self) -> Status {
         let now = larder_engine::now_ms();
         let st = self.state.lock();
@@ -630,6 +694,7 @@ impl Replication for Master {
             let mut getack = Vec::new();
             encode_command(&mut getack, &[&b"REPLCONF"[..], b"GETACK", b"*"]);
             st.feed(&getack);
+            self.fed(&mut st);
         }
     }
 
@@ -716,5 +781,6 @@ fn disconnect_replicas(st: &mut State) {
     for r in st.replicas.drain(..) {
         kill_client(&r.handle);
     }
+    st.unposted.clear();
     st.alone_since_ms = larder_engine::now_ms();
 }

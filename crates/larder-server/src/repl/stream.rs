@@ -8,19 +8,38 @@
 //! `SELECT <db>` when its database is not the one the stream last selected; a group of more
 //! than one command is wrapped in `MULTI` ... `EXEC` (`propagatePendingCommands`: the SELECT
 //! for the first command's database before MULTI, none before EXEC). larder's versions and
-//! memcached flags are not sent: a Redis replica has no place for them.
+//! memcached flags are not sent: a Redis replica has no place for them. Encoding runs on
+//! the committing thread for every write, so it writes straight into the stream buffer.
 
 use larder_engine::{replay, Change};
 
 /// Append `argv` as a RESP array of bulk strings.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+    header(out, b'*', argv.len());
     for a in argv {
         let a = a.as_ref();
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        header(out, b'$', a.len());
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
+}
+
+/// `<kind><n>\r\n`: every command of every write goes through here, so no `format!`.
+fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push(kind);
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Turns groups into stream bytes, remembering the database the stream has selected.
@@ -44,44 +63,50 @@ impl Encoder {
     }
 
     /// Append the commands of one committed group to `out` (nothing for a group that
-    /// changed nothing).
+    /// changed nothing). The commands are encoded as replay yields them; a second one
+    /// puts `MULTI` before the first (after its SELECT) and `EXEC` after the last.
     pub fn group(&mut self, changes: &[Change], out: &mut Vec<u8>) {
-        let commands = commands_of(changes);
-        let wrap = commands.len() > 1;
-        if wrap {
-            self.command(out, commands[0].0, &[b"MULTI".as_slice()]);
+        struct Direct<'a> {
+            encoder: &'a mut Encoder,
+            out: &'a mut Vec<u8>,
+            commands: usize,
+            /// Where the first command's own bytes start (after its SELECT).
+            first_at: usize,
         }
-        for (db, argv) in &commands {
-            self.command(out, *db, argv);
+        impl replay::Sink for Direct<'_> {
+            fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
+                self.encoder.select(self.out, db);
+                if self.commands == 0 {
+                    self.first_at = self.out.len();
+                }
+                encode_command(self.out, argv);
+                self.commands += 1;
+            }
         }
-        if wrap {
-            encode_command(out, &[b"EXEC".as_slice()]);
+        let mut d = Direct {
+            encoder: self,
+            out,
+            commands: 0,
+            first_at: 0,
+        };
+        replay::replay(changes, &mut d);
+        if d.commands > 1 {
+            let at = d.first_at;
+            d.out.splice(at..at, MULTI.iter().copied());
+            d.out.extend_from_slice(EXEC);
         }
     }
 
-    fn command<A: AsRef<[u8]>>(&mut self, out: &mut Vec<u8>, db: u32, argv: &[A]) {
+    fn select(&mut self, out: &mut Vec<u8>, db: u32) {
         if self.db != Some(db) {
             encode_command(out, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
             self.db = Some(db);
         }
-        encode_command(out, argv);
     }
 }
 
-/// The (database, argv) commands a group replays, in order (`larder_engine::replay`, as
-/// the append-only log writes them, without larder's versions).
-fn commands_of(changes: &[Change]) -> Vec<(u32, Vec<Vec<u8>>)> {
-    struct Commands(Vec<(u32, Vec<Vec<u8>>)>);
-    impl replay::Sink for Commands {
-        fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
-            let argv = argv.iter().map(|a| a.as_ref().to_vec()).collect();
-            self.0.push((db, argv));
-        }
-    }
-    let mut commands = Commands(Vec::new());
-    replay::replay(changes, &mut commands);
-    commands.0
-}
+const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
+const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
 
 #[cfg(test)]
 mod tests {

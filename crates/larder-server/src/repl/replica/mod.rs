@@ -270,6 +270,7 @@ impl Master {
     fn applied(&self, db: u32) -> u64 {
         let mut st = self.state.lock();
         st.flush_staged(Some(db));
+        self.fed(&mut st);
         st.offset
     }
 }
