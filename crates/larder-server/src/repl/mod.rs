@@ -7,9 +7,12 @@
 //!   from the first resync until the backlog is freed (`repl-backlog-ttl` after the last
 //!   replica left): before that the write path pays nothing. At each commit (on the
 //!   committing thread, under the feed's ordering lock) it encodes the group
-//!   ([`stream::Encoder`]), counts its bytes into the offset, appends them to the backlog and
-//!   posts them to every online replica's outbox, under the `replica` class of
-//!   `client-output-buffer-limit`: a replica over it is disconnected, never skipped.
+//!   ([`stream::Encoder`]), counts its bytes into the offset and appends them to the backlog
+//!   and to every replica's pending bytes. An online replica's are posted to its outbox,
+//!   under the `replica` class of `client-output-buffer-limit` (a replica over it is
+//!   disconnected, never skipped), once per worker turn ([`Replication::flush_stream`], as
+//!   Redis writes to replicas in `beforeSleep`), or at once from a thread that is not a
+//!   worker.
 //! - **A full resync** (`transfer.rs`) takes a point-in-time capture on a thread of its own:
 //!   at the capture's point (every shard held, so no group commits) the replica joins with
 //!   the offset read there; the stream meanwhile gathers in its pending buffer (bounded by
@@ -32,7 +35,7 @@ mod transfer;
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -79,6 +82,8 @@ struct Replica {
     /// The address it announced, if any.
     ip: Option<String>,
     phase: Phase,
+    /// Stream bytes not yet posted: until its first ACK after its file, or, once online,
+    /// until the end of the worker's turn (see [`State::flush_unposted`]).
     pending: Vec<u8>,
     /// It takes versions and flags (`capa larder-meta`).
     meta: bool,
@@ -104,6 +109,11 @@ struct State {
     /// WAIT's clients and the offsets they wait for.
     waiters: Vec<(Arc<ClientHandle>, u64)>,
     limit: Limit,
+    /// An online replica has pending bytes to post.
+    unposted: bool,
+    /// The last group's encoding and frame (their allocations reused).
+    encoded: Vec<u8>,
+    frame: Vec<u8>,
     /// Set while this server is a replica: its stream is its master's, proxied (see
     /// [`Proxy`]), not encoded from its own changes.
     proxy: Option<Proxy>,
@@ -134,6 +144,8 @@ pub struct Master {
     sync_partial_err: AtomicU64,
     /// The link to the master while this server is a replica.
     link: Mutex<Option<Arc<replica::Link>>>,
+    /// An online replica has pending bytes a worker's turn should post.
+    dirty: AtomicBool,
 }
 
 /// The stream's PING.
@@ -156,6 +168,9 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
             feed_id: None,
             alone_since_ms: 0,
             waiters: Vec::new(),
+            unposted: false,
+            encoded: Vec::new(),
+            frame: Vec::new(),
             limit: replica_limit(server),
             proxy: None,
         }),
@@ -164,6 +179,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
         sync_partial_ok: AtomicU64::new(0),
         sync_partial_err: AtomicU64::new(0),
         link: Mutex::new(None),
+        dirty: AtomicBool::new(false),
     });
     let _ = server.replication.set(master.clone());
     guard::install_hook(server, &master);
@@ -288,22 +304,39 @@ impl State {
         self.send(frame, true);
     }
 
-    /// Post `bytes` to every replica (`only_meta`: every larder replica), or add them to
-    /// what gathers for it.
+    /// Add `bytes` to every replica's pending bytes (`only_meta`: every larder replica's).
     fn send(&mut self, bytes: &[u8], only_meta: bool) {
         let limit = self.limit;
-        self.replicas.retain_mut(|r| match r.phase {
-            _ if only_meta && !r.meta => true,
-            Phase::Online => post(&r.handle, limit, bytes),
-            Phase::Transfer | Phase::AwaitAck => {
-                r.pending.extend_from_slice(bytes);
-                let over = limit.hard_bytes > 0 && r.pending.len() as u64 >= limit.hard_bytes;
-                if over {
-                    larder_commands::mail::note_over_limit(&r.handle.addr, r.handle.id, "replica");
-                    kill_client(&r.handle);
-                }
-                !over
+        let mut online = false;
+        self.replicas.retain_mut(|r| {
+            if only_meta && !r.meta {
+                return true;
             }
+            r.pending.extend_from_slice(bytes);
+            online |= r.phase == Phase::Online;
+            let over = limit.hard_bytes > 0 && r.pending.len() as u64 >= limit.hard_bytes;
+            if over {
+                larder_commands::mail::note_over_limit(&r.handle.addr, r.handle.id, "replica");
+                kill_client(&r.handle);
+            }
+            !over
+        });
+        self.unposted |= online;
+    }
+
+    /// Post every online replica's pending bytes to its outbox.
+    fn flush_unposted(&mut self) {
+        if !std::mem::take(&mut self.unposted) {
+            return;
+        }
+        let limit = self.limit;
+        self.replicas.retain_mut(|r| {
+            if r.phase != Phase::Online || r.pending.is_empty() {
+                return true;
+            }
+            let ok = post(&r.handle, limit, &r.pending);
+            r.pending.clear();
+            ok
         });
     }
 }
@@ -317,21 +350,42 @@ impl Consumer for Feeder {
         let mut st = m.state.lock();
         if st.proxy.is_some() {
             st.flush_staged(None);
+            m.fed(&mut st);
             return;
         }
-        let mut bytes = Vec::new();
-        let mut frame = Vec::new();
+        // Encoded into buffers kept across commits: no allocation per write.
+        let (mut bytes, mut frame) = (
+            std::mem::take(&mut st.encoded),
+            std::mem::take(&mut st.frame),
+        );
+        bytes.clear();
+        frame.clear();
         let recording = st.meta.recording();
         st.encoder
             .group(changes, &mut bytes, recording.then_some(&mut frame));
         st.feed(&bytes);
         st.feed_meta(&frame);
+        (st.encoded, st.frame) = (bytes, frame);
+        m.fed(&mut st);
     }
 }
 
 impl Master {
     fn server(&self) -> Option<Arc<Server>> {
         self.server.upgrade()
+    }
+
+    /// After `feed`: a worker posts the bytes at the end of its turn; any other thread
+    /// (the cron, a replica's link, expiry) posts them now.
+    fn fed(&self, st: &mut State) {
+        if !st.unposted {
+            return;
+        }
+        if crate::net::on_worker_thread() {
+            self.dirty.store(true, Ordering::Release);
+        } else {
+            st.flush_unposted();
+        }
     }
 
     /// Create the backlog (and subscribe the stream) if there is none: a new history, so a
@@ -380,6 +434,7 @@ impl Master {
         if st.proxy.is_none() && !st.replicas.is_empty() && tick % period == 0 {
             st.feed(PING);
         }
+        st.flush_unposted();
         if st.proxy.is_none()
             && st.replicas.is_empty()
             && st.backlog.is_some()
@@ -519,6 +574,12 @@ impl Master {
 }
 
 impl Replication for Master {
+    fn flush_stream(&self) {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            self.state.lock().flush_unposted();
+        }
+    }
+
     fn status(&self) -> Status {
         let now = larder_engine::now_ms();
         let st = self.state.lock();
@@ -688,6 +749,7 @@ impl Replication for Master {
             let mut getack = Vec::new();
             encode_command(&mut getack, &[&b"REPLCONF"[..], b"GETACK", b"*"]);
             st.feed(&getack);
+            self.fed(&mut st);
         }
     }
 
@@ -774,5 +836,6 @@ fn disconnect_replicas(st: &mut State) {
     for r in st.replicas.drain(..) {
         kill_client(&r.handle);
     }
+    st.unposted = false;
     st.alone_since_ms = larder_engine::now_ms();
 }

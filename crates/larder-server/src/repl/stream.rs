@@ -17,13 +17,31 @@ use super::meta::Meta;
 
 /// Append `argv` as a RESP array of bulk strings.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+    header(out, b'*', argv.len());
     for a in argv {
         let a = a.as_ref();
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        header(out, b'$', a.len());
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
+}
+
+/// `<kind><n>\r\n`: every command of every write goes through here, so no `format!`.
+fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push(kind);
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Turns groups into stream bytes, remembering the database the stream has selected.
@@ -47,59 +65,64 @@ impl Encoder {
     }
 
     /// Append the commands of one committed group to `out` (nothing for a group that
-    /// changed nothing), and with `meta` its frame of versions and flags (`meta.rs`).
+    /// changed nothing), and with `meta` its frame of versions and flags (`meta.rs`). The
+    /// commands are encoded as replay yields them, straight into `out` (this runs on the
+    /// committing thread for every write); a second one puts `MULTI` before the first
+    /// (after its SELECT) and `EXEC` after the last.
     pub fn group(&mut self, changes: &[Change], out: &mut Vec<u8>, meta: Option<&mut Vec<u8>>) {
-        let Replayed { commands, versions } = replayed(changes);
-        if let Some(meta) = meta {
+        struct Direct<'a> {
+            encoder: &'a mut Encoder,
+            out: &'a mut Vec<u8>,
+            commands: usize,
+            /// Where the first command's own bytes start (after its SELECT).
+            first_at: usize,
+            /// The version and flags each write left, when a frame is wanted.
+            versions: Option<Vec<Meta<Vec<u8>>>>,
+        }
+        impl replay::Sink for Direct<'_> {
+            fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
+                self.encoder.select(self.out, db);
+                if self.commands == 0 {
+                    self.first_at = self.out.len();
+                }
+                encode_command(self.out, argv);
+                self.commands += 1;
+            }
+
+            fn version(&mut self, c: &Change) {
+                if let Some(v) = &mut self.versions {
+                    v.push((c.db, c.key.clone(), c.version, c.flags));
+                }
+            }
+        }
+        let mut d = Direct {
+            encoder: self,
+            out,
+            commands: 0,
+            first_at: 0,
+            versions: meta.is_some().then(Vec::new),
+        };
+        replay::replay(changes, &mut d);
+        if d.commands > 1 {
+            let at = d.first_at;
+            d.out.splice(at..at, MULTI.iter().copied());
+            d.out.extend_from_slice(EXEC);
+        }
+        if let (Some(meta), Some(versions)) = (meta, d.versions) {
             super::meta::encode(meta, &versions);
-        }
-        let wrap = commands.len() > 1;
-        if wrap {
-            self.command(out, commands[0].0, &[b"MULTI".as_slice()]);
-        }
-        for (db, argv) in &commands {
-            self.command(out, *db, argv);
-        }
-        if wrap {
-            encode_command(out, &[b"EXEC".as_slice()]);
         }
     }
 
-    fn command<A: AsRef<[u8]>>(&mut self, out: &mut Vec<u8>, db: u32, argv: &[A]) {
+    fn select(&mut self, out: &mut Vec<u8>, db: u32) {
         if self.db != Some(db) {
             encode_command(out, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
             self.db = Some(db);
         }
-        encode_command(out, argv);
     }
 }
 
-/// What a group replays (`larder_engine::replay`, as the append-only log writes it).
-#[derive(Default)]
-struct Replayed {
-    /// (database, argv), in order.
-    commands: Vec<(u32, Vec<Vec<u8>>)>,
-    /// The version and flags each write left, in order.
-    versions: Vec<Meta<Vec<u8>>>,
-}
-
-impl replay::Sink for Replayed {
-    fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
-        let argv = argv.iter().map(|a| a.as_ref().to_vec()).collect();
-        self.commands.push((db, argv));
-    }
-
-    fn version(&mut self, c: &Change) {
-        self.versions
-            .push((c.db, c.key.clone(), c.version, c.flags));
-    }
-}
-
-fn replayed(changes: &[Change]) -> Replayed {
-    let mut r = Replayed::default();
-    replay::replay(changes, &mut r);
-    r
-}
+const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
+const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
 
 #[cfg(test)]
 mod tests {

@@ -268,7 +268,9 @@ impl Master {
 
     /// A frame of versions and flags from the master, applied: pass it on.
     fn proxy_meta(&self, frame: &[u8]) {
-        self.state.lock().feed_meta(frame);
+        let mut st = self.state.lock();
+        st.feed_meta(frame);
+        self.fed(&mut st);
     }
 
     /// Stage a command's bytes before it runs (see [`Proxy`]).
@@ -282,6 +284,7 @@ impl Master {
     fn applied(&self, db: u32) -> u64 {
         let mut st = self.state.lock();
         st.flush_staged(Some(db));
+        self.fed(&mut st);
         st.offset
     }
 }
