@@ -8,6 +8,8 @@ Three sections (`--only`); every round runs larder and redis, alternating which 
   (dtgen, --cpu-clients at pipeline --cpu-pipeline, --cpu-requests per run) on a fresh master;
   the master's utime+stime over the run divided by the writes, each replica count against
   the same round's 0-replica figure. Writes/s and the replicas' CPU beside it.
+  The same at an offered rate: the open-loop writer (below) at --cpu-rate writes/s for
+  --cpu-rate-seconds, so that neither the master nor the machine is saturated.
 - lag: replication lag by a probe. An open-loop writer sends SET at --lag-rates writes/s
   (batches every millisecond) to the master; a prober writes `HSET lagprobe:<t> f 1` on the
   master every --probe-ms, where <t> is CLOCK_MONOTONIC ns just before the send, and a
@@ -300,6 +302,32 @@ def cpu_one(a, kind, replicas, rnd, dtgen, log):
         g.stop()
 
 
+def cpu_rate_one(a, kind, replicas, rnd, log):
+    """The master's CPU per write at an offered rate (the open-loop writer), not saturated."""
+    g = Group(a, kind, replicas, log).start()
+    try:
+        m = g.master
+        w = Writer(m.port, a.cpu_rate, a.keyspace, a.value_bytes)
+        time.sleep(1.0)
+        c0, rc0 = m.cpu_seconds(), [r.cpu_seconds() for r in g.replicas]
+        w0 = int(m.info("stats").get("total_commands_processed", 0))
+        t0 = time.monotonic()
+        time.sleep(a.cpu_rate_seconds)
+        wall = time.monotonic() - t0
+        cpu = m.cpu_seconds() - c0
+        writes = int(m.info("stats").get("total_commands_processed", 0)) - w0
+        rc = [round(r.cpu_seconds() - x, 3) for r, x in zip(g.replicas, rc0)]
+        wr = w.stop()
+        caught_up(m, g.replicas)
+        return {"section": "cpu_rate", "server": kind, "round": rnd, "replicas": replicas,
+                "rate": a.cpu_rate, "writes": writes, "seconds": round(wall, 3),
+                "ops_per_s": round(writes / wall), "master_cpu_s": round(cpu, 3),
+                "master_cpu_us_per_write": cpu / writes * 1e6, "replica_cpu_s": rc,
+                "writer": wr}
+    finally:
+        g.stop()
+
+
 # ---------------------------------------------------------------- full sync
 
 
@@ -385,6 +413,30 @@ def render(meta, data):
                             if r["replica_cpu_s"]], "%.2f"),
                     spread([r["p99_ms"] for r in rs], "%.2f")))
         out.append("")
+    rate = [r for r in data if r["section"] == "cpu_rate"]
+    if rate:
+        out += ["## Master CPU per write at an offered rate", "",
+                "The open-loop SET writer at %d writes/s for %g s (batches every millisecond), "
+                "so neither server is saturated; replicas of the master's kind."
+                % (meta["cpu_rate"], meta["cpu_rate_seconds"]), "",
+                "| master | replicas | writes/s | master µs CPU / write | × 0 replicas "
+                "| replica CPU s (each) |", "|---|---:|---:|---:|---:|---:|"]
+        for kind in KINDS:
+            base = {r["round"]: r["master_cpu_us_per_write"] for r in rate
+                    if r["server"] == kind and r["replicas"] == 0}
+            for n in (0, 1, 2):
+                rs = [r for r in rate if r["server"] == kind and r["replicas"] == n]
+                if not rs:
+                    continue
+                ratios = [r["master_cpu_us_per_write"] / base[r["round"]] for r in rs
+                          if r["round"] in base]
+                out.append("| %s | %d | %s | %s | %s | %s |" % (
+                    kind, n, spread([r["ops_per_s"] for r in rs], "%.0f"),
+                    spread([r["master_cpu_us_per_write"] for r in rs], "%.2f"),
+                    spread(ratios, "%.3f"),
+                    spread([statistics.mean(r["replica_cpu_s"]) for r in rs
+                            if r["replica_cpu_s"]], "%.2f")))
+        out.append("")
     lag = [r for r in data if r["section"] == "lag"]
     if lag:
         out += ["## Replication lag by probe", "",
@@ -441,6 +493,9 @@ def parse_args(argv=None):
     ap.add_argument("--cpu-clients", type=int, default=50)
     ap.add_argument("--cpu-pipeline", type=int, default=16)
     ap.add_argument("--cpu-requests", type=int, default=2_000_000)
+    ap.add_argument("--cpu-rate", type=int, default=100000,
+                    help="offered writes/s of the open-loop CPU runs")
+    ap.add_argument("--cpu-rate-seconds", type=float, default=10)
     ap.add_argument("--lag-rates", default="10000,100000")
     ap.add_argument("--lag-seconds", type=float, default=10)
     ap.add_argument("--probe-ms", type=float, default=2)
@@ -472,7 +527,8 @@ def main(argv=None):
             "redis": subprocess.run(["redis-server", "--version"], capture_output=True,
                                     text=True).stdout.strip(),
             "cpu_clients": a.cpu_clients, "cpu_pipeline": a.cpu_pipeline,
-            "cpu_requests": a.cpu_requests, "value_bytes": a.value_bytes,
+            "cpu_requests": a.cpu_requests, "cpu_rate": a.cpu_rate,
+            "cpu_rate_seconds": a.cpu_rate_seconds, "value_bytes": a.value_bytes,
             "lag_rates": [int(x) for x in a.lag_rates.split(",")], "lag_seconds": a.lag_seconds,
             "probe_ms": a.probe_ms, "keys": a.keys, "sync_write_rate": a.sync_write_rate}
     probe.stop()
@@ -490,11 +546,12 @@ def main(argv=None):
         for kind in order:
             if "cpu" in only:
                 for n in (0, 1, 2):
-                    r = cpu_one(a, kind, n, rnd, dtgen, log)
-                    print("cpu %s r%d %d replicas: %.0f w/s, %.2f µs/write" % (
-                        kind, rnd, n, r["ops_per_s"], r["master_cpu_us_per_write"]),
-                        file=sys.stderr)
-                    runs.append(r)
+                    for r in (cpu_one(a, kind, n, rnd, dtgen, log),
+                              cpu_rate_one(a, kind, n, rnd, log)):
+                        print("%s %s r%d %d replicas: %.0f w/s, %.2f µs/write" % (
+                            r["section"], kind, rnd, n, r["ops_per_s"],
+                            r["master_cpu_us_per_write"]), file=sys.stderr)
+                        runs.append(r)
             if "lag" in only:
                 for rate in meta["lag_rates"]:
                     r = lag_one(a, kind, rate, rnd, log)

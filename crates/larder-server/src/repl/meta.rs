@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 use larder_commands::Server;
 
-use super::stream::encode_command;
+use super::stream::{bulk, bulk_num, header};
 
 /// The frame's command name.
 pub const NAME: &[u8] = b"LARDER.META";
@@ -28,20 +28,50 @@ pub const NAME: &[u8] = b"LARDER.META";
 /// One key's metadata: (db, key, version, flags).
 pub type Meta<K> = (u32, K, u64, u32);
 
+/// Writes one group's frame into a buffer as its entries come (no copy of the keys).
+pub struct FrameWriter {
+    start: usize,
+    entries: usize,
+}
+
+impl FrameWriter {
+    /// A frame that starts at the end of `out`.
+    pub fn new(out: &[u8]) -> FrameWriter {
+        FrameWriter {
+            start: out.len(),
+            entries: 0,
+        }
+    }
+
+    pub fn entry(&mut self, out: &mut Vec<u8>, db: u32, key: &[u8], version: u64, flags: u32) {
+        bulk_num(out, u64::from(db));
+        bulk(out, key);
+        bulk_num(out, version);
+        bulk_num(out, u64::from(flags));
+        self.entries += 1;
+    }
+
+    /// Put the frame's header before its entries (nothing stays for no entry).
+    pub fn finish(self, out: &mut Vec<u8>) {
+        if self.entries == 0 {
+            out.truncate(self.start);
+            return;
+        }
+        let mut head = Vec::with_capacity(24);
+        header(&mut head, b'*', 1 + 4 * self.entries);
+        bulk(&mut head, NAME);
+        out.splice(self.start..self.start, head);
+    }
+}
+
 /// Append the frame of `entries` to `out` (nothing for none).
+#[cfg(test)]
 pub fn encode(out: &mut Vec<u8>, entries: &[Meta<Vec<u8>>]) {
-    if entries.is_empty() {
-        return;
-    }
-    let mut argv: Vec<Vec<u8>> = Vec::with_capacity(1 + 4 * entries.len());
-    argv.push(NAME.to_vec());
+    let mut frame = FrameWriter::new(out);
     for (db, key, version, flags) in entries {
-        argv.push(db.to_string().into_bytes());
-        argv.push(key.clone());
-        argv.push(version.to_string().into_bytes());
-        argv.push(flags.to_string().into_bytes());
+        frame.entry(out, *db, key, *version, *flags);
     }
-    encode_command(out, &argv);
+    frame.finish(out);
 }
 
 /// Whether `argv` is a frame (by its name).
@@ -80,7 +110,9 @@ pub fn apply(server: &Server, entries: &[Meta<&[u8]>]) {
 #[derive(Debug, Default)]
 pub struct MetaLog {
     /// (stream offset after the group, frame), oldest first.
-    frames: VecDeque<(u64, Vec<u8>)>,
+    frames: VecDeque<(u64, usize)>,
+    /// The frames' bytes, one after the other (no allocation per frame).
+    data: VecDeque<u8>,
     bytes: usize,
     /// While recording: the lowest offset a partial resync may continue from with every
     /// frame it needs held.
@@ -110,9 +142,10 @@ impl MetaLog {
         let Some(covered) = &mut self.covered_from else {
             return;
         };
-        self.frames.push_back((offset, frame.to_vec()));
+        self.frames.push_back((offset, frame.len()));
+        self.data.extend(frame);
         self.bytes += frame.len();
-        while let Some((at, f)) = self.frames.front() {
+        while let Some(&(at, len)) = self.frames.front() {
             let stale = at + 1 < first_byte;
             if !stale && self.bytes <= max_bytes {
                 break;
@@ -121,7 +154,8 @@ impl MetaLog {
                 // A resync from before this frame's group would miss it.
                 *covered = (*covered).max(at + 2);
             }
-            self.bytes -= f.len();
+            self.bytes -= len;
+            self.data.drain(..len);
             self.frames.pop_front();
         }
     }
@@ -137,11 +171,17 @@ impl MetaLog {
     pub fn interleave(&self, from: u64, data: &[u8]) -> Vec<u8> {
         let mut out = Vec::with_capacity(data.len());
         let mut done = 0usize;
-        for (at, frame) in self.frames.iter().filter(|(at, _)| at + 1 >= from) {
+        let mut start = 0usize;
+        for &(at, len) in &self.frames {
+            let frame = start..start + len;
+            start += len;
+            if at + 1 < from {
+                continue;
+            }
             let end = usize::try_from(at + 1 - from).map_or(data.len(), |e| e.min(data.len()));
             out.extend_from_slice(&data[done..end.max(done)]);
             done = done.max(end);
-            out.extend_from_slice(frame);
+            out.extend(self.data.range(frame));
         }
         out.extend_from_slice(&data[done..]);
         out

@@ -145,7 +145,26 @@ pub struct Master {
     /// The link to the master while this server is a replica.
     link: Mutex<Option<Arc<replica::Link>>>,
     /// An online replica has pending bytes a worker's turn should post.
-    dirty: AtomicBool,
+    dirty: Flag,
+}
+
+/// A flag every worker reads once a turn and every commit may set: on a cache line of its
+/// own, read before it is written, so that it does not bounce between cores (with the
+/// state's lock beside it) while nothing changes.
+#[repr(align(128))]
+#[derive(Default)]
+struct Flag(AtomicBool);
+
+impl Flag {
+    fn set(&self) {
+        if !self.0.load(Ordering::Relaxed) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+
+    fn take(&self) -> bool {
+        self.0.load(Ordering::Relaxed) && self.0.swap(false, Ordering::AcqRel)
+    }
 }
 
 /// The stream's PING.
@@ -179,7 +198,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
         sync_partial_ok: AtomicU64::new(0),
         sync_partial_err: AtomicU64::new(0),
         link: Mutex::new(None),
-        dirty: AtomicBool::new(false),
+        dirty: Flag::default(),
     });
     let _ = server.replication.set(master.clone());
     guard::install_hook(server, &master);
@@ -382,7 +401,7 @@ impl Master {
             return;
         }
         if crate::net::on_worker_thread() {
-            self.dirty.store(true, Ordering::Release);
+            self.dirty.set();
         } else {
             st.flush_unposted();
         }
@@ -575,7 +594,7 @@ impl Master {
 
 impl Replication for Master {
     fn flush_stream(&self) {
-        if self.dirty.swap(false, Ordering::AcqRel) {
+        if self.dirty.take() {
             self.state.lock().flush_unposted();
         }
     }

@@ -13,35 +13,60 @@
 
 use larder_engine::{replay, Change};
 
-use super::meta::Meta;
+use super::meta::FrameWriter;
 
 /// Append `argv` as a RESP array of bulk strings.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
     header(out, b'*', argv.len());
     for a in argv {
-        let a = a.as_ref();
-        header(out, b'$', a.len());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        bulk(out, a.as_ref());
     }
 }
 
 /// `<kind><n>\r\n`: every command of every write goes through here, so no `format!`.
-fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+pub(super) fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    out.push(kind);
+    out.extend_from_slice(Decimal::of(n as u64).digits());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// One bulk string.
+pub(super) fn bulk(out: &mut Vec<u8>, b: &[u8]) {
+    header(out, b'$', b.len());
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// One bulk string holding `n` in decimal.
+pub(super) fn bulk_num(out: &mut Vec<u8>, n: u64) {
+    bulk(out, Decimal::of(n).digits());
+}
+
+/// A number's decimal digits, on the stack.
+struct Decimal {
+    buf: [u8; 20],
+    from: usize,
+}
+
+impl Decimal {
+    fn of(mut n: u64) -> Decimal {
+        let mut d = Decimal {
+            buf: [0; 20],
+            from: 20,
+        };
+        loop {
+            d.from -= 1;
+            d.buf[d.from] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                return d;
+            }
         }
     }
-    out.push(kind);
-    out.extend_from_slice(&digits[i..]);
-    out.extend_from_slice(b"\r\n");
+
+    fn digits(&self) -> &[u8] {
+        &self.buf[self.from..]
+    }
 }
 
 /// Turns groups into stream bytes, remembering the database the stream has selected.
@@ -76,8 +101,8 @@ impl Encoder {
             commands: usize,
             /// Where the first command's own bytes start (after its SELECT).
             first_at: usize,
-            /// The version and flags each write left, when a frame is wanted.
-            versions: Option<Vec<Meta<Vec<u8>>>>,
+            /// The frame of the version and flags each write left, when one is wanted.
+            meta: Option<(&'a mut Vec<u8>, FrameWriter)>,
         }
         impl replay::Sink for Direct<'_> {
             fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
@@ -90,8 +115,8 @@ impl Encoder {
             }
 
             fn version(&mut self, c: &Change) {
-                if let Some(v) = &mut self.versions {
-                    v.push((c.db, c.key.clone(), c.version, c.flags));
+                if let Some((out, frame)) = &mut self.meta {
+                    frame.entry(out, c.db, &c.key, c.version, c.flags);
                 }
             }
         }
@@ -100,7 +125,10 @@ impl Encoder {
             out,
             commands: 0,
             first_at: 0,
-            versions: meta.is_some().then(Vec::new),
+            meta: meta.map(|out| {
+                let frame = FrameWriter::new(out);
+                (out, frame)
+            }),
         };
         replay::replay(changes, &mut d);
         if d.commands > 1 {
@@ -108,8 +136,8 @@ impl Encoder {
             d.out.splice(at..at, MULTI.iter().copied());
             d.out.extend_from_slice(EXEC);
         }
-        if let (Some(meta), Some(versions)) = (meta, d.versions) {
-            super::meta::encode(meta, &versions);
+        if let Some((out, frame)) = d.meta {
+            frame.finish(out);
         }
     }
 

@@ -245,13 +245,18 @@ fn stream(
     let mut last_ack = Instant::now();
     let mut need = 1usize;
     let mut offset = master.offset_now();
+    // Where the unparsed bytes start in `wire.buf`: consumed commands are dropped from the
+    // buffer only before it is filled again, not one by one (each would move the rest).
+    let mut pos = 0usize;
     ack(wire, offset)?;
     loop {
         if last_ack.elapsed() >= Duration::from_secs(1) {
             ack(wire, offset)?;
             last_ack = Instant::now();
         }
-        if wire.buf.len() < need {
+        if wire.buf.len() - pos < need {
+            wire.buf.drain(..pos);
+            pos = 0;
             let n = wire.fill()?;
             wire.link.read_offset.fetch_add(n as u64, Ordering::Relaxed);
             if wire.buf.len() < need {
@@ -259,7 +264,7 @@ fn stream(
             }
         }
         let mut argv = Vec::new();
-        let consumed = match parse_request(&wire.buf, &limits, &mut argv) {
+        let consumed = match parse_request(&wire.buf[pos..], &limits, &mut argv) {
             Ok(Parsed::Complete { consumed }) => consumed,
             Ok(Parsed::Incomplete { min_total }) => {
                 need = min_total;
@@ -275,20 +280,20 @@ fn stream(
                 meta::parse(&args).ok_or("a malformed LARDER.META frame from the master")?;
             meta::apply(server, &entries);
             drop(args);
-            master.proxy_meta(&wire.buf[..consumed]);
+            master.proxy_meta(&wire.buf[pos..pos + consumed]);
             let _ = wire
                 .link
                 .read_offset
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| {
                     Some(o.saturating_sub(consumed as u64))
                 });
-            wire.buf.drain(..consumed);
+            pos += consumed;
             continue;
         }
         let getack = args.len() >= 2
             && args[0].eq_ignore_ascii_case(b"REPLCONF")
             && args[1].eq_ignore_ascii_case(b"GETACK");
-        master.stage(&wire.buf[..consumed]);
+        master.stage(&wire.buf[pos..pos + consumed]);
         if !args.is_empty() && !getack {
             out.truncate(0);
             larder_commands::execute(server, conn, &args, &mut out);
@@ -301,7 +306,7 @@ fn stream(
             last_ack = Instant::now();
         }
         offset = master.applied(conn.db as u32);
-        wire.buf.drain(..consumed);
+        pos += consumed;
     }
 }
 
