@@ -2,8 +2,8 @@
 test_sentinel.py and bench/failover_time.py.
 
 The master and the replicas are each larder (LARDER_BIN, or target/release/larder) or
-redis-server, so the same harness measures both. Every process is started here and killed by `Cluster.close()`; every
-wait has a deadline.
+redis-server, so the same harness measures both. Every process is started here and killed
+by `Cluster.close()`; every wait has a deadline.
 """
 
 from __future__ import annotations

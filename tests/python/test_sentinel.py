@@ -167,8 +167,8 @@ def test_three_failovers_in_a_row_between_larder_nodes(larder_cluster: Cluster) 
     """All larder: SIGKILL the master three times in a row while a Sentinel client writes
     with WAIT 1. Each time a replica is promoted, the other is re-pointed to it, and the
     killed node, restarted, is turned into a replica by Sentinel (four publish periods
-    after an INFO shows it as a master: about 2-3 s with the harness's fast periods). No write that WAIT acknowledged is lost, and the replicas
-    converge to the final master."""
+    after an INFO shows it as a master: about 2-3 s with the harness's fast periods). No
+    write that WAIT acknowledged is lost, and the replicas converge to the final master."""
     cluster = larder_cluster
     until("sentinels discover the larder replicas and each other", cluster.discovered)
     s = cluster.sentinels[0].client()
