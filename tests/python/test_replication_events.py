@@ -2,7 +2,8 @@
 replicated stream: a larder replica and a stock redis-server replica follow the same master
 (larder or redis-server) with `notify-keyspace-events KEA`, and receive the same events in
 the same order for the same writes (SET, DEL, PEXPIREAT, HSET, LPUSH, keys that expire on
-the master and reach the replicas as its DEL, ...).
+the master and reach the replicas as its DEL, ...). Also INFO's replication buffers on a
+master and a replica's progress through an EOF-marked file.
 
 Every test starts its own processes and polls with a deadline.
 """
@@ -10,6 +11,8 @@ Every test starts its own processes and polls with a deadline.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import threading
 import time
@@ -201,3 +204,65 @@ def test_sse_watch_on_a_replica_sees_replicated_writes(kind: str, start_server,
                         ("del", "w:t"), ("set", "w:end")]
     finally:
         sse.close()
+
+
+def test_replication_buffers_in_info_memory(start_server, redis_factory) -> None:
+    """`mem_total_replication_buffers` is the backlog plus what waits for the replicas;
+    `mem_clients_slaves` grows while a replica does not read."""
+    master = start_server()
+    m = master.client(protocol=2, decode_responses=True)
+    assert m.info("memory")["mem_total_replication_buffers"] == 0
+    rep = redis_factory()
+    replica_of(rep, master)
+    m.set("k", "v" * 1000)
+    until("the backlog holds the stream", lambda: m.info("memory")["mem_replication_backlog"] > 0)
+    mem = m.info("memory")
+    assert mem["mem_total_replication_buffers"] >= mem["mem_replication_backlog"] > 1000
+    # A stopped replica reads nothing: what the master sends it piles up in its output.
+    rep.proc.send_signal(signal.SIGSTOP)
+    try:
+        value = "x" * 100_000
+        deadline = time.monotonic() + 10
+        while m.info("memory")["mem_clients_slaves"] == 0:
+            assert time.monotonic() < deadline, "no output waits for the stopped replica"
+            m.mset({f"big{i}": value for i in range(10)})
+        mem = m.info("memory")
+        assert mem["mem_total_replication_buffers"] == (
+            mem["mem_replication_backlog"] + mem["mem_clients_slaves"])
+    finally:
+        rep.proc.send_signal(signal.SIGCONT)
+    until("the replica drains its output", lambda: m.info("memory")["mem_clients_slaves"] == 0)
+
+
+@pytest.mark.parametrize("kind", ["larder", "redis"])
+def test_sync_progress_of_an_eof_marked_file(kind: str, start_server, redis_factory) -> None:
+    """A diskless master sends its file between EOF marks, size unknown: the replica shows
+    `master_sync_total_bytes:0` (Redis 7.0 sets it to 0 when it reads the `$EOF:` header)
+    and `master_sync_read_bytes` growing as it reads."""
+    master = master_of(kind, start_server, redis_factory)
+    m = master.client(protocol=2)
+    if kind == "redis":
+        m.config_set("repl-diskless-sync", "yes")
+    # Values that do not compress: a file of about 1 MB.
+    for start in range(0, 4000, 500):
+        m.mset({f"key{i}": os.urandom(100).hex() for i in range(start, start + 500)})
+    # The replica reads the file slowly (key-load-delay: 2 ms per read of at most 1 KiB).
+    rep = start_server("--key-load-delay", "2000")
+    rep.client(protocol=2).execute_command("REPLICAOF", "127.0.0.1", master.port)
+    reads = []
+
+    def progress() -> bool:
+        i = info(rep, "replication")
+        if i.get("master_sync_in_progress") == "1" and int(
+                i.get("master_sync_read_bytes", 0)) > 0:
+            assert i["master_sync_total_bytes"] == "0"
+            read = int(i["master_sync_read_bytes"])
+            assert i["master_sync_left_bytes"] == str(-read)
+            assert float(i["master_sync_perc"]) == 0
+            reads.append(read)
+        return len(set(reads)) >= 3
+
+    until("three growing read counts during the transfer", progress)
+    assert reads == sorted(reads)
+    rep.client(protocol=2).config_set("key-load-delay", "0")
+    until("synced", lambda: info(rep, "replication").get("master_link_status") == "up")

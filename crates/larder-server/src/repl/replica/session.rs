@@ -98,6 +98,7 @@ fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Resu
         ["+FULLRESYNC", id, off] => {
             let off: u64 = off.parse().map_err(|_| format!("bad reply {reply}"))?;
             link.history_valid.store(false, Ordering::Release);
+            link.sync_progress(-1, 0);
             link.set_phase(server, Phase::Sync);
             let db = load(server, &mut wire, &mut conn)?;
             master.full_synced(server, id, off, db);
@@ -184,7 +185,8 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     };
     let total = match framing {
         Framing::Length(n) => n as i64,
-        Framing::Mark(_) => -1,
+        // Redis 7.0 shows 0 for a file of unknown size (and -1 before its header).
+        Framing::Mark(_) => 0,
     };
     wire.link.sync_progress(total, 0);
     server.gates.loading.store(true, Ordering::Relaxed);
@@ -192,7 +194,6 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     larder_commands::execute(server, conn, &[b"FLUSHALL", b"SYNC"], &mut out);
     let limits = larder_commands::config::limits(&server.config);
     let delay_us = server.config.num(Param::KeyLoadDelay).max(0) as u64;
-    let link = wire.link;
     let mut payload = Payload {
         wire,
         framing,
@@ -206,7 +207,8 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
         &server.keyspace,
         &limits,
         0,
-        |_, bytes| link.sync_progress(total, bytes),
+        // The payload reports the bytes it reads (Redis counts the socket's).
+        |_, _| {},
     )
     .map_err(|e| format!("loading the master's file: {e}"))?;
     payload.drain()?;
