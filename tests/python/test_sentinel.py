@@ -163,6 +163,20 @@ def converged(cluster: Cluster) -> bool:
     return True
 
 
+def describe(cluster: Cluster) -> str:
+    """Each server's replication fields, for a failure's message."""
+    keys = ("role", "master_port", "master_link_status", "master_sync_in_progress",
+            "master_repl_offset", "connected_slaves")
+    out = [f"sentinels agree on {cluster.agreed_master()}"]
+    for port, p in sorted(cluster.servers.items()):
+        try:
+            i = p.client().info("replication")
+            out.append(f"{port}: " + " ".join(f"{k}={i.get(k)}" for k in keys))
+        except (redis.RedisError, OSError) as e:
+            out.append(f"{port}: {e!r}")
+    return "; ".join(out)
+
+
 def test_three_failovers_in_a_row_between_larder_nodes(larder_cluster: Cluster) -> None:
     """All larder: SIGKILL the master three times in a row while a Sentinel client writes
     with WAIT 1. Each time a replica is promoted, the other is re-pointed to it, and the
@@ -189,8 +203,11 @@ def test_three_failovers_in_a_row_between_larder_nodes(larder_cluster: Cluster) 
                   lambda: follows(back, agreed_master(cluster)), timeout=30)
     finally:
         writer.stop()
-    until("the replicas converge to the master the sentinels agree on",
-          lambda: converged(cluster))
+    try:
+        until("the replicas converge to the master the sentinels agree on",
+              lambda: converged(cluster))
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {describe(cluster)}") from None
     final = cluster.server_at(agreed_master(cluster)).client()
     values = final.mget([f"w:{n}" for n in writer.acked])
     lost = [n for n, v in zip(writer.acked, values) if v != str(n)]

@@ -20,6 +20,7 @@ use crate::repl::Master;
 /// Follow the master until the link is stopped, reconnecting about once a second.
 pub fn run(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) {
     larder_engine::set_applies_master_stream(true);
+    wait_for_recovery(server, link);
     while !link.stopped() {
         link.set_phase(server, Phase::Connecting);
         match session(master, server, link) {
@@ -40,6 +41,16 @@ pub fn run(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) {
         while Instant::now() < until && !link.stopped() {
             std::thread::sleep(POLL);
         }
+    }
+}
+
+/// This server's own data directory is loaded first, as Redis loads its files before it
+/// connects to a master: a full resync's file must not load beside the replay of the log
+/// (a key "appears twice", or the replay's keys outlive the master's FLUSHALL).
+fn wait_for_recovery(server: &Server, link: &Link) {
+    let loading = || server.persistence.get().is_some_and(|p| p.status().loading);
+    while !link.stopped() && loading() {
+        std::thread::sleep(POLL);
     }
 }
 
