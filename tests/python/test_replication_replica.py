@@ -4,7 +4,7 @@ ONE (a sibling continues with a partial resync), a replica behind past the backl
 master killed during a full resync, and expiry that follows the master's DELs.
 
 Every test starts its own processes with small data and polls with a deadline.
-larder's versions and memcached flags are not carried to a larder replica yet.
+larder's versions and memcached flags between larders: test_replication_meta.py.
 """
 
 from __future__ import annotations

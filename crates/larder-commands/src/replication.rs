@@ -110,6 +110,9 @@ pub enum SyncRequest<'a> {
 /// The replication runtime, as commands reach it.
 pub trait Replication: Send + Sync {
     fn status(&self) -> Status;
+    /// Post the stream bytes this turn's writes fed to the online replicas: a worker calls
+    /// it once per turn, before it sends the turn's replies (Redis's `beforeSleep`).
+    fn flush_stream(&self) {}
     /// REPLCONF `option` `value` other than ACK and GETACK, from `client`.
     fn replconf(
         &self,

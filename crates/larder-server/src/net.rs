@@ -94,6 +94,12 @@ thread_local! {
     static WORKER_ID: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
 }
 
+/// Whether this thread is one of the doors' workers (it ends each turn with the
+/// once-a-turn work: the log's write, the replication stream's posts).
+pub(crate) fn on_worker_thread() -> bool {
+    WORKER_ID.with(std::cell::Cell::get) != usize::MAX
+}
+
 impl WorkerLink {
     fn post(&self, letter: Letter) {
         if self.tx.send(letter).is_err() {

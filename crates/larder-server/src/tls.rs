@@ -1,7 +1,8 @@
 //! TLS for every door (`tls-port`, `memcached-tls-port`, `http-tls-port`), with rustls and
 //! its `ring` provider: the server's settings built from the `tls-*` parameters, held where
 //! new connections take them and replaced whole by CONFIG SET, while live sessions keep the
-//! settings they began with.
+//! settings they began with. The client side (a replica's link with `tls-replication yes`)
+//! is in `client.rs`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,8 +15,10 @@ use rustls::{CipherSuite, RootCertStore, ServerConfig, SupportedCipherSuite};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
+pub mod client;
 pub mod session;
 
+pub use client::build_client;
 pub use session::TlsSession;
 
 /// How long a client may take to complete its handshake before it is closed.
@@ -118,6 +121,18 @@ fn chosen_suites(list: &str, tls13: bool) -> Vec<SupportedCipherSuite> {
         .collect()
 }
 
+/// The TLS versions a `tls-protocols` value names (both when it is empty).
+fn chosen_versions(protocols: &str) -> Vec<&'static rustls::SupportedProtocolVersion> {
+    let mut versions = Vec::new();
+    if protocols.is_empty() || protocols.split(' ').any(|p| p == "TLSv1.2") {
+        versions.push(&rustls::version::TLS12);
+    }
+    if protocols.is_empty() || protocols.split(' ').any(|p| p == "TLSv1.3") {
+        versions.push(&rustls::version::TLS13);
+    }
+    versions
+}
+
 /// Reads a PEM file's certificates.
 fn load_certs(what: &str, path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
     if path.is_empty() {
@@ -148,14 +163,7 @@ pub fn build(get: &dyn Fn(Param) -> String) -> Result<Arc<ServerConfig>, String>
         cipher_suites: suites,
         ..rustls::crypto::ring::default_provider()
     });
-    let protocols = get(Param::TlsProtocols);
-    let mut versions = Vec::new();
-    if protocols.is_empty() || protocols.split(' ').any(|p| p == "TLSv1.2") {
-        versions.push(&rustls::version::TLS12);
-    }
-    if protocols.is_empty() || protocols.split(' ').any(|p| p == "TLSv1.3") {
-        versions.push(&rustls::version::TLS13);
-    }
+    let versions = chosen_versions(&get(Param::TlsProtocols));
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions)
         .map_err(|e| format!("tls-protocols, tls-ciphersuites and tls-ciphers: {e}"))?;

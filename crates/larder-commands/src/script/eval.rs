@@ -147,6 +147,19 @@ pub(super) fn read_only_replica(server: &Server, conn: &ConnState) -> bool {
         && server.config.num(crate::config::Param::ReplicaReadOnly) != 0
 }
 
+/// Whether this server is a replica whose link is down with `replica-serve-stale-data no`
+/// (the master's stream is obeyed).
+pub(super) fn running_stale(server: &Server, conn: &ConnState) -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    !conn.loader
+        && server.gates.replica.load(Relaxed)
+        && server.gates.master_link_down.load(Relaxed)
+        && server
+            .config
+            .num(crate::config::Param::ReplicaServeStaleData)
+            == 0
+}
+
 /// Redis's checks before a script runs (`scriptPrepareForRun`, and `processCommand`'s for a
 /// script that may write); whether it runs read-only.
 pub(super) fn prepare(
@@ -156,10 +169,15 @@ pub(super) fn prepare(
     mode: Mode,
 ) -> Result<bool> {
     let ro = mode == Mode::ReadOnly;
+    let masterdown = || Err(Error::Static(crate::replication::MASTERDOWN));
     if flags.has(ScriptFlags::EVAL_COMPAT_MODE) {
+        if running_stale(server, conn) {
+            return masterdown();
+        }
         return Ok(ro);
     }
-    if !flags.has(ScriptFlags::NO_WRITES) {
+    let writes = !flags.has(ScriptFlags::NO_WRITES);
+    if writes {
         // EVAL is refused while loading already: only the disk-error refusal can apply.
         if let Some(e) = crate::exec::persistence_gate(server, crate::table::flags::WRITE) {
             return Err(e);
@@ -167,9 +185,14 @@ pub(super) fn prepare(
         if read_only_replica(server, conn) {
             return Err(Error::Static(crate::replication::READONLY));
         }
-        if ro {
-            return Err(Error::Static(RO_WITH_WRITE));
-        }
+    }
+    // Redis's `processCommand` refuses a script without `allow-stale` as it refuses a
+    // command without the `stale` flag, after the write checks.
+    if !flags.has(ScriptFlags::ALLOW_STALE) && running_stale(server, conn) {
+        return masterdown();
+    }
+    if writes && ro {
+        return Err(Error::Static(RO_WITH_WRITE));
     }
     if !flags.has(ScriptFlags::ALLOW_OOM)
         && !flags.has(ScriptFlags::NO_WRITES)

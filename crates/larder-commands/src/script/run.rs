@@ -273,6 +273,11 @@ impl RunHost<'_, '_, '_, '_> {
                 "ERR This Redis command is not allowed from script",
             ));
         }
+        if !spec.has(flags::STALE) && super::eval::running_stale(self.server, self.conn) {
+            return Some(Error::Static(
+                "ERR Can not execute the command on a stale replica",
+            ));
+        }
         if self.read_only && spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
             return Some(Error::Static(
                 "ERR Write commands are not allowed from read-only scripts.",

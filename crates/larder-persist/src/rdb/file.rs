@@ -8,6 +8,7 @@
 //!                   EXPIRETIME_MS (0xfc)       i64 LE, Unix ms, for the next key
 //!                   EXPIRETIME (0xfd)          i32 LE, Unix seconds, for the next key
 //!                   IDLE (0xf8) / FREQ (0xf9)  a length / a byte, for the next key (skipped)
+//!                   AUX "lm" "<version> <flags>"  larder's, for the next key (see `write.rs`)
 //!                   <value type> key value     see `value.rs`
 //! EOF (0xff), then (version 5 and later) the CRC-64 of every byte before it, u64 LE;
 //! 0 means the writer did not compute one (`rdbchecksum no`).
@@ -31,7 +32,10 @@ mod tests;
 mod write;
 
 pub use load::{load_item, load_rdb, RdbStats};
-pub use write::{encode_item, write_rdb, PointInfo, RdbWriter, ReplInfo, REDIS_VER};
+pub use write::{
+    encode_item, encode_meta, parse_meta, write_rdb, PointInfo, RdbWriter, ReplInfo, META_AUX,
+    REDIS_VER,
+};
 
 use std::io::Read;
 
@@ -69,6 +73,9 @@ pub struct RdbItem {
     pub expire_at_ms: Option<u64>,
     /// Byte offset of the item's type byte in the file.
     pub offset: u64,
+    /// The version and memcached flags a larder master sent with the key (its
+    /// [`META_AUX`] field), if any.
+    pub meta: Option<(u64, u32)>,
 }
 
 /// Why a file could not be read, and where.
@@ -267,11 +274,16 @@ impl<R: Read> RdbReader<R> {
     }
 
     fn err<T>(&self, offset: u64, kind: ErrorKind) -> Result<T, FileError> {
-        Err(FileError { offset, kind })
+        Err(self.error(offset, kind))
+    }
+
+    fn error(&self, offset: u64, kind: ErrorKind) -> FileError {
+        FileError { offset, kind }
     }
 
     fn read_item(&mut self) -> Result<Option<RdbItem>, FileError> {
         let mut expire_at_ms = None;
+        let mut meta = None;
         loop {
             let at = self.src.offset();
             let op = self.src.byte()?;
@@ -309,7 +321,14 @@ impl<R: Read> RdbReader<R> {
                 OPCODE_AUX => {
                     let name = self.src.string()?;
                     let value = self.src.string()?;
-                    self.aux.push((name, value));
+                    if name == META_AUX {
+                        meta = Some(
+                            parse_meta(&value)
+                                .ok_or_else(|| self.error(at, ErrorKind::BadData("lm field")))?,
+                        );
+                    } else {
+                        self.aux.push((name, value));
+                    }
                 }
                 OPCODE_MODULE_AUX => {
                     return self.err(
@@ -357,11 +376,13 @@ impl<R: Read> RdbReader<R> {
                                     value,
                                     expire_at_ms,
                                     offset: at,
+                                    meta,
                                 }))
                             }
                             None => {
                                 self.empty_skipped += 1;
                                 expire_at_ms = None;
+                                meta = None;
                             }
                         }
                     }

@@ -193,8 +193,17 @@ impl Worker {
                 }
             }
             self.run_batch(&mut scratch, now_ms, &mut touched);
-            // Letters this worker posted to itself while it ran requests (`posted_by_self`).
-            while self.link.posted_by_self.swap(false, Ordering::AcqRel) {
+            // The turn's replication stream, in one post per replica, then the letters
+            // this worker posted to itself while it ran requests (`posted_by_self`): a
+            // replica served here gets its wake-up so, and a letter's commands (a blocked
+            // client served) may feed the stream again.
+            loop {
+                if let Some(r) = self.server.replication.get() {
+                    r.flush_stream();
+                }
+                if !self.link.posted_by_self.swap(false, Ordering::AcqRel) {
+                    break;
+                }
                 if self.read_letters(now_ms, &mut touched, &mut scratch) {
                     let st = &mut *self.st.borrow_mut();
                     st.retry.append(&mut st.paused);

@@ -36,6 +36,7 @@ use parking_lot::{Condvar, Mutex};
 
 pub use dir::DataDir;
 use log::{Appender, Log, Syncer};
+pub(crate) use recover::restore_version;
 
 /// The error SAVE, BGSAVE and DEBUG RELOAD answer when persistence is off.
 const NO_DIR: &str =

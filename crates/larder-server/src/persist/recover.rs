@@ -211,7 +211,7 @@ pub fn replay_logs(
 }
 
 /// Give `key` the version and flags the log says its write left.
-fn restore_version(server: &Server, db: usize, key: &[u8], version: u64, flags: u32) {
+pub(crate) fn restore_version(server: &Server, db: usize, key: &[u8], version: u64, flags: u32) {
     if db >= server.keyspace.db_count() {
         return;
     }

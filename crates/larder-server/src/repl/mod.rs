@@ -7,14 +7,20 @@
 //!   from the first resync until the backlog is freed (`repl-backlog-ttl` after the last
 //!   replica left): before that the write path pays nothing. At each commit (on the
 //!   committing thread, under the feed's ordering lock) it encodes the group
-//!   ([`stream::Encoder`]), counts its bytes into the offset, appends them to the backlog and
-//!   posts them to every online replica's outbox, under the `replica` class of
-//!   `client-output-buffer-limit`: a replica over it is disconnected, never skipped.
+//!   ([`stream::Encoder`]), counts its bytes into the offset and appends them to the backlog
+//!   and to every replica's pending bytes. An online replica's are posted to its outbox,
+//!   under the `replica` class of `client-output-buffer-limit` (a replica over it is
+//!   disconnected, never skipped), once per worker turn ([`Replication::flush_stream`], as
+//!   Redis writes to replicas in `beforeSleep`), or at once from a thread that is not a
+//!   worker.
 //! - **A full resync** (`transfer.rs`) takes a point-in-time capture on a thread of its own:
 //!   at the capture's point (every shard held, so no group commits) the replica joins with
 //!   the offset read there; the stream meanwhile gathers in its pending buffer (bounded by
 //!   the same limit) and is posted after the file.
 //! - **A partial resync** answers `+CONTINUE` and the backlog from the asked offset.
+//! - **larder replicas** (`REPLCONF capa larder-meta`) also get each key's version and
+//!   memcached flags: in their file, and beside the stream in frames that are not stream
+//!   bytes, kept for partial resyncs in a side log (`meta.rs`).
 //! - **A once-a-second timer** sends `PING` every `repl-ping-replica-period` seconds, drops
 //!   replicas silent for `repl-timeout`, and frees the backlog after `repl-backlog-ttl`.
 //!
@@ -22,13 +28,14 @@
 
 mod backlog;
 pub(crate) mod guard;
+mod meta;
 mod replica;
 mod stream;
 mod transfer;
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -41,6 +48,7 @@ use larder_engine::{Change, Consumer, Interest};
 use parking_lot::Mutex;
 
 use backlog::Backlog;
+use meta::MetaLog;
 use stream::{encode_command, Encoder};
 
 /// What a replica said in REPLCONF before it asked to sync.
@@ -53,6 +61,8 @@ struct Handshake {
     eof: bool,
     /// `capa psync2`: `+CONTINUE` names the replication id.
     psync2: bool,
+    /// `capa larder-meta`: a larder replica, which takes versions and flags (`meta.rs`).
+    meta: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +82,11 @@ struct Replica {
     /// The address it announced, if any.
     ip: Option<String>,
     phase: Phase,
+    /// Stream bytes not yet posted: until its first ACK after its file, or, once online,
+    /// until the end of the worker's turn (see [`State::flush_unposted`]).
     pending: Vec<u8>,
+    /// It takes versions and flags (`capa larder-meta`).
+    meta: bool,
     ack_offset: u64,
     /// When it last acknowledged (or came online), Unix ms.
     ack_ms: u64,
@@ -84,6 +98,8 @@ struct State {
     second_offset: i64,
     offset: u64,
     backlog: Option<Backlog>,
+    /// The version frames sent after the backlog's groups.
+    meta: MetaLog,
     encoder: Encoder,
     replicas: Vec<Replica>,
     /// The feed subscription that exists while the backlog does.
@@ -93,6 +109,11 @@ struct State {
     /// WAIT's clients and the offsets they wait for.
     waiters: Vec<(Arc<ClientHandle>, u64)>,
     limit: Limit,
+    /// An online replica has pending bytes to post.
+    unposted: bool,
+    /// The last group's encoding and frame (their allocations reused).
+    encoded: Vec<u8>,
+    frame: Vec<u8>,
     /// Set while this server is a replica: its stream is its master's, proxied (see
     /// [`Proxy`]), not encoded from its own changes.
     proxy: Option<Proxy>,
@@ -123,6 +144,8 @@ pub struct Master {
     sync_partial_err: AtomicU64,
     /// The link to the master while this server is a replica.
     link: Mutex<Option<Arc<replica::Link>>>,
+    /// An online replica has pending bytes a worker's turn should post.
+    dirty: AtomicBool,
 }
 
 /// The stream's PING.
@@ -139,11 +162,15 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
             second_offset: -1,
             offset: 0,
             backlog: None,
+            meta: MetaLog::default(),
             encoder: Encoder::default(),
             replicas: Vec::new(),
             feed_id: None,
             alone_since_ms: 0,
             waiters: Vec::new(),
+            unposted: false,
+            encoded: Vec::new(),
+            frame: Vec::new(),
             limit: replica_limit(server),
             proxy: None,
         }),
@@ -152,6 +179,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
         sync_partial_ok: AtomicU64::new(0),
         sync_partial_err: AtomicU64::new(0),
         link: Mutex::new(None),
+        dirty: AtomicBool::new(false),
     });
     let _ = server.replication.set(master.clone());
     guard::install_hook(server, &master);
@@ -256,22 +284,60 @@ impl State {
         if let Some(b) = &mut self.backlog {
             b.append(bytes);
         }
-        let limit = self.limit;
-        self.replicas.retain_mut(|r| match r.phase {
-            Phase::Online => post(&r.handle, limit, bytes),
-            Phase::Transfer | Phase::AwaitAck => {
-                r.pending.extend_from_slice(bytes);
-                let over = limit.hard_bytes > 0 && r.pending.len() as u64 >= limit.hard_bytes;
-                if over {
-                    larder_commands::mail::note_over_limit(&r.handle.addr, r.handle.id, "replica");
-                    kill_client(&r.handle);
-                }
-                !over
-            }
-        });
+        self.send(bytes, false);
         if self.replicas.is_empty() && self.alone_since_ms == 0 {
             self.alone_since_ms = larder_engine::now_ms();
         }
+    }
+
+    /// Add a frame of versions and flags after the stream so far (`meta.rs`): the side log
+    /// and every larder replica, not the offset.
+    fn feed_meta(&mut self, frame: &[u8]) {
+        if frame.is_empty() {
+            return;
+        }
+        let (first, size) = self
+            .backlog
+            .as_ref()
+            .map_or((self.offset + 1, 0), |b| (b.first_byte_offset(), b.size()));
+        self.meta.record(self.offset, frame, first, size);
+        self.send(frame, true);
+    }
+
+    /// Add `bytes` to every replica's pending bytes (`only_meta`: every larder replica's).
+    fn send(&mut self, bytes: &[u8], only_meta: bool) {
+        let limit = self.limit;
+        let mut online = false;
+        self.replicas.retain_mut(|r| {
+            if only_meta && !r.meta {
+                return true;
+            }
+            r.pending.extend_from_slice(bytes);
+            online |= r.phase == Phase::Online;
+            let over = limit.hard_bytes > 0 && r.pending.len() as u64 >= limit.hard_bytes;
+            if over {
+                larder_commands::mail::note_over_limit(&r.handle.addr, r.handle.id, "replica");
+                kill_client(&r.handle);
+            }
+            !over
+        });
+        self.unposted |= online;
+    }
+
+    /// Post every online replica's pending bytes to its outbox.
+    fn flush_unposted(&mut self) {
+        if !std::mem::take(&mut self.unposted) {
+            return;
+        }
+        let limit = self.limit;
+        self.replicas.retain_mut(|r| {
+            if r.phase != Phase::Online || r.pending.is_empty() {
+                return true;
+            }
+            let ok = post(&r.handle, limit, &r.pending);
+            r.pending.clear();
+            ok
+        });
     }
 }
 
@@ -284,17 +350,42 @@ impl Consumer for Feeder {
         let mut st = m.state.lock();
         if st.proxy.is_some() {
             st.flush_staged(None);
+            m.fed(&mut st);
             return;
         }
-        let mut bytes = Vec::new();
-        st.encoder.group(changes, &mut bytes);
+        // Encoded into buffers kept across commits: no allocation per write.
+        let (mut bytes, mut frame) = (
+            std::mem::take(&mut st.encoded),
+            std::mem::take(&mut st.frame),
+        );
+        bytes.clear();
+        frame.clear();
+        let recording = st.meta.recording();
+        st.encoder
+            .group(changes, &mut bytes, recording.then_some(&mut frame));
         st.feed(&bytes);
+        st.feed_meta(&frame);
+        (st.encoded, st.frame) = (bytes, frame);
+        m.fed(&mut st);
     }
 }
 
 impl Master {
     fn server(&self) -> Option<Arc<Server>> {
         self.server.upgrade()
+    }
+
+    /// After `feed`: a worker posts the bytes at the end of its turn; any other thread
+    /// (the cron, a replica's link, expiry) posts them now.
+    fn fed(&self, st: &mut State) {
+        if !st.unposted {
+            return;
+        }
+        if crate::net::on_worker_thread() {
+            self.dirty.store(true, Ordering::Release);
+        } else {
+            st.flush_unposted();
+        }
     }
 
     /// Create the backlog (and subscribe the stream) if there is none: a new history, so a
@@ -308,6 +399,7 @@ impl Master {
         st.second_offset = -1;
         let size = server.config.num(Param::ReplBacklogSize).max(1) as usize;
         st.backlog = Some(Backlog::new(size, st.offset + 1));
+        st.meta.reset();
         st.encoder.reselect();
         let feeder = Arc::new(Feeder(self.me.clone()));
         st.feed_id = Some(server.keyspace.feed().subscribe(Interest::COMMANDS, feeder));
@@ -342,6 +434,7 @@ impl Master {
         if st.proxy.is_none() && !st.replicas.is_empty() && tick % period == 0 {
             st.feed(PING);
         }
+        st.flush_unposted();
         if st.proxy.is_none()
             && st.replicas.is_empty()
             && st.backlog.is_some()
@@ -350,6 +443,7 @@ impl Master {
             && now.saturating_sub(st.alone_since_ms) > ttl_ms
         {
             st.backlog = None;
+            st.meta.reset();
             if let Some(id) = st.feed_id.take() {
                 server.keyspace.feed().unsubscribe(id);
             }
@@ -370,17 +464,22 @@ impl Master {
         if !registered {
             return st.offset;
         }
-        let (port, ip) = self
+        let (port, ip, meta) = self
             .handshakes
             .lock()
             .get(&client.id)
-            .map_or((0, None), |h| (h.port, h.ip.clone()));
+            .map_or((0, None, false), |h| (h.port, h.ip.clone(), h.meta));
+        if meta {
+            // It holds every version up to here (its file's, or a covered partial resync's).
+            st.meta.start(st.offset);
+        }
         st.replicas.push(Replica {
             handle: Arc::clone(client),
             port,
             ip,
             phase,
             pending: Vec::new(),
+            meta,
             ack_offset: 0,
             ack_ms: larder_engine::now_ms(),
         });
@@ -431,20 +530,32 @@ impl Master {
     }
 
     fn partial(&self, client: &Arc<ClientHandle>, replid: &[u8], offset: i64) -> bool {
-        let psync2 = self
+        let (psync2, meta) = self
             .handshakes
             .lock()
             .get(&client.id)
-            .is_some_and(|h| h.psync2);
+            .map_or((false, false), |h| (h.psync2, h.meta));
         let mut st = self.state.lock();
         let known = replid == st.replid.as_bytes()
             || (replid == st.replid2.as_bytes() && offset <= st.second_offset);
         let Some(from) = u64::try_from(offset).ok().filter(|_| known) else {
             return false;
         };
-        let Some(data) = st.backlog.as_ref().and_then(|b| b.read_from(from)) else {
+        let Some(mut data) = st.backlog.as_ref().and_then(|b| b.read_from(from)) else {
             return false;
         };
+        if meta {
+            if !st.meta.covers(from) {
+                tracing::info!(
+                    replica = %client.addr,
+                    offset,
+                    "partial resync refused: the versions sent beside the stream are not \
+                     kept from that offset; a full resync carries them"
+                );
+                return false;
+            }
+            data = st.meta.interleave(from, &data);
+        }
         let mut reply = if psync2 {
             format!("+CONTINUE {}\r\n", st.replid).into_bytes()
         } else {
@@ -463,6 +574,12 @@ impl Master {
 }
 
 impl Replication for Master {
+    fn flush_stream(&self) {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            self.state.lock().flush_unposted();
+        }
+    }
+
     fn status(&self) -> Status {
         let now = larder_engine::now_ms();
         let st = self.state.lock();
@@ -526,6 +643,7 @@ impl Replication for Master {
             b"capa" => {
                 h.eof |= value.eq_ignore_ascii_case(b"eof");
                 h.psync2 |= value.eq_ignore_ascii_case(b"psync2");
+                h.meta |= value.eq_ignore_ascii_case(b"larder-meta");
             }
             b"ip-address" => {
                 // Redis's NET_HOST_STR_LEN bound.
@@ -579,11 +697,11 @@ impl Replication for Master {
         if self.link.lock().as_ref().is_some_and(|l| !l.connected()) {
             return Err("NOMASTERLINK Can't SYNC while not connected with my master".into());
         }
-        let mut eof = self
+        let (mut eof, meta) = self
             .handshakes
             .lock()
             .get(&client.id)
-            .is_some_and(|h| h.eof);
+            .map_or((false, false), |h| (h.eof, h.meta));
         match req {
             SyncRequest::Psync { replid, offset } => {
                 if self.partial(client, replid, offset) {
@@ -606,6 +724,7 @@ impl Replication for Master {
             transfer::Mode {
                 eof,
                 reply: matches!(req, SyncRequest::Psync { .. }),
+                meta,
             },
         )
         .map_err(|e| format!("ERR {e}"))
@@ -635,6 +754,7 @@ impl Replication for Master {
             let mut getack = Vec::new();
             encode_command(&mut getack, &[&b"REPLCONF"[..], b"GETACK", b"*"]);
             st.feed(&getack);
+            self.fed(&mut st);
         }
     }
 
@@ -721,5 +841,6 @@ fn disconnect_replicas(st: &mut State) {
     for r in st.replicas.drain(..) {
         kill_client(&r.handle);
     }
+    st.unposted = false;
     st.alone_since_ms = larder_engine::now_ms();
 }

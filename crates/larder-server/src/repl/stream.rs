@@ -8,19 +8,40 @@
 //! `SELECT <db>` when its database is not the one the stream last selected; a group of more
 //! than one command is wrapped in `MULTI` ... `EXEC` (`propagatePendingCommands`: the SELECT
 //! for the first command's database before MULTI, none before EXEC). larder's versions and
-//! memcached flags are not sent: a Redis replica has no place for them.
+//! memcached flags are not stream bytes: a Redis replica has no place for them; a larder
+//! replica gets them in a frame beside the stream (`meta.rs`).
 
 use larder_engine::{replay, Change};
 
+use super::meta::Meta;
+
 /// Append `argv` as a RESP array of bulk strings.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    out.extend_from_slice(format!("*{}\r\n", argv.len()).as_bytes());
+    header(out, b'*', argv.len());
     for a in argv {
         let a = a.as_ref();
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        header(out, b'$', a.len());
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
+}
+
+/// `<kind><n>\r\n`: every command of every write goes through here, so no `format!`.
+fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push(kind);
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Turns groups into stream bytes, remembering the database the stream has selected.
@@ -44,44 +65,64 @@ impl Encoder {
     }
 
     /// Append the commands of one committed group to `out` (nothing for a group that
-    /// changed nothing).
-    pub fn group(&mut self, changes: &[Change], out: &mut Vec<u8>) {
-        let commands = commands_of(changes);
-        let wrap = commands.len() > 1;
-        if wrap {
-            self.command(out, commands[0].0, &[b"MULTI".as_slice()]);
+    /// changed nothing), and with `meta` its frame of versions and flags (`meta.rs`). The
+    /// commands are encoded as replay yields them, straight into `out` (this runs on the
+    /// committing thread for every write); a second one puts `MULTI` before the first
+    /// (after its SELECT) and `EXEC` after the last.
+    pub fn group(&mut self, changes: &[Change], out: &mut Vec<u8>, meta: Option<&mut Vec<u8>>) {
+        struct Direct<'a> {
+            encoder: &'a mut Encoder,
+            out: &'a mut Vec<u8>,
+            commands: usize,
+            /// Where the first command's own bytes start (after its SELECT).
+            first_at: usize,
+            /// The version and flags each write left, when a frame is wanted.
+            versions: Option<Vec<Meta<Vec<u8>>>>,
         }
-        for (db, argv) in &commands {
-            self.command(out, *db, argv);
+        impl replay::Sink for Direct<'_> {
+            fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
+                self.encoder.select(self.out, db);
+                if self.commands == 0 {
+                    self.first_at = self.out.len();
+                }
+                encode_command(self.out, argv);
+                self.commands += 1;
+            }
+
+            fn version(&mut self, c: &Change) {
+                if let Some(v) = &mut self.versions {
+                    v.push((c.db, c.key.clone(), c.version, c.flags));
+                }
+            }
         }
-        if wrap {
-            encode_command(out, &[b"EXEC".as_slice()]);
+        let mut d = Direct {
+            encoder: self,
+            out,
+            commands: 0,
+            first_at: 0,
+            versions: meta.is_some().then(Vec::new),
+        };
+        replay::replay(changes, &mut d);
+        if d.commands > 1 {
+            let at = d.first_at;
+            d.out.splice(at..at, MULTI.iter().copied());
+            d.out.extend_from_slice(EXEC);
+        }
+        if let (Some(meta), Some(versions)) = (meta, d.versions) {
+            super::meta::encode(meta, &versions);
         }
     }
 
-    fn command<A: AsRef<[u8]>>(&mut self, out: &mut Vec<u8>, db: u32, argv: &[A]) {
+    fn select(&mut self, out: &mut Vec<u8>, db: u32) {
         if self.db != Some(db) {
             encode_command(out, &[b"SELECT".as_slice(), db.to_string().as_bytes()]);
             self.db = Some(db);
         }
-        encode_command(out, argv);
     }
 }
 
-/// The (database, argv) commands a group replays, in order (`larder_engine::replay`, as
-/// the append-only log writes them, without larder's versions).
-fn commands_of(changes: &[Change]) -> Vec<(u32, Vec<Vec<u8>>)> {
-    struct Commands(Vec<(u32, Vec<Vec<u8>>)>);
-    impl replay::Sink for Commands {
-        fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
-            let argv = argv.iter().map(|a| a.as_ref().to_vec()).collect();
-            self.0.push((db, argv));
-        }
-    }
-    let mut commands = Commands(Vec::new());
-    replay::replay(changes, &mut commands);
-    commands.0
-}
+const MULTI: &[u8] = b"*1\r\n$5\r\nMULTI\r\n";
+const EXEC: &[u8] = b"*1\r\n$4\r\nEXEC\r\n";
 
 #[cfg(test)]
 mod tests {
@@ -105,7 +146,7 @@ mod tests {
 
     fn encode(e: &mut Encoder, changes: &[Change]) -> String {
         let mut out = Vec::new();
-        e.group(changes, &mut out);
+        e.group(changes, &mut out, None);
         String::from_utf8(out).expect("ascii")
     }
 
@@ -166,5 +207,30 @@ mod tests {
             change(ChangeKind::Command, 0, "", &["UNLINK", "k"]),
         ];
         assert_eq!(encode(&mut e, &del), "*2\r\n$6\r\nUNLINK\r\n$1\r\nk\r\n");
+    }
+
+    #[test]
+    fn a_group_can_give_its_frame_of_versions_and_flags() {
+        let mut e = Encoder::default();
+        let mut written = change(ChangeKind::Written, 2, "k", &[]);
+        written.version = 7 << 20;
+        written.flags = 42;
+        let group = [
+            written,
+            change(ChangeKind::Command, 2, "", &["SET", "k", "v"]),
+        ];
+        let (mut out, mut frame) = (Vec::new(), Vec::new());
+        e.group(&group, &mut out, Some(&mut frame));
+        let want =
+            "*5\r\n$11\r\nLARDER.META\r\n$1\r\n2\r\n$1\r\nk\r\n$7\r\n7340032\r\n$2\r\n42\r\n";
+        assert_eq!(String::from_utf8(frame).expect("ascii"), want);
+        // A group that wrote nothing has no frame.
+        let mut frame = Vec::new();
+        e.group(
+            &[change(ChangeKind::Notice, 0, "k", &[])],
+            &mut out,
+            Some(&mut frame),
+        );
+        assert!(frame.is_empty());
     }
 }

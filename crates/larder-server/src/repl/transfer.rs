@@ -35,6 +35,8 @@ pub struct Mode {
     pub eof: bool,
     /// Preceded by `+FULLRESYNC` (PSYNC; SYNC has no reply line).
     pub reply: bool,
+    /// Each key with its version and flags (a larder replica, `capa larder-meta`).
+    pub meta: bool,
 }
 
 /// Bytes gathered before they are posted to the outbox.
@@ -164,14 +166,14 @@ fn run(
         }
     };
     if mode.eof {
-        capture(server, &mut out, &limits, timeout, at_point)?;
+        capture(server, &mut out, &limits, mode.meta, timeout, at_point)?;
         out.write_all(mark.as_bytes()).map_err(|e| e.to_string())?;
         return out.flush().map_err(|e| e.to_string());
     }
     let mut file = tempfile(server)?;
     {
         let mut w = BufWriter::new(&mut file);
-        capture(server, &mut w, &limits, timeout, at_point)?;
+        capture(server, &mut w, &limits, mode.meta, timeout, at_point)?;
         w.flush().map_err(|e| e.to_string())?;
     }
     let len = file.stream_position().map_err(|e| e.to_string())?;
@@ -188,12 +190,13 @@ fn capture<W: Write>(
     server: &Server,
     mut w: W,
     limits: &larder_engine::Limits,
+    meta: bool,
     timeout: Duration,
     mut at_point: impl FnMut(&mut larder_engine::DbGuards<'_>) -> PointInfo,
 ) -> Result<(), String> {
     let started = Instant::now();
     loop {
-        match write_rdb(&server.keyspace, &mut w, limits, &mut at_point) {
+        match write_rdb(&server.keyspace, &mut w, limits, meta, &mut at_point) {
             Ok(_) => return Ok(()),
             Err(SnapshotError::Busy) if started.elapsed() < timeout => {
                 std::thread::sleep(Duration::from_millis(50));

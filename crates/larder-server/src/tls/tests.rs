@@ -287,3 +287,51 @@ fn endless_handshake_bytes_are_cut_off() {
     };
     assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
 }
+
+/// A replica's client (`build_client`) against the server settings `config(&[])`, naming
+/// the master `name`: the plaintext the server read, or the error.
+fn replica_link(client_config: &Config, name: &str) -> io::Result<Vec<u8>> {
+    let built = build_client(&|p| client_config.text(p)).expect("client settings");
+    let name = rustls_pki_types::ServerName::try_from(name.to_string()).expect("name");
+    let mut c = rustls::ClientConnection::new(built, name).expect("client");
+    let tls = Tls::from_config(&config(&[])).expect("builds");
+    let mut server = tls.session().expect("session");
+    c.writer().write_all(b"PING\r\n").expect("buffered");
+    exchange(&mut c, &mut server, &mut Pipe::default())
+}
+
+#[test]
+fn a_replica_verifies_the_chain_not_the_host_name_and_shows_its_certificate() {
+    // tls-client-cert-file is shown; the name is not one the certificate holds.
+    let with_client_cert = config(&[
+        ("tls-client-cert-file", &testdata("client.crt")),
+        ("tls-client-key-file", &testdata("client.key")),
+    ]);
+    let got = replica_link(&with_client_cert, "master.example").expect("handshake");
+    assert_eq!(got, b"PING\r\n");
+    // Without it, tls-cert-file is shown: a server certificate, refused as a client's.
+    assert!(replica_link(&config(&[]), "localhost").is_err());
+    // A CA that did not sign the master's certificate.
+    let other_ca = config(&[
+        ("tls-ca-cert-file", &testdata("client.crt")),
+        ("tls-client-cert-file", &testdata("client.crt")),
+        ("tls-client-key-file", &testdata("client.key")),
+    ]);
+    let e = replica_link(&other_ca, "localhost").expect_err("untrusted");
+    assert!(e.to_string().contains("invalid peer certificate"), "{e}");
+}
+
+#[test]
+fn replica_settings_say_what_is_wrong() {
+    let err = |c: &Config| build_client(&|p| c.text(p)).err().unwrap_or_default();
+    assert!(err(&config(&[("tls-ca-cert-file", "")])).contains("tls-ca-cert-file is not set"));
+    let c = config(&[
+        ("tls-client-cert-file", &testdata("client.crt")),
+        ("tls-client-key-file", "/nonexistent/key.pem"),
+    ]);
+    assert!(
+        err(&c).contains("tls-client-key-file /nonexistent/key.pem"),
+        "{}",
+        err(&c)
+    );
+}

@@ -72,8 +72,9 @@ pub fn load_rdb<R: Read>(
     Ok(stats)
 }
 
-/// Insert one item into its database in `keyspace`, with its deadline and a fresh version
-/// (0 is "none" to the engine, so a deadline of 0 becomes 1 ms, still in the past).
+/// Insert one item into its database in `keyspace`, with its deadline (0 is "none" to the
+/// engine, so a deadline of 0 becomes 1 ms, still in the past), and the version and flags
+/// its file gave it (a larder master's) or a fresh version.
 pub fn load_item(keyspace: &Keyspace, item: RdbItem, now_ms: u64) -> Result<(), ErrorKind> {
     if item.db >= keyspace.db_count() {
         return Err(ErrorKind::DbOutOfRange {
@@ -82,10 +83,18 @@ pub fn load_item(keyspace: &Keyspace, item: RdbItem, now_ms: u64) -> Result<(), 
         });
     }
     let at = item.expire_at_ms.map_or(0, |at| at.max(1));
-    let RdbItem { db, key, value, .. } = item;
+    let RdbItem {
+        db,
+        key,
+        value,
+        meta,
+        ..
+    } = item;
+    let (version, flags) = meta.unwrap_or((0, 0));
+    let restore = |v| keyspace.restore(db, &key, v, at, version, flags, now_ms);
     let restored = match value {
-        Value::String(s) => keyspace.restore(db, &key, RestoreValue::String(&s), at, 0, 0, now_ms),
-        Value::Object(o) => keyspace.restore(db, &key, RestoreValue::Object(o), at, 0, 0, now_ms),
+        Value::String(s) => restore(RestoreValue::String(&s)),
+        Value::Object(o) => restore(RestoreValue::Object(o)),
     };
     match restored {
         Restored::Exists => Err(ErrorKind::DuplicateKey { db, key }),

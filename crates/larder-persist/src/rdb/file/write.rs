@@ -9,6 +9,11 @@
 //! (`larder_engine::snapshot`) into a writer: the walk encodes a step's entries under the
 //! shard's lock into a buffer of its own, the write path's pre-images go to another buffer,
 //! and both reach `W` only outside any shard lock; the keyspace is never copied whole.
+//!
+//! A file for a larder replica (`REPLCONF capa larder-meta`) also carries each key's version
+//! and memcached flags: an AUX field [`META_AUX`] `"<version> <flags>"` right before the key
+//! (before its EXPIRETIME_MS), which the loader applies to the next key. redis-server skips
+//! AUX fields it does not know (`rdbLoadRioWithLoadingCtx`), so the file stays valid for it.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -24,6 +29,9 @@ use crate::rdb::crc64::crc64;
 use crate::rdb::length::{put_len, put_string};
 use crate::rdb::{write_value, ValueRef, RDB_VERSION};
 use crate::snapshot::{Result, SnapshotError};
+
+/// The AUX field that carries the next key's version and memcached flags.
+pub const META_AUX: &[u8] = b"lm";
 
 /// The Redis version the AUX fields name (the one whose format this is).
 pub const REDIS_VER: &str = "7.0.15";
@@ -58,6 +66,8 @@ pub struct PointInfo {
 /// Entries encoded for one database, in a byte buffer shared with other databases' runs.
 #[derive(Default)]
 struct Encoded {
+    /// Each key preceded by its [`META_AUX`] field.
+    meta: bool,
     bytes: Vec<u8>,
     /// (database, end offset in `bytes`) for each run of entries of one database.
     runs: Vec<(u32, usize)>,
@@ -65,8 +75,18 @@ struct Encoded {
 }
 
 impl Encoded {
+    fn with_meta(meta: bool) -> Encoded {
+        Encoded {
+            meta,
+            ..Encoded::default()
+        }
+    }
+
     fn push(&mut self, db: u32, entry: &Entry, limits: &Limits) -> Result<()> {
         let start = self.bytes.len();
+        if self.meta {
+            encode_meta(&mut self.bytes, entry.version(), entry.flags());
+        }
         if let Err(e) = encode_item(&mut self.bytes, entry, limits) {
             self.bytes.truncate(start);
             return Err(SnapshotError::Encode(e));
@@ -83,6 +103,19 @@ impl Encoded {
         self.bytes.clear();
         self.runs.clear();
     }
+}
+
+/// The [`META_AUX`] field of a key with `version` and memcached `flags`.
+pub fn encode_meta(out: &mut Vec<u8>, version: u64, flags: u32) {
+    out.push(OPCODE_AUX);
+    put_string(out, META_AUX);
+    put_string(out, format!("{version} {flags}").as_bytes());
+}
+
+/// Parse a [`META_AUX`] value: (version, flags).
+pub fn parse_meta(value: &[u8]) -> Option<(u64, u32)> {
+    let (v, f) = std::str::from_utf8(value).ok()?.split_once(' ')?;
+    Some((v.parse().ok()?, f.parse().ok()?))
 }
 
 /// One key as Redis writes it: EXPIRETIME_MS and its deadline when it has one, then the value
@@ -248,7 +281,8 @@ impl PreImages {
             if b.0.bytes.len() < min || b.0.count == 0 {
                 return Ok(0);
             }
-            std::mem::take(&mut b.0)
+            let meta = b.0.meta;
+            std::mem::replace(&mut b.0, Encoded::with_meta(meta))
         };
         w.encoded(&taken)?;
         Ok(taken.count)
@@ -257,11 +291,13 @@ impl PreImages {
 
 /// Write an RDB file of `keyspace` to `out` while writes continue. `at_point` runs at the
 /// file's point with every shard held and returns what the header says (a replication
-/// transfer reads its offset there). Returns the output and (keys, bytes) written.
+/// transfer reads its offset there). With `meta` each key is preceded by its version and
+/// flags ([`META_AUX`]). Returns the output and (keys, bytes) written.
 pub fn write_rdb<W: Write>(
     keyspace: &Keyspace,
     out: W,
     limits: &Limits,
+    meta: bool,
     at_point: impl FnOnce(&mut DbGuards<'_>) -> PointInfo,
 ) -> Result<(W, u64, u64)> {
     let sizes = (0..keyspace.db_count())
@@ -272,7 +308,7 @@ pub fn write_rdb<W: Write>(
         .collect();
     let pre = Arc::new(PreImages {
         limits: *limits,
-        buf: Mutex::new((Encoded::default(), None)),
+        buf: Mutex::new((Encoded::with_meta(meta), None)),
     });
     let mut info = PointInfo::default();
     let mut ctime_s = 0;
@@ -284,7 +320,7 @@ pub fn write_rdb<W: Write>(
         })
         .ok_or(SnapshotError::Busy)?;
     let mut w = RdbWriter::new(out, &info, ctime_s, sizes)?;
-    let mut walked = Encoded::default();
+    let mut walked = Encoded::with_meta(meta);
     let mut error = None;
     let mut keys = 0;
     loop {

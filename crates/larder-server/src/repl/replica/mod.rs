@@ -2,12 +2,14 @@
 //! the [`Master`] state changes it makes (see ARCHITECTURE.md, "Replication").
 //!
 //! The link connects, shakes hands (`PING`, `AUTH`, `REPLCONF listening-port` and `capa eof
-//! capa psync2`), asks `PSYNC <replid> <offset+1>` with the history it has (`? -1` after a
+//! capa psync2 capa larder-meta`), asks `PSYNC <replid> <offset+1>` with the history it has (`? -1` after a
 //! failed load), loads the file of a full resync into the emptied keyspace as it reads it,
 //! and applies the stream through `exec::execute` on a connection flagged as the loader
 //! (`session.rs`). Each command's bytes join this server's own stream as the command
 //! commits ([`super::Proxy`]), so its replicas get its master's stream with the same
-//! replication id and offsets. When the link drops it reconnects about once a second.
+//! replication id and offsets. A larder master's frames of versions and flags (`meta.rs`)
+//! are applied and passed on beside the stream. When the link drops it reconnects about
+//! once a second.
 
 mod session;
 mod wire;
@@ -242,6 +244,9 @@ impl Master {
         st.offset = offset;
         st.backlog = None;
         self.keep_backlog(server, &mut st);
+        // Its file gave it every version up to `offset`; its replicas may continue from there.
+        st.meta.reset();
+        st.meta.start(offset);
         st.proxy = Some(Proxy {
             staged: Vec::new(),
             db,
@@ -254,6 +259,8 @@ impl Master {
     fn continued(&self, server: &Server, newid: Option<&str>) {
         let mut st = self.state.lock();
         self.keep_backlog(server, &mut st);
+        let offset = st.offset;
+        st.meta.start(offset);
         if let Some(id) = newid.filter(|id| *id != st.replid) {
             st.replid2 = std::mem::replace(&mut st.replid, id.to_string());
             st.second_offset = st.offset as i64 + 1;
@@ -264,6 +271,13 @@ impl Master {
     /// The replication offset now.
     fn offset_now(&self) -> u64 {
         self.state.lock().offset
+    }
+
+    /// A frame of versions and flags from the master, applied: pass it on.
+    fn proxy_meta(&self, frame: &[u8]) {
+        let mut st = self.state.lock();
+        st.feed_meta(frame);
+        self.fed(&mut st);
     }
 
     /// Stage a command's bytes before it runs (see [`Proxy`]).
@@ -277,6 +291,7 @@ impl Master {
     fn applied(&self, db: u32) -> u64 {
         let mut st = self.state.lock();
         st.flush_staged(Some(db));
+        self.fed(&mut st);
         st.offset
     }
 }

@@ -3,19 +3,19 @@
 //! log): no replies, no ACL check, not held by CLIENT PAUSE, allowed to write on a
 //! read-only replica, and the only one that sees keys past their deadline.
 
-use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use larder_commands::config::Param;
+use larder_commands::script::Restore;
 use larder_commands::state::ClientHandle;
 use larder_commands::{ConnState, Server};
 use larder_resp::{parse_request, Limits, Parsed, Protocol, ReplyBuf};
 
 use super::wire::{Framing, Payload, Wire, POLL};
 use super::{Link, Phase};
-use crate::repl::Master;
+use crate::repl::{meta, Master};
 
 /// Follow the master until the link is stopped, reconnecting about once a second.
 pub fn run(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) {
@@ -68,19 +68,7 @@ fn master_client(server: &Server, addr: String, laddr: String) -> Arc<ClientHand
 
 fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Result<(), String> {
     let timeout = Duration::from_secs(server.config.num(Param::ReplTimeout).max(1) as u64);
-    let addr = (link.host.as_str(), link.port)
-        .to_socket_addrs()
-        .map_err(|e| format!("resolving the master: {e}"))?
-        .next()
-        .ok_or("the master's name resolves to nothing")?;
-    let sock = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|e| format!("connecting to the master: {e}"))?;
-    sock.set_read_timeout(Some(POLL))
-        .map_err(|e| e.to_string())?;
-    sock.set_write_timeout(Some(timeout))
-        .map_err(|e| e.to_string())?;
-    let _ = sock.set_nodelay(true);
-    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let (sock, addr, laddr) = super::wire::connect(server, link, timeout)?;
     let client = master_client(server, addr.to_string(), laddr);
     let mut wire = Wire {
         sock,
@@ -167,7 +155,16 @@ fn handshake(server: &Server, wire: &mut Wire<'_>) -> Result<(), String> {
     if reply.starts_with('-') {
         tracing::info!(reply = %reply, "master did not accept REPLCONF listening-port");
     }
-    let reply = wire.call(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    // A Redis master ignores a capa it does not know (`replconfCommand`).
+    let reply = wire.call(&[
+        b"REPLCONF",
+        b"capa",
+        b"eof",
+        b"capa",
+        b"psync2",
+        b"capa",
+        b"larder-meta",
+    ])?;
     if reply.starts_with('-') {
         tracing::info!(reply = %reply, "master does not understand REPLCONF capa");
     }
@@ -223,6 +220,13 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     )
     .map_err(|e| format!("loading the master's file: {e}"))?;
     payload.drain()?;
+    // The master's function libraries replace this server's, as Redis's replica clears its
+    // own before loading (a library that does not load fails the sync, as it does Redis's).
+    let libraries = stats.functions.len();
+    server
+        .scripts
+        .restore_libraries(server, stats.functions, Restore::Flush)
+        .map_err(|e| format!("loading the master's function libraries: {e}"))?;
     server.gates.loading.store(false, Ordering::Relaxed);
     let db = stats
         .aux
@@ -233,6 +237,7 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     tracing::info!(
         keys = stats.keys,
         bytes = stats.bytes,
+        libraries,
         "MASTER <-> REPLICA sync: loaded the master's file"
     );
     Ok(db)
@@ -277,6 +282,22 @@ fn stream(
         };
         need = 1;
         let args: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+        if meta::is_frame(&args) {
+            // Beside the stream: not counted in the offset, not executed.
+            let entries =
+                meta::parse(&args).ok_or("a malformed LARDER.META frame from the master")?;
+            meta::apply(server, &entries);
+            drop(args);
+            master.proxy_meta(&wire.buf[..consumed]);
+            let _ = wire
+                .link
+                .read_offset
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| {
+                    Some(o.saturating_sub(consumed as u64))
+                });
+            wire.buf.drain(..consumed);
+            continue;
+        }
         let getack = args.len() >= 2
             && args[0].eq_ignore_ascii_case(b"REPLCONF")
             && args[1].eq_ignore_ascii_case(b"GETACK");

@@ -1,13 +1,19 @@
-//! The master's socket as the link reads it: replies line by line during the handshake,
-//! then the file of a full resync (`$<len>` or between EOF marks) as a bounded reader, then
-//! the stream. Every wait polls the link's stop flag and the master client's kill flag, and
+//! The master's socket as the link reads it: plain TCP, or a TLS session over it with
+//! `tls-replication yes` ([`connect`]); replies line by line during the handshake, then the
+//! file of a full resync (`$<len>` or between EOF marks) as a bounded reader, then the
+//! stream. Every wait polls the link's stop flag and the master client's kill flag, and
 //! gives up after `repl-timeout` without bytes.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use larder_commands::config::Param;
 use larder_commands::state::ClientHandle;
+use larder_commands::Server;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConnection, StreamOwned};
 
 use super::Link;
 
@@ -18,8 +24,94 @@ const LINE_MAX: usize = 64 * 1024;
 /// Bytes asked of the socket per read.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// The connection to the master.
+pub enum Sock {
+    Plain(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+}
+
+impl Read for Sock {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Sock::Plain(s) => s.read(buf),
+            Sock::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Sock {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sock::Plain(s) => s.write(buf),
+            Sock::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sock::Plain(s) => s.flush(),
+            Sock::Tls(s) => s.flush(),
+        }
+    }
+}
+
+fn would_block(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+/// Connect to the link's master, reads polling every [`POLL`], writes bounded by
+/// `timeout`; with `tls-replication yes`, complete a TLS handshake first (within `timeout`).
+/// The socket, the master's address and the local one.
+pub fn connect(
+    server: &Server,
+    link: &Link,
+    timeout: Duration,
+) -> Result<(Sock, SocketAddr, String), String> {
+    let addr = (link.host.as_str(), link.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("resolving the master: {e}"))?
+        .next()
+        .ok_or("the master's name resolves to nothing")?;
+    let mut sock = TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| format!("connecting to the master: {e}"))?;
+    sock.set_read_timeout(Some(POLL))
+        .map_err(|e| e.to_string())?;
+    sock.set_write_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
+    let _ = sock.set_nodelay(true);
+    let laddr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    if server.config.num(Param::TlsReplication) == 0 {
+        return Ok((Sock::Plain(sock), addr, laddr));
+    }
+    let config = crate::tls::build_client(&|p| server.config.text(p))
+        .map_err(|e| format!("TLS settings for the link to the master: {e}"))?;
+    // Only a placeholder: no SNI is sent and the name is not checked, as with Redis.
+    let name = ServerName::try_from(link.host.clone())
+        .unwrap_or_else(|_| ServerName::IpAddress(addr.ip().into()));
+    let mut conn = ClientConnection::new(Arc::clone(&config), name)
+        .map_err(|e| format!("TLS to the master: {e}"))?;
+    let deadline = Instant::now() + timeout;
+    while conn.is_handshaking() {
+        match conn.complete_io(&mut sock) {
+            Ok(_) => {}
+            Err(e) if would_block(&e) && Instant::now() < deadline && !link.stopped() => {}
+            Err(e) => return Err(format!("TLS handshake with the master failed: {e}")),
+        }
+    }
+    Ok((
+        Sock::Tls(Box::new(StreamOwned::new(conn, sock))),
+        addr,
+        laddr,
+    ))
+}
+
 pub struct Wire<'a> {
-    pub sock: TcpStream,
+    pub sock: Sock,
     /// Bytes read and not consumed yet.
     pub buf: Vec<u8>,
     pub link: &'a Link,
@@ -62,16 +154,7 @@ impl Wire<'_> {
                 self.link.io();
                 Ok(n)
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
-                Ok(0)
-            }
+            Err(e) if would_block(&e) => Ok(0),
             Err(e) => Err(format!("reading from the master: {e}")),
         }
     }
@@ -102,6 +185,7 @@ impl Wire<'_> {
         larder_resp::encode_command(argv, &mut out);
         self.sock
             .write_all(&out)
+            .and_then(|()| self.sock.flush())
             .map_err(|e| format!("writing to the master: {e}"))
     }
 }

@@ -82,7 +82,7 @@ fn round_trip_through_the_reader_and_the_loader() {
     fill(&ks, &limits);
     let before = contents(&ks);
     let (file, keys, bytes) =
-        write_rdb(&ks, Vec::new(), &limits, |_| repl_info()).expect("written");
+        write_rdb(&ks, Vec::new(), &limits, false, |_| repl_info()).expect("written");
     assert_eq!(keys, before.len() as u64);
     assert_eq!(bytes, file.len() as u64);
     assert_eq!(&file[..9], b"REDIS0010");
@@ -155,7 +155,7 @@ fn writes_during_the_capture_do_not_reach_the_file() {
     let mut file = Vec::new();
     {
         let tee = Tee(&mut file, Rewriter(&ks, false));
-        write_rdb(&ks, tee, &limits, |_| PointInfo::default()).expect("written");
+        write_rdb(&ks, tee, &limits, false, |_| PointInfo::default()).expect("written");
     }
     let loaded = Keyspace::new(2);
     load_rdb(&file[..], &loaded, &limits, 1000, |_, _| {}).expect("loads");
@@ -180,9 +180,69 @@ fn an_empty_keyspace_is_a_header_and_eof() {
     let limits = Limits::default();
     let ks = Keyspace::new(16);
     let (file, keys, _) =
-        write_rdb(&ks, Vec::new(), &limits, |_| PointInfo::default()).expect("written");
+        write_rdb(&ks, Vec::new(), &limits, false, |_| PointInfo::default()).expect("written");
     assert_eq!(keys, 0);
     assert_eq!(file[file.len() - 9], super::super::OPCODE_EOF);
     let mut reader = RdbReader::new(&file[..], limits).expect("header");
     assert!(reader.next_item().expect("eof").is_none());
+}
+
+/// (db, key) -> (version, flags).
+fn metas(ks: &Keyspace) -> BTreeMap<(usize, Vec<u8>), (u64, u32)> {
+    let all: Vec<usize> = (0..ks.db_count()).collect();
+    let mut out = BTreeMap::new();
+    for ((d, _), shard) in ks.lock_dbs(&all).iter_keyed() {
+        for e in shard.iter() {
+            out.insert((d, e.key().to_vec()), (e.version(), e.flags()));
+        }
+    }
+    out
+}
+
+#[test]
+fn versions_and_flags_travel_in_an_aux_field_before_each_key() {
+    let limits = Limits::default();
+    let ks = Keyspace::new(16);
+    fill(&ks, &limits);
+    for (i, key) in ["int:0", "long:3", "list:15"].iter().enumerate() {
+        let db = [0, 3, 15][i];
+        let (mut s, h) = ks.db(db).lock_key(key.as_bytes());
+        let slot = s.find_raw(key.as_bytes(), h).expect("present");
+        s.restore_version(slot, (1000 + i as u64) << 20, 42 + i as u32);
+    }
+    let before = metas(&ks);
+    let (file, keys, _) =
+        write_rdb(&ks, Vec::new(), &limits, true, |_| repl_info()).expect("written");
+    assert_eq!(keys, before.len() as u64);
+    // Every key is preceded by its field; the file's own AUX list does not collect them.
+    let mut reader = RdbReader::new(&file[..], limits).expect("header");
+    while let Some(item) = reader.next_item().expect("item") {
+        assert_eq!(item.meta, before.get(&(item.db, item.key.clone())).copied());
+    }
+    assert_eq!(reader.aux().len(), 8);
+
+    let loaded = Keyspace::new(16);
+    load_rdb(&file[..], &loaded, &limits, 1000, |_, _| {}).expect("loads");
+    assert!(contents(&loaded) == contents(&ks));
+    assert_eq!(metas(&loaded), before);
+    assert_eq!(metas(&loaded)[&(3, b"long:3".to_vec())], ((1001 << 20), 43));
+
+    // Without the fields a loaded key gets a fresh version and no flags.
+    let (plain, ..) = write_rdb(&ks, Vec::new(), &limits, false, |_| repl_info()).expect("written");
+    assert!(plain.len() < file.len());
+    let fresh = Keyspace::new(16);
+    load_rdb(&plain[..], &fresh, &limits, 1000, |_, _| {}).expect("loads");
+    assert_eq!(metas(&fresh)[&(0, b"int:0".to_vec())].1, 0);
+}
+
+#[test]
+fn a_meta_field_parses_or_is_refused() {
+    let mut out = Vec::new();
+    encode_meta(&mut out, 1 << 40, 7);
+    assert_eq!(out[0], super::super::OPCODE_AUX);
+    assert_eq!(&out[1..4], b"\x02lm");
+    assert_eq!(parse_meta(&out[5..]), Some((1 << 40, 7)));
+    assert_eq!(parse_meta(b"12"), None);
+    assert_eq!(parse_meta(b"x 1"), None);
+    assert_eq!(parse_meta(b"1 99999999999"), None);
 }

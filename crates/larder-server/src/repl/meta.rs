@@ -1,0 +1,209 @@
+//! larder's side channel beside the Redis stream: each key's version (memcached's CAS
+//! unique, the HTTP door's version) and memcached flags, for replicas that said `REPLCONF
+//! capa larder-meta` (see docs/replication.md).
+//!
+//! After each committed group's stream bytes such a replica gets one frame, a RESP command
+//! `LARDER.META db key version flags [db key version flags ...]` listing the version and
+//! flags every write of the group left (`larder_engine::replay::Sink::version`, as the
+//! append-only log keeps them). Frames are not stream bytes: they are not counted in the
+//! replication offset, not kept in the backlog and never sent to a redis-server replica, so
+//! every replica, larder or Redis, has the same offsets. The replica recognises a frame
+//! before it executes anything, gives each listed key that exists the version and flags
+//! (the code path the append-only log's replay uses) and passes the frame on to its own
+//! larder replicas.
+//!
+//! For partial resyncs the frames are kept in a side log ([`MetaLog`]) keyed by the stream
+//! offset after their group; `+CONTINUE` sends the backlog with them interleaved at their
+//! offsets ([`MetaLog::interleave`]).
+
+use std::collections::VecDeque;
+
+use larder_commands::Server;
+
+use super::stream::encode_command;
+
+/// The frame's command name.
+pub const NAME: &[u8] = b"LARDER.META";
+
+/// One key's metadata: (db, key, version, flags).
+pub type Meta<K> = (u32, K, u64, u32);
+
+/// Append the frame of `entries` to `out` (nothing for none).
+pub fn encode(out: &mut Vec<u8>, entries: &[Meta<Vec<u8>>]) {
+    if entries.is_empty() {
+        return;
+    }
+    let mut argv: Vec<Vec<u8>> = Vec::with_capacity(1 + 4 * entries.len());
+    argv.push(NAME.to_vec());
+    for (db, key, version, flags) in entries {
+        argv.push(db.to_string().into_bytes());
+        argv.push(key.clone());
+        argv.push(version.to_string().into_bytes());
+        argv.push(flags.to_string().into_bytes());
+    }
+    encode_command(out, &argv);
+}
+
+/// Whether `argv` is a frame (by its name).
+pub fn is_frame(argv: &[&[u8]]) -> bool {
+    argv.first().is_some_and(|a| a.eq_ignore_ascii_case(NAME))
+}
+
+/// The entries of a frame's `argv`; `None` for a malformed one.
+pub fn parse<'a>(argv: &[&'a [u8]]) -> Option<Vec<Meta<&'a [u8]>>> {
+    if !is_frame(argv) || argv.len() % 4 != 1 {
+        return None;
+    }
+    let num = |a: &[u8]| std::str::from_utf8(a).ok()?.parse::<u64>().ok();
+    argv[1..]
+        .chunks_exact(4)
+        .map(|c| {
+            Some((
+                u32::try_from(num(c[0])?).ok()?,
+                c[1],
+                num(c[2])?,
+                u32::try_from(num(c[3])?).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Give each listed key that exists its version and flags (a key the group deleted later is
+/// skipped).
+pub fn apply(server: &Server, entries: &[Meta<&[u8]>]) {
+    for &(db, key, version, flags) in entries {
+        crate::persist::restore_version(server, db as usize, key, version, flags);
+    }
+}
+
+/// The frames sent after the groups of the backlog, for partial resyncs of larder replicas.
+#[derive(Debug, Default)]
+pub struct MetaLog {
+    /// (stream offset after the group, frame), oldest first.
+    frames: VecDeque<(u64, Vec<u8>)>,
+    bytes: usize,
+    /// While recording: the lowest offset a partial resync may continue from with every
+    /// frame it needs held.
+    covered_from: Option<u64>,
+}
+
+impl MetaLog {
+    /// Whether frames are being recorded.
+    pub fn recording(&self) -> bool {
+        self.covered_from.is_some()
+    }
+
+    /// Record from now on, the stream being at `offset` (its last byte), unless recording.
+    /// Whoever continues from `offset + 1` holds every version up to it.
+    pub fn start(&mut self, offset: u64) {
+        self.covered_from.get_or_insert(offset + 1);
+    }
+
+    /// Stop recording and forget every frame (a new history, or the backlog freed).
+    pub fn reset(&mut self) {
+        *self = MetaLog::default();
+    }
+
+    /// Keep `frame`, sent after stream byte `offset`. Frames before the backlog's first
+    /// byte are dropped, and the oldest beyond `max_bytes` (the backlog's size).
+    pub fn record(&mut self, offset: u64, frame: &[u8], first_byte: u64, max_bytes: usize) {
+        let Some(covered) = &mut self.covered_from else {
+            return;
+        };
+        self.frames.push_back((offset, frame.to_vec()));
+        self.bytes += frame.len();
+        while let Some((at, f)) = self.frames.front() {
+            let stale = at + 1 < first_byte;
+            if !stale && self.bytes <= max_bytes {
+                break;
+            }
+            if !stale {
+                // A resync from before this frame's group would miss it.
+                *covered = (*covered).max(at + 2);
+            }
+            self.bytes -= f.len();
+            self.frames.pop_front();
+        }
+    }
+
+    /// Whether a replica that asks for stream byte `from` on gets every frame it needs.
+    pub fn covers(&self, from: u64) -> bool {
+        self.covered_from.is_some_and(|c| from >= c)
+    }
+
+    /// `data`, the stream from byte `from` on, with the frames of the groups ending at
+    /// `from - 1` or later placed after their group's last byte (a frame for the group
+    /// the replica has whole may be lost with its link; applying it again changes nothing).
+    pub fn interleave(&self, from: u64, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(data.len());
+        let mut done = 0usize;
+        for (at, frame) in self.frames.iter().filter(|(at, _)| at + 1 >= from) {
+            let end = usize::try_from(at + 1 - from).map_or(data.len(), |e| e.min(data.len()));
+            out.extend_from_slice(&data[done..end.max(done)]);
+            done = done.max(end);
+            out.extend_from_slice(frame);
+        }
+        out.extend_from_slice(&data[done..]);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_round_trips_and_a_bad_one_is_refused() {
+        let mut out = Vec::new();
+        encode(&mut out, &[]);
+        assert!(out.is_empty());
+        let entries = vec![(0, b"k".to_vec(), 5 << 20, 42), (3, b"a b".to_vec(), 7, 0)];
+        encode(&mut out, &entries);
+        assert!(out.starts_with(b"*9\r\n$11\r\nLARDER.META\r\n$1\r\n0\r\n$1\r\nk\r\n"));
+        let mut argv = Vec::new();
+        let parsed = larder_resp::parse_request(&out, &Default::default(), &mut argv);
+        assert!(
+            matches!(parsed, Ok(larder_resp::Parsed::Complete { consumed }) if consumed == out.len())
+        );
+        let args: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+        let back = parse(&args).expect("parses");
+        assert_eq!(
+            back,
+            vec![(0, &b"k"[..], 5 << 20, 42), (3, &b"a b"[..], 7, 0)]
+        );
+        assert!(parse(&args[..4]).is_none());
+        let mut bad = args.clone();
+        bad[4] = b"4294967296";
+        assert!(parse(&bad).is_none());
+        bad[4] = b"-1";
+        assert!(parse(&bad).is_none());
+        assert!(!is_frame(&[b"SET", b"k", b"v"]));
+        assert!(is_frame(&[b"larder.meta"]));
+    }
+
+    #[test]
+    fn the_side_log_covers_what_it_recorded_and_interleaves_by_offset() {
+        let mut log = MetaLog::default();
+        log.record(10, b"x", 1, 100);
+        assert_eq!(log.bytes, 0, "nothing kept before it starts");
+        log.start(10);
+        assert!(log.covers(11) && !log.covers(10));
+        // Stream bytes 11..=16 are "abcdef": groups end at 12 and 16.
+        log.record(12, b"[A]", 1, 100);
+        log.record(16, b"[B]", 1, 100);
+        assert_eq!(log.interleave(11, b"abcdef"), b"ab[A]cdef[B]");
+        assert_eq!(log.interleave(13, b"cdef"), b"[A]cdef[B]");
+        assert_eq!(log.interleave(14, b"def"), b"def[B]");
+        assert_eq!(log.interleave(17, b""), b"[B]");
+        // The backlog moved past byte 13: [A] goes, coverage is the backlog's.
+        log.record(20, b"[C]", 14, 100);
+        assert_eq!(log.bytes, 6);
+        assert!(log.covers(14));
+        // Over its size the oldest frame goes, and with it what a resync from before needs.
+        log.record(21, b"[D]", 14, 6);
+        assert!(!log.covers(17) && log.covers(18));
+        assert_eq!(log.interleave(18, b"abcd"), b"abc[C]d[D]");
+        log.reset();
+        assert!(!log.recording() && !log.covers(100));
+    }
+}
