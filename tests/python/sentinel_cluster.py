@@ -2,8 +2,8 @@
 test_sentinel.py and bench/failover_time.py.
 
 The master and the replicas are each larder (LARDER_BIN, or target/release/larder) or
-redis-server, so the same harness measures both. Every process is started here and killed by `Cluster.close()`; every
-wait has a deadline.
+redis-server, so the same harness measures both. Every process is started here and killed
+by `Cluster.close()`; every wait has a deadline.
 """
 
 from __future__ import annotations
@@ -23,6 +23,14 @@ import redis
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MASTER_NAME = "mymaster"
 DEADLINE_S = 20.0
+# `SENTINEL DEBUG` periods for tests (stock: ping 1000, info 10000, publish 2000 ms). With a
+# down-after below the ping period, a sentinel that switches to the new master may wait up
+# to a ping period before it reconnects, see no PONG within down-after and fail over again
+# (sentinelReconnectInstance); a returning old master is converted to a replica four
+# publish periods after an INFO shows it, and slaves' INFO comes every info period. The
+# ping period stays above 200 ms: a failover only picks a replica whose INFO (every second
+# while the master is down) is younger than five ping periods (sentinelSelectSlave).
+FAST_SENTINEL = "ping-period 300 info-period 1000 publish-period 500"
 
 
 def free_port() -> int:
@@ -122,9 +130,12 @@ class Cluster:
     """A master and two replicas (each `larder` or `redis`), three sentinels."""
 
     def __init__(self, root: Path, master_kind: str = "larder", replica_kind: str = "redis",
-                 down_after_ms: int = 500, failover_timeout_ms: int = 3000) -> None:
+                 down_after_ms: int = 500, failover_timeout_ms: int = 3000,
+                 fast_sentinels: bool = False) -> None:
         self.root = root
         self.procs: list[Proc] = []
+        # The live server process on each port (a restart replaces the killed one).
+        self.servers: dict[int, Proc] = {}
         self.events: list[Events] = []
         self.down_after_ms = down_after_ms
         self.failover_timeout_ms = failover_timeout_ms
@@ -135,6 +146,9 @@ class Cluster:
             until(f"{r.name} in sync",
                   lambda r=r: r.client().info("replication")["master_link_status"] == "up")
         self.sentinels = [self._sentinel(i) for i in range(3)]
+        if fast_sentinels:
+            for s in self.sentinels:
+                s.client().execute_command("SENTINEL", "DEBUG", *FAST_SENTINEL.split())
         self.events = [Events(s) for s in self.sentinels]
 
     def _dir(self, name: str) -> Path:
@@ -170,7 +184,9 @@ class Cluster:
             if of is not None:
                 a += ["--replicaof", "127.0.0.1", str(of.port)]
             return a
-        return self._start(name, argv)
+        p = self._start(name, argv)
+        self.servers[p.port] = p
+        return p
 
     def _sentinel(self, i: int) -> Proc:
         def argv(port: int, d: Path) -> list[str]:
@@ -197,35 +213,77 @@ class Cluster:
                 return False
         return True
 
-    def master_addr(self) -> tuple[str, int]:
-        host, port = self.sentinels[0].client().execute_command(
-            "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME)
-        return host, int(port)
+    def agreed_master(self) -> tuple[str, int] | None:
+        """The master's address when the three sentinels name the same one, else None."""
+        addrs = set()
+        for s in self.sentinels:
+            host, port = s.client().execute_command(
+                "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME)
+            addrs.add((host, int(port)))
+        return addrs.pop() if len(addrs) == 1 else None
+
+    def wait_agreed_master(self) -> tuple[str, int]:
+        found: list[tuple[str, int]] = []
+
+        def agreed() -> bool:
+            addr = self.agreed_master()
+            if addr is not None:
+                found.append(addr)
+            return addr is not None
+
+        until("the sentinels agree on the master", agreed)
+        return found[-1]
+
+    def server_at(self, port: int) -> Proc:
+        """The live server process (master or replica) listening on `port`."""
+        return self.servers[port]
 
     def kill_master(self) -> tuple[float, tuple[str, int]]:
-        """SIGKILL the master; wait for +switch-master on every sentinel. Returns the time
-        from the first +sdown of the master to the first +switch-master, and the new
-        master's address."""
+        """SIGKILL the master the sentinels agree on; wait until every sentinel published
+        +switch-master away from it and the three agree on a new master that says it is
+        one. Returns the time from the first +sdown of the killed master to the first
+        +switch-master away from it, and the new master's address.
+
+        The master is read from the sentinels, not remembered: with a low failover-timeout
+        they may fail over again after the last switch this harness saw. The killed
+        process stays listed among the replicas until `restart` replaces it."""
+        old = self.wait_agreed_master()
+        self.master = self.server_at(old[1])
+        self.replicas = [p for p in self.replicas if p.port != old[1]]
         killed_at = time.monotonic()
-        old = ("127.0.0.1", self.master.port)
-        self.master.kill()
-        until("+switch-master on every sentinel",
-              lambda: all(e.first("+switch-master", after=killed_at) for e in self.events),
-              timeout=DEADLINE_S * 2)
+        dead = self.master
+        dead.kill()
+        away = f"{MASTER_NAME} {old[0]} {old[1]} "
+
+        def switched() -> bool:
+            if not all(e.first("+switch-master", away, after=killed_at) for e in self.events):
+                return False
+            new = self.agreed_master()
+            if new is None or new == old:
+                return False
+            return self.server_at(new[1]).client().info("replication")["role"] == "master"
+
+        until("+switch-master away from the killed master, agreed by every sentinel",
+              switched, timeout=DEADLINE_S * 2)
         sdown = min(t for e in self.events
-                    if (t := e.first("+sdown", "master", after=killed_at)) is not None)
-        switched = min(t for e in self.events
-                       if (t := e.first("+switch-master", after=killed_at)) is not None)
-        new = self.master_addr()
-        assert new != old
-        self.master = next(p for p in self.replicas if p.port == new[1])
-        self.replicas = [p for p in self.replicas if p.port != new[1]]
-        return switched - sdown, new
+                    if (t := e.first("+sdown", f"master {MASTER_NAME} {old[0]} {old[1]}",
+                                     after=killed_at)) is not None)
+        switched_at = min(t for e in self.events
+                          if (t := e.first("+switch-master", away, after=killed_at))
+                          is not None)
+        new = self.agreed_master()
+        assert new is not None and new != old
+        self.master = self.server_at(new[1])
+        self.replicas = [p for p in self.replicas if p.port != new[1]] + [dead]
+        return switched_at - sdown, new
 
     def restart(self, p: Proc) -> Proc:
-        """Start a killed process again with its arguments and port."""
+        """Start a killed process again with its arguments and port; it takes the dead
+        one's place among the replicas (Sentinel makes it one)."""
         again = Proc(p.name, p.argv, p.port, p.workdir)
         self.procs.append(again)
+        self.replicas = [again if r is p else r for r in self.replicas]
+        self.servers[p.port] = again
         until(f"{p.name} answers again", again.answers, timeout=10)
         return again
 

@@ -289,3 +289,31 @@ def test_scripts_cannot_write_on_a_read_only_replica(start_server) -> None:
     assert c.call("EVAL", "#!lua flags=no-writes\nreturn redis.call('get','k')", 0) == b"v"
     assert c.call("EVAL", "return redis.call('get','k')", 0) == b"v"
     assert rep.client(protocol=2).get("k") == b"v"
+
+
+def test_a_restarted_replica_loads_its_own_data_before_it_syncs(start_server) -> None:
+    """A node restarted with `--replicaof` (a killed master that Sentinel turns into a
+    replica) replays its own log first, then syncs: none of its own keys outlive the
+    master's file, and its offset is the master's (a full resync loaded beside the replay
+    left keys of both and a replica ahead of its master)."""
+    master = start_server()
+    m = master.client(protocol=2)
+    m.mset({f"m{i}": "master" for i in range(100)})
+    rep = start_server("--appendfsync", "always")
+    r = rep.client(protocol=2)
+    with r.pipeline(transaction=False) as p:
+        for i in range(300):
+            p.set(f"own{i}", "local")
+        p.set("m0", "local")
+        p.execute()
+    rep.kill()
+    # 5 ms per log group (a command each): the replay takes over a second.
+    rep.user_args += ["--key-load-delay", "5000", "--replicaof", f"127.0.0.1 {master.port}"]
+    rep._spawn_and_wait()
+    until("synced", lambda: link_up(rep), timeout=30)
+    m.set("after", "1")
+    until("the write after the sync arrives", lambda: r.get("after") == b"1")
+    assert r.dbsize() == m.dbsize() == 101
+    assert r.get("m0") == b"master"
+    until("offsets agree", lambda: info(rep, "replication")["master_repl_offset"]
+          == info(master, "replication")["master_repl_offset"])

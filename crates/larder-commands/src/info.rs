@@ -422,13 +422,16 @@ fn memory_section(cx: &Ctx<'_>, out: &mut String) {
         m.rss_bytes as i64 - m.used_bytes as i64,
     );
     field(out, "mem_not_counted_for_evict", 0);
+    // Redis 7.0 shares one buffer between the backlog and the replicas' output; larder's
+    // backlog and replicas' outboxes are apart, so the total is their sum.
+    let repl = crate::replication::status(cx.server);
+    field(out, "mem_replication_backlog", repl.backlog_histlen);
     field(
         out,
-        "mem_replication_backlog",
-        crate::replication::status(cx.server).backlog_histlen,
+        "mem_total_replication_buffers",
+        repl.backlog_histlen + repl.replica_output_bytes,
     );
-    field(out, "mem_total_replication_buffers", 0);
-    field(out, "mem_clients_slaves", 0);
+    field(out, "mem_clients_slaves", repl.replica_output_bytes);
     field(out, "mem_clients_normal", m.clients_bytes);
     field(out, "mem_aof_buffer", 0);
     field(out, "lazyfree_pending_objects", 0);

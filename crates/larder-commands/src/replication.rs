@@ -43,6 +43,9 @@ pub struct Status {
     pub backlog_first_byte_offset: u64,
     pub backlog_histlen: u64,
     pub replicas: Vec<ReplicaStatus>,
+    /// Bytes queued for the replicas and not yet sent: their output buffers and the stream
+    /// gathered while they receive a file (INFO's `mem_clients_slaves`).
+    pub replica_output_bytes: u64,
     pub sync_full: u64,
     pub sync_partial_ok: u64,
     pub sync_partial_err: u64,
@@ -63,8 +66,8 @@ pub struct LinkStatus {
     /// for the processed offset while there is no link (ROLE's).
     pub read_offset: u64,
     pub offset: i64,
-    /// During a full resync: the file's size (-1 while unknown: EOF-marked), bytes read,
-    /// seconds since the last read.
+    /// During a full resync: the file's size (-1 until its header arrives, 0 for an
+    /// EOF-marked file, as Redis 7.0), bytes read, seconds since the last read.
     pub sync_total_bytes: i64,
     pub sync_read_bytes: u64,
     pub sync_last_io_s: i64,
@@ -265,7 +268,8 @@ fn replica_info(server: &Server, l: &LinkStatus, out: &mut String) {
     if l.state == "sync" {
         let total = l.sync_total_bytes;
         let read = l.sync_read_bytes as i64;
-        let perc = if total > 0 {
+        // Redis divides by any size but 0 (-1 before the header gives -0.00).
+        let perc = if total != 0 {
             read as f64 / total as f64 * 100.0
         } else {
             0.0

@@ -634,6 +634,11 @@ impl Replication for Master {
                     lag_s: now.saturating_sub(r.ack_ms) / 1000,
                 })
                 .collect(),
+            replica_output_bytes: st
+                .replicas
+                .iter()
+                .map(|r| (r.handle.output_bytes() + r.pending.len()) as u64)
+                .sum(),
             sync_full: self.sync_full.load(Ordering::Relaxed),
             sync_partial_ok: self.sync_partial_ok.load(Ordering::Relaxed),
             sync_partial_err: self.sync_partial_err.load(Ordering::Relaxed),

@@ -53,7 +53,7 @@ struct Shown {
     last_io_ms: u64,
     /// Unix ms when the link went down (0: it was never up).
     down_since_ms: u64,
-    /// A full resync's file size (-1 while unknown), bytes read.
+    /// A full resync's file size (-1 before its header, 0 when EOF-marked), bytes read.
     sync_total: i64,
     sync_read: u64,
 }
@@ -152,6 +152,13 @@ impl Link {
     fn sync_progress(&self, total: i64, read: u64) {
         let mut s = self.shown.lock();
         s.sync_total = total;
+        s.sync_read = read;
+        s.last_io_ms = larder_engine::now_ms();
+    }
+
+    /// `read` bytes of a full resync's file read so far.
+    fn sync_read(&self, read: u64) {
+        let mut s = self.shown.lock();
         s.sync_read = read;
         s.last_io_ms = larder_engine::now_ms();
     }

@@ -20,6 +20,7 @@ use crate::repl::{meta, Master};
 /// Follow the master until the link is stopped, reconnecting about once a second.
 pub fn run(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) {
     larder_engine::set_applies_master_stream(true);
+    wait_for_recovery(server, link);
     while !link.stopped() {
         link.set_phase(server, Phase::Connecting);
         match session(master, server, link) {
@@ -40,6 +41,16 @@ pub fn run(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) {
         while Instant::now() < until && !link.stopped() {
             std::thread::sleep(POLL);
         }
+    }
+}
+
+/// This server's own data directory is loaded first, as Redis loads its files before it
+/// connects to a master: a full resync's file must not load beside the replay of the log
+/// (a key "appears twice", or the replay's keys outlive the master's FLUSHALL).
+fn wait_for_recovery(server: &Server, link: &Link) {
+    let loading = || server.persistence.get().is_some_and(|p| p.status().loading);
+    while !link.stopped() && loading() {
+        std::thread::sleep(POLL);
     }
 }
 
@@ -86,6 +97,7 @@ fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Resu
         ["+FULLRESYNC", id, off] => {
             let off: u64 = off.parse().map_err(|_| format!("bad reply {reply}"))?;
             link.history_valid.store(false, Ordering::Release);
+            link.sync_progress(-1, 0);
             link.set_phase(server, Phase::Sync);
             let db = load(server, &mut wire, &mut conn)?;
             master.full_synced(server, id, off, db);
@@ -181,7 +193,8 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     };
     let total = match framing {
         Framing::Length(n) => n as i64,
-        Framing::Mark(_) => -1,
+        // Redis 7.0 shows 0 for a file of unknown size (and -1 before its header).
+        Framing::Mark(_) => 0,
     };
     wire.link.sync_progress(total, 0);
     server.gates.loading.store(true, Ordering::Relaxed);
@@ -189,7 +202,6 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     larder_commands::execute(server, conn, &[b"FLUSHALL", b"SYNC"], &mut out);
     let limits = larder_commands::config::limits(&server.config);
     let delay_us = server.config.num(Param::KeyLoadDelay).max(0) as u64;
-    let link = wire.link;
     let mut payload = Payload {
         wire,
         framing,
@@ -203,7 +215,8 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
         &server.keyspace,
         &limits,
         0,
-        |_, bytes| link.sync_progress(total, bytes),
+        // The payload reports the bytes it reads (Redis counts the socket's).
+        |_, _| {},
     )
     .map_err(|e| format!("loading the master's file: {e}"))?;
     payload.drain()?;

@@ -269,6 +269,7 @@ impl Read for Payload<'_, '_> {
             *left -= n as u64;
         }
         self.read += n as u64;
+        self.wire.link.sync_read(self.read);
         Ok(n)
     }
 }
