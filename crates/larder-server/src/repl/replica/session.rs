@@ -263,6 +263,10 @@ fn stream(
     let mut pos = 0usize;
     ack(wire, offset)?;
     loop {
+        if wire.link.stopped() {
+            // REPLICAOF elsewhere or NO ONE: not one more command from this master.
+            return Err("the link was stopped".into());
+        }
         if last_ack.elapsed() >= Duration::from_secs(1) {
             ack(wire, offset)?;
             last_ack = Instant::now();
