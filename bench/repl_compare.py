@@ -22,7 +22,9 @@ Three sections (`--only`); every round runs larder and redis, alternating which 
   the replica's link up with its file loaded) and the master's peak memory during it: its RSS
   plus its children's private memory (Redis forks a child for the file, diskless or not),
   sampled every 10 ms, and VmHWM reset before; against its RSS just before (the data set).
-  The replica's DBSIZE after the sync must cover the keys.
+  The replica's DBSIZE after the sync must cover the keys. redis-server runs with
+  `repl-diskless-sync-delay 0` (its default waits 5 s for more replicas; larder starts at
+  once).
 
 Server and load generator share the machine; the numbers that compare are per CPU-second
 and at a stated offered rate (bench/README.md). Results: bench/results/<stamp>-repl_compare.
@@ -35,6 +37,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import shlex
 import socket
 import statistics
 import subprocess
@@ -67,7 +70,10 @@ class Group:
     def _server(self, label, extra=()):
         if self.kind == "larder":
             return Server.larder(self.a.larder_bin, label, self.log, list(extra))
-        return Server.redis(label, self.log, list(extra))
+        # Redis waits repl-diskless-sync-delay (5 s by default) for more replicas before a
+        # diskless transfer; larder starts at once. --redis-args can set it back.
+        return Server.redis(label, self.log, ["--repl-diskless-sync-delay", "0"] + list(extra)
+                            + shlex.split(self.a.redis_args))
 
     def start(self):
         self.master.start()
@@ -504,6 +510,7 @@ def parse_args(argv=None):
     ap.add_argument("--sync-timeout", type=float, default=600)
     ap.add_argument("--settle", type=float, default=1.0)
     ap.add_argument("--run-timeout", type=float, default=300)
+    ap.add_argument("--redis-args", default="", help="more redis-server arguments")
     ap.add_argument("--out-dir", default=RESULTS)
     ap.add_argument("--render", metavar="JSON", help="re-render a result file")
     return ap.parse_args(argv)

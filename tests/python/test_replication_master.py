@@ -287,6 +287,25 @@ def test_sync_and_psync_without_capa_eof_send_the_length_first(start_server) -> 
     assert info(master, "stats")["sync_full"] == "2"
 
 
+def test_repl_diskless_sync_no_sends_the_length_first_to_a_replica_that_takes_eof(
+        start_server, redis_factory) -> None:
+    master = start_server()
+    m = master.client(protocol=2)
+    assert m.config_get("repl-diskless-sync") == {"repl-diskless-sync": "yes"}
+    m.config_set("repl-diskless-sync", "no")
+    fill(m, 0)
+    with socket.create_connection(("127.0.0.1", master.port), timeout=10) as s:
+        assert call(s, "REPLCONF", "capa", "eof", "capa", "psync2") == b"+OK"
+        assert call(s, "PSYNC", "?", "-1").startswith(b"+FULLRESYNC ")
+        length_line = read_line(s)
+        assert length_line.startswith(b"$") and not length_line.startswith(b"$EOF:")
+    # A stock replica (capa eof) loads the disk-built file and follows the stream.
+    replica = replica_of(redis_factory, master)
+    until("the replica's data", lambda: same_data(master, replica, dbs=(0,)))
+    write_after_sync(m)
+    until("the stream's writes", lambda: same_data(master, replica))
+
+
 def test_writes_during_the_full_resync_reach_the_replica(start_server, redis_factory) -> None:
     import threading
 

@@ -94,6 +94,7 @@ pub enum Param {
     AcllogMaxLen,
     ReplBacklogSize,
     ReplBacklogTtl,
+    ReplDisklessSync,
     ReplPingReplicaPeriod,
     ReplTimeout,
     Replicaof,

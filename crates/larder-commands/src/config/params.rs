@@ -770,6 +770,15 @@ pub static PARAMS: &[ParamDef] = &[
         "seconds without replicas after which the backlog is freed (0 = never)",
     ),
     def(
+        Param::ReplDisklessSync,
+        "repl-diskless-sync",
+        Kind::Bool,
+        "yes",
+        Mutability::Mutable,
+        "a full resync streams its file from the capture to the replica (no: it builds the \
+         file in a temporary file first and sends it with its length)",
+    ),
+    def(
         Param::ReplPingReplicaPeriod,
         "repl-ping-replica-period",
         Kind::Int {

@@ -155,6 +155,9 @@ impl Replication for Master {
             }
             SyncRequest::Sync => eof = false,
         }
+        // `repl-diskless-sync no`: the file is built on disk first, as Redis's disk-backed
+        // transfer, whatever the replica can take.
+        eof &= server.config.num(Param::ReplDisklessSync) != 0;
         self.sync_full.fetch_add(1, Ordering::Relaxed);
         self.ensure_backlog(&server, &mut self.state.lock());
         transfer::start(
