@@ -5,7 +5,8 @@ master with redis-server replicas, in one run (issue 17's benchmark).
 Three sections (`--only`); every round runs larder and redis, alternating which goes first:
 
 - cpu: the master's CPU per write with 0, 1 and 2 replicas attached. A closed-loop SET load
-  (dtgen, --cpu-clients at pipeline --cpu-pipeline, --cpu-requests per run) on a fresh master;
+  (dtgen, --cpu-clients at each of --cpu-pipelines, --cpu-requests per run, a quarter of it at
+  pipeline 1) on a fresh master;
   the master's utime+stime over the run divided by the writes, each replica count against
   the same round's 0-replica figure. Writes/s and the replicas' CPU beside it.
   The same at an offered rate: the open-loop writer (below) at --cpu-rate writes/s for
@@ -278,12 +279,13 @@ def lag_one(a, kind, rate, rnd, log):
 # ---------------------------------------------------------------- master CPU per write
 
 
-def cpu_one(a, kind, replicas, rnd, dtgen, log):
+def cpu_one(a, kind, replicas, rnd, dtgen, log, pipeline):
     g = Group(a, kind, replicas, log).start()
     try:
         m = g.master
-        cmd = [dtgen, "run", HOST, str(m.port), str(a.cpu_clients), str(a.cpu_pipeline),
-               str(a.cpu_requests), str(rnd + 1), "SET", "key:{%d:12}" % a.keyspace,
+        requests = a.cpu_requests if pipeline > 1 else a.cpu_requests // 4
+        cmd = [dtgen, "run", HOST, str(m.port), str(a.cpu_clients), str(pipeline),
+               str(requests), str(rnd + 1), "SET", "key:{%d:12}" % a.keyspace,
                "v" * a.value_bytes]
         c0 = m.cpu_seconds()
         rc0 = [r.cpu_seconds() for r in g.replicas]
@@ -298,7 +300,7 @@ def cpu_one(a, kind, replicas, rnd, dtgen, log):
         writes = int(m.info("stats").get("total_commands_processed", 0)) - w0
         caught_up(m, g.replicas)
         return {"section": "cpu", "server": kind, "round": rnd, "replicas": replicas,
-                "writes": writes, "seconds": round(wall, 3), "ops_per_s": round(writes / wall),
+                "pipeline": pipeline, "writes": writes, "seconds": round(wall, 3), "ops_per_s": round(writes / wall),
                 "master_cpu_s": round(cpu, 3), "master_cpu_us_per_write": cpu / writes * 1e6,
                 "replica_cpu_s": [round(r.cpu_seconds() - x, 3)
                                   for r, x in zip(g.replicas, rc0)],
@@ -394,19 +396,22 @@ def render(meta, data):
                                                       meta["rounds"], meta["argv"]), "",
            "Cells: median (min–max) over rounds.", ""]
     cpu = [r for r in data if r["section"] == "cpu"]
-    if cpu:
-        out += ["## Master CPU per write with 0, 1 and 2 replicas", "",
-                "SET, %d clients at pipeline %d, %d writes a run, value %d B; replicas of the "
+    pipelines = meta.get("cpu_pipelines") or [meta.get("cpu_pipeline", 16)]
+    for pipeline in pipelines:
+        cells = [r for r in cpu if r.get("pipeline", pipelines[0]) == pipeline]
+        if not cells:
+            continue
+        out += ["## Master CPU per write with 0, 1 and 2 replicas, pipeline %d" % pipeline, "",
+                "SET, %d clients at pipeline %d, closed loop, value %d B; replicas of the "
                 "master's kind. `× 0` is each run over the same round's 0-replica run."
-                % (meta["cpu_clients"], meta["cpu_pipeline"], meta["cpu_requests"],
-                   meta["value_bytes"]), "",
+                % (meta["cpu_clients"], pipeline, meta["value_bytes"]), "",
                 "| master | replicas | writes/s | master µs CPU / write | × 0 replicas "
                 "| replica CPU s (each) | client p99 ms |", "|---|---:|---:|---:|---:|---:|---:|"]
         for kind in KINDS:
-            base = {r["round"]: r["master_cpu_us_per_write"] for r in cpu
+            base = {r["round"]: r["master_cpu_us_per_write"] for r in cells
                     if r["server"] == kind and r["replicas"] == 0}
             for n in (0, 1, 2):
-                rs = [r for r in cpu if r["server"] == kind and r["replicas"] == n]
+                rs = [r for r in cells if r["server"] == kind and r["replicas"] == n]
                 if not rs:
                     continue
                 ratios = [r["master_cpu_us_per_write"] / base[r["round"]] for r in rs
@@ -497,7 +502,8 @@ def parse_args(argv=None):
     ap.add_argument("--keyspace", type=int, default=100000)
     ap.add_argument("--value-bytes", type=int, default=32)
     ap.add_argument("--cpu-clients", type=int, default=50)
-    ap.add_argument("--cpu-pipeline", type=int, default=16)
+    ap.add_argument("--cpu-pipelines", default="16,1",
+                    help="closed-loop pipelines (at 1, a quarter of --cpu-requests)")
     ap.add_argument("--cpu-requests", type=int, default=2_000_000)
     ap.add_argument("--cpu-rate", type=int, default=100000,
                     help="offered writes/s of the open-loop CPU runs")
@@ -533,7 +539,8 @@ def main(argv=None):
             "rounds": a.rounds, "larder": probe.version(),
             "redis": subprocess.run(["redis-server", "--version"], capture_output=True,
                                     text=True).stdout.strip(),
-            "cpu_clients": a.cpu_clients, "cpu_pipeline": a.cpu_pipeline,
+            "cpu_clients": a.cpu_clients,
+            "cpu_pipelines": [int(x) for x in a.cpu_pipelines.split(",")],
             "cpu_requests": a.cpu_requests, "cpu_rate": a.cpu_rate,
             "cpu_rate_seconds": a.cpu_rate_seconds, "value_bytes": a.value_bytes,
             "lag_rates": [int(x) for x in a.lag_rates.split(",")], "lag_seconds": a.lag_seconds,
@@ -553,8 +560,9 @@ def main(argv=None):
         for kind in order:
             if "cpu" in only:
                 for n in (0, 1, 2):
-                    for r in (cpu_one(a, kind, n, rnd, dtgen, log),
-                              cpu_rate_one(a, kind, n, rnd, log)):
+                    cells = [cpu_one(a, kind, n, rnd, dtgen, log, p)
+                             for p in meta["cpu_pipelines"]]
+                    for r in cells + [cpu_rate_one(a, kind, n, rnd, log)]:
                         print("%s %s r%d %d replicas: %.0f w/s, %.2f µs/write" % (
                             r["section"], kind, rnd, n, r["ops_per_s"],
                             r["master_cpu_us_per_write"]), file=sys.stderr)
