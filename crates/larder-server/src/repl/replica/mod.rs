@@ -2,10 +2,10 @@
 //! the [`Master`] state changes it makes (see ARCHITECTURE.md, "Replication").
 //!
 //! The link connects, shakes hands (`PING`, `AUTH`, `REPLCONF listening-port` and `capa eof
-//! capa psync2 capa larder-meta`), asks `PSYNC <replid> <offset+1>` with the history it has (`? -1` after a
-//! failed load), loads the file of a full resync into the emptied keyspace as it reads it,
-//! and applies the stream through `exec::execute` on a connection flagged as the loader
-//! (`session.rs`). Each command's bytes join this server's own stream as the command
+//! capa psync2 capa larder-meta`), asks `PSYNC <replid> <offset+1>` with the history it has
+//! (`? -1` after a failed load, or once a master that refused PSYNC was sent `SYNC`), loads
+//! the file of a full resync into the emptied keyspace as it reads it, and applies the
+//! stream through `exec::execute` on a connection flagged as the loader (`session.rs`). Each command's bytes join this server's own stream as the command
 //! commits ([`super::Proxy`]), so its replicas get its master's stream with the same
 //! replication id and offsets. A larder master's frames of versions and flags (`meta.rs`)
 //! are applied and passed on beside the stream. When the link drops it reconnects about
@@ -68,7 +68,8 @@ pub struct Link {
     /// Bytes of the stream read (INFO's `slave_read_repl_offset`).
     read_offset: AtomicU64,
     /// Whether the replication id and offset describe data this server holds: false from
-    /// a `+FULLRESYNC` until its file is loaded, so a retry asks `PSYNC ? -1`.
+    /// a `+FULLRESYNC` until its file is loaded, and for the rest of the link after a `SYNC` (a file with
+    /// no id or offset), so a retry asks `PSYNC ? -1`.
     history_valid: AtomicBool,
     shown: Mutex<Shown>,
 }

@@ -93,6 +93,9 @@ fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Resu
     conn.loader = true;
     conn.authenticated = true;
     let words: Vec<&str> = reply.split(' ').collect();
+    // Whether the master answered PSYNC with an error and was asked `SYNC` instead
+    // (Redis's `CLIENT_PRE_PSYNC` master): its stream has no offsets to acknowledge.
+    let mut pre_psync = false;
     match words.as_slice() {
         ["+FULLRESYNC", id, off] => {
             let off: u64 = off.parse().map_err(|_| format!("bad reply {reply}"))?;
@@ -117,12 +120,42 @@ fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Resu
                 .store(master.offset_now(), Ordering::Relaxed);
             tracing::info!("MASTER <-> REPLICA sync: master accepted a partial resynchronization");
         }
-        _ => return Err(format!("the master refused PSYNC: {reply}")),
+        ["+FULLRESYNC", ..] => return Err(format!("bad reply to PSYNC from master: {reply}")),
+        // A transient state of the master (`PSYNC_TRY_LATER`): PSYNC again in a second.
+        _ if reply.starts_with("-NOMASTERLINK") || reply.starts_with("-LOADING") => {
+            tracing::info!(
+                "Master is currently unable to PSYNC but should be in the future: {reply}"
+            );
+            return Err(format!("the master cannot PSYNC now: {reply}"));
+        }
+        // A master without PSYNC (`PSYNC_NOT_SUPPORTED`): its file and stream come after
+        // SYNC with no replication id or offset, so this server starts a history of its
+        // own and its next connection asks `PSYNC ? -1`, as Redis's replica does.
+        _ => {
+            if reply.starts_with("-ERR") {
+                tracing::info!(
+                    "Master does not support PSYNC or is in error state (reply: {reply})"
+                );
+            } else {
+                tracing::warn!("Unexpected reply to PSYNC from master: {reply}");
+            }
+            tracing::info!("Retrying with SYNC...");
+            link.history_valid.store(false, Ordering::Release);
+            wire.send(&[b"SYNC"])?;
+            link.sync_progress(-1, 0);
+            link.set_phase(server, Phase::Sync);
+            let db = load(server, &mut wire, &mut conn)?;
+            master.full_synced(server, &crate::repl::random_hex(40), 0, db);
+            conn.db = db as usize;
+            link.read_offset.store(0, Ordering::Relaxed);
+            pre_psync = true;
+            tracing::info!("MASTER <-> REPLICA sync: finished with success (SYNC)");
+        }
     }
     link.client_id.store(client.id, Ordering::Relaxed);
     server.clients.register(Arc::clone(&client));
     link.set_phase(server, Phase::Connected);
-    let result = stream(master, server, &mut wire, &mut conn);
+    let result = stream(master, server, &mut wire, &mut conn, pre_psync);
     server.clients.unregister(client.id);
     result
 }
@@ -243,12 +276,15 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     Ok(db)
 }
 
-/// Apply the stream until the link ends; ACK the offset every second and on GETACK.
+/// Apply the stream until the link ends; ACK the offset every second and on GETACK. A
+/// `pre_psync` master (one that was sent SYNC) gets no periodic ACK, only the answer to a
+/// GETACK, with Redis's count of the stream's bytes from -1 (`master_initial_offset`).
 fn stream(
     master: &Master,
     server: &Arc<Server>,
     wire: &mut Wire<'_>,
     conn: &mut ConnState,
+    pre_psync: bool,
 ) -> Result<(), String> {
     let limits = Limits {
         proto_max_bulk_len: server.config.num(Param::ProtoMaxBulkLen).max(1) as u64,
@@ -261,14 +297,16 @@ fn stream(
     // Where the unparsed bytes start in `wire.buf`: consumed commands are dropped from the
     // buffer only before it is filled again, not one by one (each would move the rest).
     let mut pos = 0usize;
-    ack(wire, offset)?;
+    if !pre_psync {
+        ack(wire, offset as i64)?;
+    }
     loop {
         if wire.link.stopped() {
             // REPLICAOF elsewhere or NO ONE: not one more command from this master.
             return Err("the link was stopped".into());
         }
-        if last_ack.elapsed() >= Duration::from_secs(1) {
-            ack(wire, offset)?;
+        if !pre_psync && last_ack.elapsed() >= Duration::from_secs(1) {
+            ack(wire, offset as i64)?;
             last_ack = Instant::now();
         }
         if wire.buf.len() - pos < need {
@@ -319,7 +357,7 @@ fn stream(
         drop(argv);
         if getack {
             // The acknowledged offset is the one before the GETACK, as Redis's.
-            ack(wire, offset)?;
+            ack(wire, offset as i64 - i64::from(pre_psync))?;
             last_ack = Instant::now();
         }
         offset = master.applied(conn.db as u32);
@@ -327,6 +365,6 @@ fn stream(
     }
 }
 
-fn ack(wire: &mut Wire<'_>, offset: u64) -> Result<(), String> {
+fn ack(wire: &mut Wire<'_>, offset: i64) -> Result<(), String> {
     wire.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])
 }
