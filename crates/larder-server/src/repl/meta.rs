@@ -57,10 +57,12 @@ impl FrameWriter {
             out.truncate(self.start);
             return;
         }
-        let mut head = Vec::with_capacity(24);
-        header(&mut head, b'*', 1 + 4 * self.entries);
-        bulk(&mut head, NAME);
-        out.splice(self.start..self.start, head);
+        // The header goes after the entries, then turns to the front.
+        let end = out.len();
+        header(out, b'*', 1 + 4 * self.entries);
+        bulk(out, NAME);
+        let head = out.len() - end;
+        out[self.start..].rotate_right(head);
     }
 }
 

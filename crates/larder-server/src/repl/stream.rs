@@ -23,49 +23,46 @@ pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
     }
 }
 
-/// `<kind><n>\r\n`: every command of every write goes through here, so no `format!`.
+/// `<kind><n>\r\n`: every command of every write goes through here, so no `format!`,
+/// and one copy of the whole header.
 pub(super) fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
-    out.push(kind);
-    out.extend_from_slice(Decimal::of(n as u64).digits());
-    out.extend_from_slice(b"\r\n");
+    let mut buf = [0u8; 24];
+    buf[22] = b'\r';
+    buf[23] = b'\n';
+    let from = digits_before(&mut buf, 22, n as u64);
+    buf[from - 1] = kind;
+    out.extend_from_slice(&buf[from - 1..]);
 }
 
 /// One bulk string.
 pub(super) fn bulk(out: &mut Vec<u8>, b: &[u8]) {
+    out.reserve(b.len() + 26);
     header(out, b'$', b.len());
     out.extend_from_slice(b);
-    out.extend_from_slice(b"\r\n");
+    out.push(b'\r');
+    out.push(b'\n');
 }
 
 /// One bulk string holding `n` in decimal.
 pub(super) fn bulk_num(out: &mut Vec<u8>, n: u64) {
-    bulk(out, Decimal::of(n).digits());
+    let mut buf = [0u8; 22];
+    let from = digits_before(&mut buf, 20, n);
+    buf[20] = b'\r';
+    buf[21] = b'\n';
+    header(out, b'$', 20 - from);
+    out.extend_from_slice(&buf[from..]);
 }
 
-/// A number's decimal digits, on the stack.
-struct Decimal {
-    buf: [u8; 20],
-    from: usize,
-}
-
-impl Decimal {
-    fn of(mut n: u64) -> Decimal {
-        let mut d = Decimal {
-            buf: [0; 20],
-            from: 20,
-        };
-        loop {
-            d.from -= 1;
-            d.buf[d.from] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                return d;
-            }
+/// Write `n`'s decimal digits to end just before `buf[end]`; returns where they start.
+fn digits_before(buf: &mut [u8], end: usize, mut n: u64) -> usize {
+    let mut at = end;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return at;
         }
-    }
-
-    fn digits(&self) -> &[u8] {
-        &self.buf[self.from..]
     }
 }
 
@@ -133,7 +130,8 @@ impl Encoder {
         replay::replay(changes, &mut d);
         if d.commands > 1 {
             let at = d.first_at;
-            d.out.splice(at..at, MULTI.iter().copied());
+            d.out.extend_from_slice(MULTI);
+            d.out[at..].rotate_right(MULTI.len());
             d.out.extend_from_slice(EXEC);
         }
         if let Some((out, frame)) = d.meta {
