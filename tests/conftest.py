@@ -185,8 +185,11 @@ class Server:
         argv = [binary]
         if self.config_path:
             argv.append(str(self.config_path))  # redis-server takes its config file first
+        # A redis-server master waits repl-diskless-sync-delay (5 s) for more replicas before
+        # a full resync; the tests' replicas come one at a time.
         argv += ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", str(self.workdir)]
+                 "--appendonly", "no", "--dir", str(self.workdir),
+                 "--repl-diskless-sync-delay", "0"]
         argv += _map_args_for_redis(self.user_args) + self.redis_args
         return argv
 
