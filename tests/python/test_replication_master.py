@@ -222,6 +222,19 @@ def read_line(s: socket.socket) -> bytes:
     return line[:-2]
 
 
+def read_eof_file(s: socket.socket) -> bytes:
+    """A diskless full resync's file: `$EOF:<40-byte mark>`, the file, the mark again."""
+    mark_line = read_line(s)
+    assert mark_line.startswith(b"$EOF:") and len(mark_line) == 45, mark_line
+    mark = mark_line[5:]
+    data = b""
+    while not data.endswith(mark):
+        chunk = s.recv(65536)
+        assert chunk, "connection closed mid-file"
+        data += chunk
+    return data[:-40]
+
+
 def call(s: socket.socket, *args: str) -> bytes:
     s.sendall(b"".join([f"*{len(args)}\r\n".encode()]
                        + [f"${len(a)}\r\n{a}\r\n".encode() for a in args]))
@@ -238,15 +251,7 @@ def test_the_file_larder_sends_loads_in_redis_server(start_server, redis_factory
         assert call(s, "REPLCONF", "capa", "eof", "capa", "psync2") == b"+OK"
         head = call(s, "PSYNC", "?", "-1")
         assert head.startswith(b"+FULLRESYNC ")
-        mark_line = read_line(s)
-        assert mark_line.startswith(b"$EOF:") and len(mark_line) == 45
-        mark = mark_line[5:]
-        data = b""
-        while not data.endswith(mark):
-            chunk = s.recv(65536)
-            assert chunk, "connection closed mid-file"
-            data += chunk
-    rdb = data[:-40]
+        rdb = read_eof_file(s)
     assert rdb.startswith(b"REDIS0010")
     d = tmp_path / "rdbdir"
     d.mkdir()

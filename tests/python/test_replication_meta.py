@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import Server, start_with_http
-from test_replication_master import (call, fill, info, read_line, replica_of, same_data,
-                                     until)
+from test_replication_master import (call, fill, info, read_eof_file, replica_of,
+                                     same_data, until)
 
 pytestmark = pytest.mark.larder_only
 
@@ -174,14 +174,7 @@ def test_redis_server_loads_a_file_that_carries_versions(start_server, redis_fac
     with socket.create_connection(("127.0.0.1", master.port), timeout=10) as s:
         assert call(s, "REPLCONF", "capa", "eof", "capa", "larder-meta") == b"+OK"
         assert call(s, "PSYNC", "?", "-1").startswith(b"+FULLRESYNC ")
-        mark_line = read_line(s)
-        assert mark_line.startswith(b"$EOF:")
-        mark = mark_line[5:]
-        data = b""
-        while not data.endswith(mark):
-            chunk = s.recv(65536)
-            assert chunk, "connection closed mid-file"
-            data += chunk
+        rdb = read_eof_file(s)
         # A write's frame follows the write, once the replica is online: at an ACK after
         # its file was sent whole (sent again each 0.2 s, as a replica does each second).
         m.execute_command("SELECT", 0)
@@ -198,7 +191,6 @@ def test_redis_server_loads_a_file_that_carries_versions(start_server, redis_fac
                 continue
             assert chunk, "connection closed"
             stream += chunk
-    rdb = data[:-40]
     assert b"\xfa\x02lm" in rdb
     assert re.search(rb"SET\r\n\$5\r\nafter\r\n\$1\r\n1\r\n\*5\r\n\$11\r\nLARDER\.META\r\n"
                      rb"\$1\r\n0\r\n\$5\r\nafter\r\n", stream), stream
