@@ -168,6 +168,9 @@ impl Flag {
     }
 }
 
+/// The most capacity an online replica's pending buffer keeps between turns.
+const PENDING_KEEP: usize = 1 << 20;
+
 /// The stream's PING.
 const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
 
@@ -356,6 +359,10 @@ impl State {
             }
             let ok = post(&r.handle, limit, &r.pending);
             r.pending.clear();
+            if r.pending.capacity() > PENDING_KEEP {
+                // A burst (a big MSET, a script) does not keep its buffer for good.
+                r.pending = Vec::new();
+            }
             ok
         });
     }
