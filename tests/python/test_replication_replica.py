@@ -1,7 +1,8 @@
 """larder as a replica (REPLICAOF): of a larder master and of a stock redis-server 7.0,
 full and partial resyncs, the read-only and stale-data gates, promotion with REPLICAOF NO
 ONE (a sibling continues with a partial resync), a replica behind past the backlog, a
-master killed during a full resync, and expiry that follows the master's DELs.
+master killed during a full resync, the link cut by the master in the middle of the file,
+and expiry that follows the master's DELs.
 
 Every test starts its own processes with small data and polls with a deadline.
 larder's versions and memcached flags between larders: test_replication_meta.py.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import urllib.error
 import urllib.request
@@ -186,6 +188,37 @@ def test_master_killed_during_a_full_resync(start_server, tmp_path: Path) -> Non
     rep.client(protocol=2).config_set("key-load-delay", "0")
     until("the replica is consistent again",
           lambda: link_up(rep) and same_data(master, rep, dbs=(0,)))
+
+
+def test_link_cut_mid_transfer_from_the_masters_side(start_server) -> None:
+    master = start_server()
+    m = master.client(protocol=2)
+    # 16 MB of file that does not compress: more than the sockets between them hold, so
+    # the cut lands while the master still has file to send.
+    for start in range(0, 16000, 1000):
+        m.mset({f"key{i}": os.urandom(1000) for i in range(start, start + 1000)})
+    rep = start_server("--key-load-delay", "200")  # µs per read: the file loads slowly
+    rep.client(protocol=2).execute_command("REPLICAOF", "127.0.0.1", master.port)
+    until("the transfer is under way",
+          lambda: info(rep, "replication").get("master_sync_in_progress") == "1")
+    # The master cuts the replica's connection in the middle of its file.
+    assert m.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
+    until("the replica sees the link down",
+          lambda: info(rep, "replication").get("master_sync_in_progress") == "0"
+          or info(master, "stats")["sync_full"] == "2")
+    rep.client(protocol=2).config_set("key-load-delay", "0")
+    m.set("after-the-cut", "1")
+    r = rep.client(protocol=2)
+
+    def same_keys() -> bool:
+        names = [f"key{i}" for i in range(16000)] + ["after-the-cut"]
+        return r.dbsize() == m.dbsize() == len(names) and all(
+            r.mget(names[k:k + 1000]) == m.mget(names[k:k + 1000])
+            for k in range(0, len(names), 1000))
+
+    until("a second full resync completes", lambda: link_up(rep) and same_keys())
+    assert info(master, "stats")["sync_full"] == "2"
+    assert info(master, "replication")["connected_slaves"] == "1"
 
 
 def test_expiry_follows_the_masters_del(start_server) -> None:
