@@ -108,6 +108,28 @@ impl Outbox {
         self.chunks = VecDeque::new();
         self.len = 0;
     }
+
+    /// Whether the outbox plus `unsent` is past `limit` (hard, or soft for long enough); if
+    /// so it is marked over and emptied: nothing more is queued.
+    fn past_limit(&mut self, limit: Limit, unsent: usize, now_ms: u64) -> bool {
+        let total = (self.len + unsent) as u64;
+        let hard = limit.hard_bytes > 0 && total >= limit.hard_bytes;
+        let soft = limit.soft_bytes > 0 && total >= limit.soft_bytes;
+        let soft_expired = if soft {
+            if self.soft_since_ms == 0 {
+                self.soft_since_ms = now_ms.max(1);
+            }
+            now_ms.saturating_sub(self.soft_since_ms) >= limit.soft_seconds * 1000
+        } else {
+            self.soft_since_ms = 0;
+            false
+        };
+        if hard || soft_expired {
+            self.over = true;
+            self.clear();
+        }
+        hard || soft_expired
+    }
 }
 
 /// A client's outbox and the way to its worker.
@@ -164,21 +186,40 @@ impl Mail {
             }
             was_empty = o.len == 0;
             o.write(write);
-            let total = (o.len + unsent) as u64;
-            let hard = limit.hard_bytes > 0 && total >= limit.hard_bytes;
-            let soft = limit.soft_bytes > 0 && total >= limit.soft_bytes;
-            let soft_expired = if soft {
-                if o.soft_since_ms == 0 {
-                    o.soft_since_ms = now_ms.max(1);
-                }
-                now_ms.saturating_sub(o.soft_since_ms) >= limit.soft_seconds * 1000
-            } else {
-                o.soft_since_ms = 0;
-                false
-            };
-            if hard || soft_expired {
-                o.over = true;
-                o.clear();
+            if o.past_limit(limit, unsent, now_ms) {
+                return Err(Refused::OverLimit);
+            }
+        }
+        if was_empty {
+            if let Some(m) = &self.mailbox {
+                m.wake(self.token, id);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Mail::post`] for bytes already in chunks (a replica's stream gathered during its
+    /// full resync): they join the outbox as they are, without a copy.
+    pub fn post_chunks(
+        &self,
+        id: u64,
+        limit: Limit,
+        unsent: usize,
+        now_ms: u64,
+        chunks: Vec<Vec<u8>>,
+    ) -> Result<(), Refused> {
+        let was_empty;
+        {
+            let mut o = self.outbox.lock();
+            if o.over {
+                return Err(Refused::Closed);
+            }
+            was_empty = o.len == 0;
+            for chunk in chunks.into_iter().filter(|c| !c.is_empty()) {
+                o.len += chunk.len();
+                o.chunks.push_back(chunk);
+            }
+            if o.past_limit(limit, unsent, now_ms) {
                 return Err(Refused::OverLimit);
             }
         }
@@ -397,6 +438,30 @@ mod tests {
             mail.post(1, limit, 95, 0, |b| b.extend_from_slice(b"0123456789")),
             Err(Refused::OverLimit)
         );
+    }
+
+    #[test]
+    fn chunks_move_in_whole_with_one_wake_and_the_limit() {
+        let count = Arc::new(Count(Default::default()));
+        let mail = Mail::new(count.clone(), 5);
+        let limit = Limit {
+            hard_bytes: 100,
+            soft_bytes: 0,
+            soft_seconds: 0,
+        };
+        mail.post(1, limit, 0, 1000, |b| b.extend_from_slice(b"head"))
+            .expect("under the limit");
+        let chunks = vec![b"0123456789".to_vec(), Vec::new(), b"abc".to_vec()];
+        mail.post_chunks(1, limit, 0, 1000, chunks)
+            .expect("under the limit");
+        assert_eq!(mail.queued(), 17);
+        assert_eq!(count.0.load(Ordering::Relaxed), 1, "the outbox was not empty");
+        assert_eq!(mail.take(), b"head0123456789abc");
+        assert_eq!(
+            mail.post_chunks(1, limit, 90, 1000, vec![vec![b'x'; 20]]),
+            Err(Refused::OverLimit)
+        );
+        assert_eq!(mail.queued(), 0);
     }
 
     #[test]

@@ -85,7 +85,7 @@ struct Replica {
     phase: Phase,
     /// Stream bytes not yet posted: until its first ACK after its file, or, once online,
     /// until the end of the worker's turn (see [`State::flush_unposted`]).
-    pending: Vec<u8>,
+    pending: Pending,
     /// It takes versions and flags (`capa larder-meta`).
     meta: bool,
     ack_offset: u64,
@@ -168,8 +168,56 @@ impl Flag {
     }
 }
 
-/// The most capacity an online replica's pending buffer keeps between turns.
-const PENDING_KEEP: usize = 1 << 20;
+/// Stream bytes gathered for a replica, in chunks: the megabytes that gather during a full
+/// resync never regrow (and copy) one buffer, and move into its outbox as they are.
+#[derive(Default)]
+struct Pending {
+    chunks: Vec<Vec<u8>>,
+    len: usize,
+}
+
+impl Pending {
+    /// The size a chunk is started with.
+    const CHUNK: usize = 64 * 1024;
+
+    fn extend(&mut self, bytes: &[u8]) {
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < Self::CHUNK => last.extend_from_slice(bytes),
+            _ => {
+                let mut chunk = Vec::with_capacity(Self::CHUNK.max(bytes.len()));
+                chunk.extend_from_slice(bytes);
+                self.chunks.push(chunk);
+            }
+        }
+        self.len += bytes.len();
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The chunks, leaving it empty.
+    fn take(&mut self) -> Vec<Vec<u8>> {
+        self.len = 0;
+        std::mem::take(&mut self.chunks)
+    }
+
+    /// Post it to `h`'s outbox under `limit`, leaving it empty: the first chunk's allocation
+    /// is kept for the next turn unless a burst (a big MSET, a script) made more.
+    fn post_to(&mut self, h: &ClientHandle, limit: Limit) -> bool {
+        if self.chunks.len() != 1 || self.chunks[0].capacity() > 4 * Self::CHUNK {
+            return post_chunks(h, limit, self.take());
+        }
+        let ok = post(h, limit, &self.chunks[0]);
+        self.chunks[0].clear();
+        self.len = 0;
+        ok
+    }
+}
 
 /// The stream's PING.
 const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
@@ -261,11 +309,25 @@ fn ip_of(addr: &str) -> &str {
 /// closed).
 fn post(h: &ClientHandle, limit: Limit, bytes: &[u8]) -> bool {
     let unsent = h.output_buf_bytes.load(Ordering::Relaxed);
-    match h
+    let posted = h
         .mail
         .post(h.id, limit, unsent, larder_engine::now_ms(), |out| {
             out.extend_from_slice(bytes)
-        }) {
+        });
+    posted_or_closed(h, posted)
+}
+
+/// [`post`] for chunks, moved into the outbox.
+fn post_chunks(h: &ClientHandle, limit: Limit, chunks: Vec<Vec<u8>>) -> bool {
+    let unsent = h.output_buf_bytes.load(Ordering::Relaxed);
+    let posted = h
+        .mail
+        .post_chunks(h.id, limit, unsent, larder_engine::now_ms(), chunks);
+    posted_or_closed(h, posted)
+}
+
+fn posted_or_closed(h: &ClientHandle, posted: Result<(), Refused>) -> bool {
+    match posted {
         Ok(()) => true,
         Err(Refused::Closed | Refused::OverBudget) => false,
         Err(Refused::OverLimit) => {
@@ -335,7 +397,7 @@ impl State {
             if only_meta && !r.meta {
                 return true;
             }
-            r.pending.extend_from_slice(bytes);
+            r.pending.extend(bytes);
             online |= r.phase == Phase::Online;
             let over = limit.hard_bytes > 0 && r.pending.len() as u64 >= limit.hard_bytes;
             if over {
@@ -357,13 +419,7 @@ impl State {
             if r.phase != Phase::Online || r.pending.is_empty() {
                 return true;
             }
-            let ok = post(&r.handle, limit, &r.pending);
-            r.pending.clear();
-            if r.pending.capacity() > PENDING_KEEP {
-                // A burst (a big MSET, a script) does not keep its buffer for good.
-                r.pending = Vec::new();
-            }
-            ok
+            r.pending.post_to(&r.handle, limit)
         });
     }
 }
@@ -505,7 +561,7 @@ impl Master {
             port,
             ip,
             phase,
-            pending: Vec::new(),
+            pending: Pending::default(),
             meta,
             ack_offset: 0,
             ack_ms: larder_engine::now_ms(),
@@ -536,9 +592,9 @@ impl Master {
             return;
         };
         let r = &mut st.replicas[i];
-        let pending = std::mem::take(&mut r.pending);
+        let pending = r.pending.take();
         r.phase = Phase::Online;
-        if !post(&r.handle, limit, &pending) {
+        if !post_chunks(&r.handle, limit, pending) {
             st.replicas.remove(i);
         }
         if let Some(server) = self.server() {
