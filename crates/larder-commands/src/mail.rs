@@ -455,7 +455,11 @@ mod tests {
         mail.post_chunks(1, limit, 0, 1000, chunks)
             .expect("under the limit");
         assert_eq!(mail.queued(), 17);
-        assert_eq!(count.0.load(Ordering::Relaxed), 1, "the outbox was not empty");
+        assert_eq!(
+            count.0.load(Ordering::Relaxed),
+            1,
+            "the outbox was not empty"
+        );
         assert_eq!(mail.take(), b"head0123456789abc");
         assert_eq!(
             mail.post_chunks(1, limit, 90, 1000, vec![vec![b'x'; 20]]),
