@@ -389,6 +389,30 @@ def spread(vals, fmt="%.2f"):
     return (fmt + " (" + fmt + "–" + fmt + ")") % (med, min(vals), max(vals))
 
 
+def cpu_rows(cells, with_p99):
+    """Table rows of CPU-per-write runs: each kind and replica count, the ratio against the
+    same round's 0-replica run."""
+    rows = []
+    for kind in KINDS:
+        base = {r["round"]: r["master_cpu_us_per_write"] for r in cells
+                if r["server"] == kind and r["replicas"] == 0}
+        for n in (0, 1, 2):
+            rs = [r for r in cells if r["server"] == kind and r["replicas"] == n]
+            if not rs:
+                continue
+            ratios = [r["master_cpu_us_per_write"] / base[r["round"]] for r in rs
+                      if r["round"] in base]
+            cols = [kind, str(n), spread([r["ops_per_s"] for r in rs], "%.0f"),
+                    spread([r["master_cpu_us_per_write"] for r in rs], "%.2f"),
+                    spread(ratios, "%.3f"),
+                    spread([statistics.mean(r["replica_cpu_s"]) for r in rs
+                            if r["replica_cpu_s"]], "%.2f")]
+            if with_p99:
+                cols.append(spread([r["p99_ms"] for r in rs], "%.2f"))
+            rows.append("| " + " | ".join(cols) + " |")
+    return rows
+
+
 def render(meta, data):
     out = ["# Replication: larder against redis-server", "",
            "%s. %s." % (meta["started"], meta["machine"]),
@@ -407,22 +431,7 @@ def render(meta, data):
                 % (meta["cpu_clients"], pipeline, meta["value_bytes"]), "",
                 "| master | replicas | writes/s | master µs CPU / write | × 0 replicas "
                 "| replica CPU s (each) | client p99 ms |", "|---|---:|---:|---:|---:|---:|---:|"]
-        for kind in KINDS:
-            base = {r["round"]: r["master_cpu_us_per_write"] for r in cells
-                    if r["server"] == kind and r["replicas"] == 0}
-            for n in (0, 1, 2):
-                rs = [r for r in cells if r["server"] == kind and r["replicas"] == n]
-                if not rs:
-                    continue
-                ratios = [r["master_cpu_us_per_write"] / base[r["round"]] for r in rs
-                          if r["round"] in base]
-                out.append("| %s | %d | %s | %s | %s | %s | %s |" % (
-                    kind, n, spread([r["ops_per_s"] for r in rs], "%.0f"),
-                    spread([r["master_cpu_us_per_write"] for r in rs], "%.2f"),
-                    spread(ratios, "%.3f"),
-                    spread([statistics.mean(r["replica_cpu_s"]) for r in rs
-                            if r["replica_cpu_s"]], "%.2f"),
-                    spread([r["p99_ms"] for r in rs], "%.2f")))
+        out += cpu_rows(cells, with_p99=True)
         out.append("")
     rate = [r for r in data if r["section"] == "cpu_rate"]
     if rate:
@@ -432,21 +441,7 @@ def render(meta, data):
                 % (meta["cpu_rate"], meta["cpu_rate_seconds"]), "",
                 "| master | replicas | writes/s | master µs CPU / write | × 0 replicas "
                 "| replica CPU s (each) |", "|---|---:|---:|---:|---:|---:|"]
-        for kind in KINDS:
-            base = {r["round"]: r["master_cpu_us_per_write"] for r in rate
-                    if r["server"] == kind and r["replicas"] == 0}
-            for n in (0, 1, 2):
-                rs = [r for r in rate if r["server"] == kind and r["replicas"] == n]
-                if not rs:
-                    continue
-                ratios = [r["master_cpu_us_per_write"] / base[r["round"]] for r in rs
-                          if r["round"] in base]
-                out.append("| %s | %d | %s | %s | %s | %s |" % (
-                    kind, n, spread([r["ops_per_s"] for r in rs], "%.0f"),
-                    spread([r["master_cpu_us_per_write"] for r in rs], "%.2f"),
-                    spread(ratios, "%.3f"),
-                    spread([statistics.mean(r["replica_cpu_s"]) for r in rs
-                            if r["replica_cpu_s"]], "%.2f")))
+        out += cpu_rows(rate, with_p99=False)
         out.append("")
     lag = [r for r in data if r["section"] == "lag"]
     if lag:

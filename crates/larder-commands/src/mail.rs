@@ -109,9 +109,9 @@ impl Outbox {
         self.len = 0;
     }
 
-    /// Whether the outbox plus `unsent` is past `limit` (hard, or soft for long enough); if
-    /// so it is marked over and emptied: nothing more is queued.
-    fn past_limit(&mut self, limit: Limit, unsent: usize, now_ms: u64) -> bool {
+    /// [`Refused::OverLimit`] if the outbox plus `unsent` is past `limit` (hard, or soft for
+    /// long enough): it is then marked over and emptied, and nothing more is queued.
+    fn checked(&mut self, limit: Limit, unsent: usize, now_ms: u64) -> Result<(), Refused> {
         let total = (self.len + unsent) as u64;
         let hard = limit.hard_bytes > 0 && total >= limit.hard_bytes;
         let soft = limit.soft_bytes > 0 && total >= limit.soft_bytes;
@@ -127,8 +127,9 @@ impl Outbox {
         if hard || soft_expired {
             self.over = true;
             self.clear();
+            return Err(Refused::OverLimit);
         }
-        hard || soft_expired
+        Ok(())
     }
 }
 
@@ -178,24 +179,10 @@ impl Mail {
         now_ms: u64,
         write: impl FnOnce(&mut Vec<u8>),
     ) -> Result<(), Refused> {
-        let was_empty;
-        {
-            let mut o = self.outbox.lock();
-            if o.over {
-                return Err(Refused::Closed);
-            }
-            was_empty = o.len == 0;
+        self.queue(id, |o| {
             o.write(write);
-            if o.past_limit(limit, unsent, now_ms) {
-                return Err(Refused::OverLimit);
-            }
-        }
-        if was_empty {
-            if let Some(m) = &self.mailbox {
-                m.wake(self.token, id);
-            }
-        }
-        Ok(())
+            o.checked(limit, unsent, now_ms)
+        })
     }
 
     /// [`Mail::post`] for bytes already in chunks (a replica's stream gathered during its
@@ -208,27 +195,13 @@ impl Mail {
         now_ms: u64,
         chunks: Vec<Vec<u8>>,
     ) -> Result<(), Refused> {
-        let was_empty;
-        {
-            let mut o = self.outbox.lock();
-            if o.over {
-                return Err(Refused::Closed);
-            }
-            was_empty = o.len == 0;
+        self.queue(id, |o| {
             for chunk in chunks.into_iter().filter(|c| !c.is_empty()) {
                 o.len += chunk.len();
                 o.chunks.push_back(chunk);
             }
-            if o.past_limit(limit, unsent, now_ms) {
-                return Err(Refused::OverLimit);
-            }
-        }
-        if was_empty {
-            if let Some(m) = &self.mailbox {
-                m.wake(self.token, id);
-            }
-        }
-        Ok(())
+            o.checked(limit, unsent, now_ms)
+        })
     }
 
     /// Append what `write` writes to the outbox only if the outbox plus `unsent` then holds at
@@ -243,6 +216,23 @@ impl Mail {
         unsent: usize,
         write: impl FnOnce(&mut Vec<u8>),
     ) -> Result<(), Refused> {
+        self.queue(id, |o| {
+            let added = o.write(write);
+            if budget > 0 && (o.len + unsent) as u64 > budget {
+                o.unwrite(added);
+                return Err(Refused::OverBudget);
+            }
+            Ok(())
+        })
+    }
+
+    /// Run `fill` on the outbox unless the client is closed; wake the worker if the outbox
+    /// was empty and `fill` queued.
+    fn queue(
+        &self,
+        id: u64,
+        fill: impl FnOnce(&mut Outbox) -> Result<(), Refused>,
+    ) -> Result<(), Refused> {
         let was_empty;
         {
             let mut o = self.outbox.lock();
@@ -250,11 +240,7 @@ impl Mail {
                 return Err(Refused::Closed);
             }
             was_empty = o.len == 0;
-            let added = o.write(write);
-            if budget > 0 && (o.len + unsent) as u64 > budget {
-                o.unwrite(added);
-                return Err(Refused::OverBudget);
-            }
+            fill(&mut o)?;
         }
         if was_empty {
             if let Some(m) = &self.mailbox {
