@@ -14,6 +14,8 @@ import hashlib
 import json
 import os
 import socket
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -350,3 +352,43 @@ def test_a_restarted_replica_loads_its_own_data_before_it_syncs(start_server) ->
     assert r.get("m0") == b"master"
     until("offsets agree", lambda: info(rep, "replication")["master_repl_offset"]
           == info(master, "replication")["master_repl_offset"])
+
+
+def test_replicaof_elsewhere_applies_nothing_more_from_the_old_master(start_server) -> None:
+    """A replica switched back and forth between two sources of one history (its master
+    and a sibling) while the master counts: the old link applies nothing once REPLICAOF has
+    answered, so a partial resync from the new source never repeats a command the replica
+    applied (it was counted twice, and the offset stayed ahead of the master's for good).
+    After each round the counting pauses and the replica must hold the master's count at
+    the master's offset."""
+    master = start_server()
+    sibling = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    rep = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    until("both follow the master", lambda: link_up(sibling) and link_up(rep))
+    m, r = master.client(protocol=2), rep.client(protocol=2)
+    running, stop = threading.Event(), threading.Event()
+
+    def count() -> None:
+        c = master.client(protocol=2)
+        while not stop.is_set():
+            if running.wait(0.05):
+                c.incr("n")
+                time.sleep(0.001)
+
+    writer = threading.Thread(target=count, daemon=True)
+    writer.start()
+    try:
+        for round in range(10):
+            running.set()
+            follow(rep, sibling)
+            follow(rep, master)
+            running.clear()
+            time.sleep(0.01)
+            until(f"round {round}: the replica holds the master's count at its offset",
+                  lambda: r.get("n") == m.get("n")
+                  and info(rep, "replication")["master_repl_offset"]
+                  == info(master, "replication")["master_repl_offset"], timeout=5)
+    finally:
+        stop.set()
+        writer.join()
+    assert int(m.get("n")) > 10

@@ -220,6 +220,7 @@ impl Replication for Master {
         let mut link = self.link.lock();
         if let Some(old) = link.take() {
             old.stop();
+            *self.stopped_link.lock() = Some(old);
         }
         match target {
             Some((host, port)) => {
@@ -233,8 +234,11 @@ impl Replication for Master {
                     disconnect_replicas(&mut st);
                 }
                 tracing::info!(host, port, "connecting to a master (REPLICAOF)");
-                *link =
-                    Some(replica::start(me, server, host, port).map_err(|e| format!("ERR {e}"))?);
+                let previous = self.stopped_link.lock().take();
+                *link = Some(
+                    replica::start(me, server, host, port, previous)
+                        .map_err(|e| format!("ERR {e}"))?,
+                );
             }
             None => {
                 self.promote();

@@ -71,15 +71,24 @@ pub struct Link {
     /// a `+FULLRESYNC` until its file is loaded, and for the rest of the link after a `SYNC` (a file with
     /// no id or offset), so a retry asks `PSYNC ? -1`.
     history_valid: AtomicBool,
+    /// Held by the link's thread while it changes this server's data or replication state
+    /// (the commands of the stream read so far, the end of a resync), which it does only
+    /// while not stopped. The next link takes it once before it asks for a resync, so the
+    /// stopped one cannot apply a command after that: a command read just before REPLICAOF
+    /// elsewhere and applied after the new master was asked for the bytes from the offset
+    /// before it was applied, and counted, twice. (REPLICAOF itself does not wait for it: it
+    /// may run inside EXEC holding shards that the command being applied waits for.)
+    turn: Mutex<()>,
     shown: Mutex<Shown>,
 }
 
-/// Start following `host` `port`.
+/// Start following `host` `port`, once the `previous` link (stopped) applies nothing more.
 pub fn start(
     master: Arc<Master>,
     server: Arc<Server>,
     host: &str,
     port: u16,
+    previous: Option<Arc<Link>>,
 ) -> std::io::Result<Arc<Link>> {
     let link = Arc::new(Link {
         host: host.to_string(),
@@ -88,6 +97,7 @@ pub fn start(
         client_id: AtomicU64::new(0),
         read_offset: AtomicU64::new(master.state.lock().offset),
         history_valid: AtomicBool::new(true),
+        turn: Mutex::new(()),
         shown: Mutex::new(Shown {
             phase: Phase::Connect,
             last_io_ms: 0,
@@ -99,7 +109,12 @@ pub fn start(
     let l = Arc::clone(&link);
     std::thread::Builder::new()
         .name("repl-link".into())
-        .spawn(move || session::run(&master, &server, &l))?;
+        .spawn(move || {
+            if let Some(previous) = previous {
+                drop(previous.turn.lock());
+            }
+            session::run(&master, &server, &l)
+        })?;
     Ok(link)
 }
 
@@ -112,8 +127,18 @@ impl Link {
         self.port
     }
 
+    /// Stop the link: it starts applying nothing more (see `turn`).
     pub fn stop(&self) {
         self.stopped.store(true, Ordering::Release);
+    }
+
+    /// The link's turn to change state, unless it was stopped.
+    fn turn(&self) -> Result<parking_lot::MutexGuard<'_, ()>, String> {
+        let turn = self.turn.lock();
+        if self.stopped() {
+            return Err("the link was stopped".into());
+        }
+        Ok(turn)
     }
 
     fn stopped(&self) -> bool {
@@ -237,8 +262,21 @@ impl Master {
 
     /// A full resync's file is loaded: the master's history from `offset` on is this
     /// server's, with a fresh backlog; its own replicas resync.
-    fn full_synced(&self, server: &Server, replid: &str, offset: u64, db: u32) {
+    ///
+    /// Not once `link` is stopped: checked under the state's lock, which REPLICAOF NO ONE
+    /// takes after it stops the link, so a promotion is never undone by a late resync.
+    fn full_synced(
+        &self,
+        server: &Server,
+        link: &Link,
+        replid: &str,
+        offset: u64,
+        db: u32,
+    ) -> Result<(), String> {
         let mut st = self.state.lock();
+        if link.stopped() {
+            return Err("the link was stopped".into());
+        }
         st.replid = replid.to_string();
         st.replid2 = "0".repeat(40);
         st.second_offset = -1;
@@ -253,12 +291,17 @@ impl Master {
             db,
         });
         disconnect_replicas(&mut st);
+        Ok(())
     }
 
     /// `+CONTINUE [newid]`: the master's history goes on; a new id (the master was
-    /// promoted) shifts the old one to `replid2`, as the master did.
-    fn continued(&self, server: &Server, newid: Option<&str>) {
+    /// promoted) shifts the old one to `replid2`, as the master did. Not once `link` is
+    /// stopped (as `full_synced`).
+    fn continued(&self, server: &Server, link: &Link, newid: Option<&str>) -> Result<(), String> {
         let mut st = self.state.lock();
+        if link.stopped() {
+            return Err("the link was stopped".into());
+        }
         self.keep_backlog(server, &mut st);
         let offset = st.offset;
         st.meta.start(offset);
@@ -267,6 +310,7 @@ impl Master {
             st.second_offset = st.offset as i64 + 1;
             disconnect_replicas(&mut st);
         }
+        Ok(())
     }
 
     /// The replication offset now.

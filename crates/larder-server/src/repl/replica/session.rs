@@ -103,7 +103,8 @@ fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Resu
             link.sync_progress(-1, 0);
             link.set_phase(server, Phase::Sync);
             let db = load(server, &mut wire, &mut conn)?;
-            master.full_synced(server, id, off, db);
+            let _turn = link.turn()?;
+            master.full_synced(server, link, id, off, db)?;
             conn.db = db as usize;
             link.history_valid.store(true, Ordering::Release);
             link.read_offset.store(off, Ordering::Relaxed);
@@ -114,7 +115,8 @@ fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Resu
             );
         }
         ["+CONTINUE"] | ["+CONTINUE", _] => {
-            master.continued(server, words.get(1).copied());
+            let _turn = link.turn()?;
+            master.continued(server, link, words.get(1).copied())?;
             conn.db = master.state.lock().stream_db() as usize;
             link.read_offset
                 .store(master.offset_now(), Ordering::Relaxed);
@@ -145,7 +147,8 @@ fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Resu
             link.sync_progress(-1, 0);
             link.set_phase(server, Phase::Sync);
             let db = load(server, &mut wire, &mut conn)?;
-            master.full_synced(server, &crate::repl::random_hex(40), 0, db);
+            let _turn = link.turn()?;
+            master.full_synced(server, link, &crate::repl::random_hex(40), 0, db)?;
             conn.db = db as usize;
             link.read_offset.store(0, Ordering::Relaxed);
             pre_psync = true;
@@ -300,16 +303,18 @@ fn stream(
     if !pre_psync {
         ack(wire, offset as i64)?;
     }
+    let link: &Link = wire.link;
+    // The link's turn, held while the commands already read are applied and released
+    // while it waits for more (REPLICAOF elsewhere or NO ONE takes it to stop the link:
+    // not one more command from this master after that).
+    let mut turn = None;
     loop {
-        if wire.link.stopped() {
-            // REPLICAOF elsewhere or NO ONE: not one more command from this master.
-            return Err("the link was stopped".into());
-        }
         if !pre_psync && last_ack.elapsed() >= Duration::from_secs(1) {
             ack(wire, offset as i64)?;
             last_ack = Instant::now();
         }
         if wire.buf.len() - pos < need {
+            turn = None;
             wire.buf.drain(..pos);
             pos = 0;
             let n = wire.fill()?;
@@ -317,6 +322,9 @@ fn stream(
             if wire.buf.len() < need {
                 continue;
             }
+        }
+        if turn.is_none() {
+            turn = Some(link.turn()?);
         }
         let mut argv = Vec::new();
         let consumed = match parse_request(&wire.buf[pos..], &limits, &mut argv) {
