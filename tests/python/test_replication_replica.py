@@ -392,3 +392,42 @@ def test_replicaof_elsewhere_applies_nothing_more_from_the_old_master(start_serv
         stop.set()
         writer.join()
     assert int(m.get("n")) > 10
+
+
+def test_a_sub_replica_full_resync_never_splits_a_transaction(start_server) -> None:
+    """A replica passes its master's stream on to its own replica (a chain, as Sentinel
+    leaves a restarted node that was started with `--replicaof` its old master). The point
+    of a full resync it serves falls between whole transactions, as Redis's replica advances
+    its offset only after EXEC: a point between MULTI and EXEC sent the sub-replica the EXEC
+    alone, and the transaction's writes never reached it."""
+    master = start_server()
+    middle = start_server("--replicaof", f"127.0.0.1 {master.port}")
+    sub = start_server("--replicaof", f"127.0.0.1 {middle.port}")
+    until("the chain is up", lambda: link_up(middle) and link_up(sub))
+    stop = threading.Event()
+
+    def transactions() -> None:
+        c = master.client(protocol=2)
+        while not stop.is_set():
+            with c.pipeline(transaction=True) as p:
+                for _ in range(20):
+                    p.incr("a")
+                    p.incr("b")
+                p.execute()
+
+    writer = threading.Thread(target=transactions, daemon=True)
+    writer.start()
+    s = sub.client(protocol=2)
+    try:
+        for _ in range(8):
+            # Its own history after NO ONE: following `middle` again is a full resync.
+            assert s.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+            follow(sub, middle)
+    finally:
+        stop.set()
+        writer.join()
+    m = master.client(protocol=2)
+    assert int(info(middle, "stats")["sync_full"]) >= 9
+    until("the sub-replica has every transaction",
+          lambda: s.mget("a", "b") == m.mget("a", "b"), timeout=5)
+    assert s.get("a") == s.get("b")

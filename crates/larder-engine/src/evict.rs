@@ -34,6 +34,11 @@ pub fn set_applies_master_stream(on: bool) {
     APPLIES_MASTER_STREAM.with(|c| c.set(on));
 }
 
+/// Whether the calling thread applies a master's stream ([`set_applies_master_stream`]).
+pub fn applies_master_stream() -> bool {
+    APPLIES_MASTER_STREAM.with(Cell::get)
+}
+
 impl Default for AccessPolicy {
     fn default() -> Self {
         AccessPolicy {
@@ -69,7 +74,7 @@ impl AccessPolicy {
 
     /// Whether the calling thread applies the master's stream.
     pub(crate) fn applies_master_stream() -> bool {
-        APPLIES_MASTER_STREAM.with(Cell::get)
+        applies_master_stream()
     }
 
     #[inline]

@@ -40,7 +40,8 @@ pub use encoding::Limits;
 pub use entry::{Entry, Object, ObjectKind};
 pub use error::EngineError;
 pub use evict::{
-    lfu_decayed, lfu_log_incr, set_applies_master_stream, EvictionPolicy, LFU_INIT_VAL,
+    applies_master_stream, lfu_decayed, lfu_log_incr, set_applies_master_stream, EvictionPolicy,
+    LFU_INIT_VAL,
 };
 pub use feed::{Change, ChangeKind, Consumer, EntryMeta, Feed, GroupScope, Interest, Value};
 pub use hash::Hash;

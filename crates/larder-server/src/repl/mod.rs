@@ -127,7 +127,12 @@ struct Proxy {
     /// The bytes of the command being applied. They join the stream when its changes
     /// commit (in the feed, with the shards held, so that a full resync's point sees the
     /// command and its bytes together) or, for a command that changed nothing, after it ran.
+    /// Inside a transaction they gather from MULTI to EXEC, which joins them whole: a
+    /// sub-replica's full resync never starts between the two (Redis's replica, too,
+    /// advances its offset only after EXEC).
     staged: Vec<u8>,
+    /// The master's connection is inside MULTI: the staged bytes wait for EXEC.
+    in_multi: bool,
     /// The database the proxied stream has selected (`repl-stream-db` of a sub-replica's
     /// file).
     db: u32,
@@ -434,8 +439,12 @@ impl Consumer for Feeder {
     fn committed(&self, _seq: u64, changes: &[Change]) {
         let Some(m) = self.0.upgrade() else { return };
         let mut st = m.state.lock();
-        if st.proxy.is_some() {
-            st.flush_staged(None);
+        if let Some(p) = &st.proxy {
+            // A commit of another thread (an eviction) while a transaction gathers leaves
+            // it gathering; the link's own commit inside a transaction is its EXEC.
+            if !p.in_multi || larder_engine::applies_master_stream() {
+                st.flush_staged(None);
+            }
             m.fed(&mut st);
             return;
         }

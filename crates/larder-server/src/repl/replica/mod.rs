@@ -288,6 +288,7 @@ impl Master {
         st.meta.start(offset);
         st.proxy = Some(Proxy {
             staged: Vec::new(),
+            in_multi: false,
             db,
         });
         disconnect_replicas(&mut st);
@@ -303,6 +304,11 @@ impl Master {
             return Err("the link was stopped".into());
         }
         self.keep_backlog(server, &mut st);
+        if let Some(p) = &mut st.proxy {
+            // A transaction the last link left open is sent again from its MULTI.
+            p.staged.clear();
+            p.in_multi = false;
+        }
         let offset = st.offset;
         st.meta.start(offset);
         if let Some(id) = newid.filter(|id| *id != st.replid) {
@@ -332,11 +338,18 @@ impl Master {
         }
     }
 
-    /// The staged command ran; the stream's database is now `db`.
-    fn applied(&self, db: u32) -> u64 {
+    /// The staged command ran; the stream's database is now `db`, and the master's
+    /// connection is inside MULTI if `in_multi` (the bytes wait for EXEC). Returns the
+    /// offset applied so far (a transaction counts once whole).
+    fn applied(&self, db: u32, in_multi: bool) -> u64 {
         let mut st = self.state.lock();
-        st.flush_staged(Some(db));
-        self.fed(&mut st);
+        if let Some(p) = &mut st.proxy {
+            p.in_multi = in_multi;
+        }
+        if !in_multi {
+            st.flush_staged(Some(db));
+            self.fed(&mut st);
+        }
         st.offset
     }
 }

@@ -368,7 +368,7 @@ fn stream(
             ack(wire, offset as i64 - i64::from(pre_psync))?;
             last_ack = Instant::now();
         }
-        offset = master.applied(conn.db as u32);
+        offset = master.applied(conn.db as u32, conn.multi.is_some());
         pos += consumed;
     }
 }
