@@ -70,7 +70,8 @@ class Group:
 
     def _server(self, label, extra=()):
         if self.kind == "larder":
-            return Server.larder(self.a.larder_bin, label, self.log, list(extra))
+            return Server.larder(self.a.larder_bin, label, self.log,
+                                 list(extra) + shlex.split(self.a.larder_args))
         # Redis waits repl-diskless-sync-delay (5 s by default) for more replicas before a
         # diskless transfer; larder starts at once. --redis-args can set it back.
         return Server.redis(label, self.log, ["--repl-diskless-sync-delay", "0"] + list(extra)
@@ -512,6 +513,7 @@ def parse_args(argv=None):
     ap.add_argument("--settle", type=float, default=1.0)
     ap.add_argument("--run-timeout", type=float, default=300)
     ap.add_argument("--redis-args", default="", help="more redis-server arguments")
+    ap.add_argument("--larder-args", default="", help="more larder arguments")
     ap.add_argument("--out-dir", default=RESULTS)
     ap.add_argument("--render", metavar="JSON", help="re-render a result file")
     return ap.parse_args(argv)
