@@ -82,12 +82,18 @@ def digest(srv: Server) -> str:
     return srv.client(protocol=2, decode_responses=True).execute_command("DEBUG", "DIGEST")
 
 
-def test_replicas_converge_after_churn(start_server) -> None:
+@pytest.mark.parametrize("moving", ["larder", "redis"])
+def test_replicas_converge_after_churn(start_server, redis_factory, moving: str) -> None:
+    """`moving` is what the replica that moves between sources runs: larder, or a stock
+    redis-server 7.0 (which must parse every byte of both larders' streams)."""
     args = ("--enable-debug-command", "yes")
     master = start_server(*args)
     a = start_server(*args, "--replicaof", f"127.0.0.1 {master.port}")
     b = start_server(*args, "--replicaof", f"127.0.0.1 {a.port}")
-    c = start_server(*args, "--replicaof", f"127.0.0.1 {master.port}")
+    if moving == "larder":
+        c = start_server(*args, "--replicaof", f"127.0.0.1 {master.port}")
+    else:
+        c = redis_factory(*args, "--replicaof", "127.0.0.1", str(master.port))
     until("every link is up", lambda: all(link_up(s) for s in (a, b, c)))
     stop = threading.Event()
     errors: list[BaseException] = []
