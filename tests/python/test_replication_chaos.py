@@ -1,5 +1,6 @@
 """Replication under churn: a master written by several clients (every type, transactions,
-scripts, keys that expire, keys that are renamed and deleted), a replica, a replica of that
+scripts, keys that expire, keys that are renamed and deleted; blocked clients served a list
+and a stream's consumer group), a replica, a replica of that
 replica (a chain), and a second replica that moves between the master and the first replica,
 while links are cut, replicas are promoted and turned back, and the master drops its
 replicas; some writers WAIT. When the writers stop, every server must hold exactly the master's data
@@ -73,6 +74,8 @@ def write(c: redis.Redis, rng: random.Random) -> None:
             pass  # no such key
     elif op == 11:
         c.xadd(f"x:{k % 4}", {"k": k}, maxlen=50, approximate=False)
+        c.lpush("q:src", k)
+        c.xadd("jobs", {"k": k})
     else:
         # GETACK in the stream, and acknowledgements waited for.
         c.execute_command("WAIT", 1, 50)
@@ -107,7 +110,25 @@ def test_replicas_converge_after_churn(start_server, redis_factory, moving: str)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
+    def consumer() -> None:
+        """Blocked clients served by the writers' pushes: their pops, moves, deliveries and
+        acknowledgements reach the replicas as the commands they were served as."""
+        cl = master.client(protocol=2)
+        cl.xgroup_create("jobs", "g", id="0", mkstream=True)
+        try:
+            while not stop.is_set():
+                cl.blmove("q:src", "q:dst", 0.05, "RIGHT", "LEFT")
+                cl.ltrim("q:dst", 0, 9)
+                got = cl.xreadgroup("g", "worker", {"jobs": ">"}, count=2, block=50)
+                for _, entries in got or []:
+                    ids = [i for i, _ in entries]
+                    if ids and ids[0][-1:] in b"02468":
+                        cl.xack("jobs", "g", *ids)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
     threads = [threading.Thread(target=writer, args=(seed,), daemon=True) for seed in (1, 2, 3)]
+    threads.append(threading.Thread(target=consumer, daemon=True))
     for t in threads:
         t.start()
     rng = random.Random(7)
@@ -148,6 +169,8 @@ def test_replicas_converge_after_churn(start_server, redis_factory, moving: str)
         for t in threads:
             t.join()
     assert not errors, errors
+    m = master.client(protocol=2)
+    assert m.llen("q:dst") > 0 and m.xinfo_groups("jobs")[0]["pending"] > 0
     # Keys set to expire are gone from the master (its DELs follow) before the comparison.
     time.sleep(0.5)
     until("no key left to expire", lambda: not any(
