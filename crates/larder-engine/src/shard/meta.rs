@@ -93,7 +93,7 @@ impl Shard {
         true
     }
 
-    /// Set the memcached item state bits (see [`Entry::mc_state`]); not a write.
+    /// Set the memcached item state bits (see [`Entry::mc_state`](crate::Entry::mc_state)); not a write.
     pub fn set_mc_state(&mut self, slot: SlotId, bits: u8) {
         self.meta_mut(slot).set_mc_state(bits);
     }

@@ -141,7 +141,7 @@ pub(super) fn remove_by<F: FnMut(Item) -> bool>(
     }
 }
 
-/// [`Tree::update_where`] under `node`: `Some` when the item was found, and then `moved`
+/// [`Tree::update_where`](super::Tree::update_where) under `node`: `Some` when the item was found, and then `moved`
 /// says whether it moved within its leaf (else it was removed).
 pub(super) fn update_by<F: FnMut(Item) -> bool, G: FnMut(Item) -> bool>(
     node: &mut Node,
