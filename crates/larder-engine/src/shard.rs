@@ -1,10 +1,15 @@
 //! One shard: a hash index over a slab of entries, and an expiry index.
+//!
+//! This file holds the shard's structure: lookups, inserts, removals and value writes. Writes
+//! to an entry's metadata are in `meta.rs`, walks over the slab or the expiry index (sampling,
+//! active expiry, SCAN) in `walk.rs`, the batched lookups' prefetch steps in `prefetch.rs`,
+//! point-in-time capture and restore in `snapshot.rs`, and key images in `image.rs`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::entry::{Entry, Object};
-use crate::evict::{random_u64, AccessPolicy};
+use crate::evict::AccessPolicy;
 use crate::feed::{ChangeKind, Feed};
 use crate::index::SlotIndex;
 
@@ -161,6 +166,14 @@ impl Shard {
         match self.chunks.last() {
             None => 0,
             Some(last) => (self.chunks.len() - 1) * CHUNK_SLOTS + last.capacity(),
+        }
+    }
+
+    /// Number of slots (live and vacant) in the slab: slot ids are below this.
+    fn slot_count(&self) -> usize {
+        match self.chunks.len() {
+            0 => 0,
+            n => ((n - 1) << CHUNK_SHIFT) + self.chunks[n - 1].len(),
         }
     }
 
@@ -588,260 +601,13 @@ impl Shard {
             None => unreachable!("object_mut on an inline string"),
         })
     }
-
-    /// Set (`Some`) or clear (`None`) the deadline. Counts as a write (bumps the version).
-    pub fn set_expire(&mut self, slot: SlotId, expire_at_ms: Option<u64>) {
-        let new_at = expire_at_ms.unwrap_or(0);
-        let old_at = self.slot(slot).expire_at_ms;
-        if old_at != 0 {
-            self.expires.remove(&(old_at, slot));
-        }
-        if new_at != 0 {
-            self.expires.insert((new_at, slot));
-        }
-        let version = self.next_version();
-        let e = self.slot_mut(slot);
-        e.expire_at_ms = new_at;
-        e.version = version;
-        self.record(ChangeKind::Written, slot);
-    }
-
-    /// Record the command that recreates the string at `slot` as it now is (value, deadline;
-    /// its version and flags follow in the log), for a door whose requests are not commands
-    /// of the table: memcached's writes are logged as their result, `SET key value [PXAT ms]`,
-    /// never as the request. Call it after the write, under the same lock.
-    pub fn record_state(&self, slot: SlotId) {
-        if !self.feed.records_commands() {
-            return;
-        }
-        let e = self.slot(slot);
-        let Some(value) = e.string() else {
-            debug_assert!(false, "record_state on a collection");
-            return;
-        };
-        let mut argv = vec![b"SET".to_vec(), e.key().to_vec(), value.to_vec()];
-        if e.expire_at_ms != 0 {
-            argv.push(b"PXAT".to_vec());
-            argv.push(e.expire_at_ms.to_string().into_bytes());
-        }
-        // The command carries the version and flags the entry ended with (an insert recorded
-        // its change before the door set the flags).
-        self.feed
-            .command_now(self.db_index(), argv, Some((e, e.flags)));
-    }
-
-    /// Give a replayed or loaded entry back the version and flags it had, and keep this
-    /// shard's version counter past it, so no version is ever issued twice.
-    pub fn restore_version(&mut self, slot: SlotId, version: u64, flags: u32) {
-        self.version_seq = self.version_seq.max(version >> 20);
-        self.set_version(slot, version);
-        self.slot_mut(slot).flags = flags;
-    }
-
-    /// Set memcached client flags.
-    pub fn set_flags(&mut self, slot: SlotId, flags: u32) {
-        self.slot_mut(slot).flags = flags;
-    }
-
-    /// Set (`Some`) or clear (`None`) the deadline without counting as a write: the version
-    /// stays. memcached's touch, gat and `mg T` change an item's TTL but not its CAS.
-    pub fn set_expire_keep_version(&mut self, slot: SlotId, expire_at_ms: Option<u64>) {
-        let new_at = expire_at_ms.unwrap_or(0);
-        let old_at = self.slot(slot).expire_at_ms;
-        if old_at == new_at {
-            return;
-        }
-        if old_at != 0 {
-            self.expires.remove(&(old_at, slot));
-        }
-        if new_at != 0 {
-            self.expires.insert((new_at, slot));
-        }
-        self.slot_mut(slot).expire_at_ms = new_at;
-        self.record(ChangeKind::Written, slot);
-    }
-
-    /// Give the entry a version chosen by the client (memcached's meta `E<cas>` flag) instead
-    /// of the fresh one its last write got. Versions stop being unique if clients choose
-    /// duplicates, as memcached's CAS values do then. 0 is refused (it marks a vacant slot):
-    /// the entry keeps its version and `false` is returned.
-    pub fn set_version(&mut self, slot: SlotId, version: u64) -> bool {
-        if version == 0 {
-            return false;
-        }
-        let e = self.slot_mut(slot);
-        let bits = e.mc_state();
-        e.version = version;
-        e.set_mc_state(bits);
-        true
-    }
-
-    /// Set the memcached item state bits (see [`Entry::mc_state`]); not a write.
-    pub fn set_mc_state(&mut self, slot: SlotId, bits: u8) {
-        self.meta_mut(slot).set_mc_state(bits);
-    }
-
-    /// Record an access at `now_ms` (TOUCH): the LRU clock, or under an LFU policy a
-    /// logarithmic increment of the decayed counter.
-    #[inline]
-    pub fn touch(&mut self, slot: SlotId, now_ms: u64) {
-        let policy = &self.policy;
-        let e = &mut self.chunks[(slot >> CHUNK_SHIFT) as usize][slot as usize & (CHUNK_SLOTS - 1)];
-        e.access = policy.touched(e.access, now_ms);
-    }
-
-    /// Set the raw `access` field (tests, DEBUG-style aging).
-    pub fn set_access(&mut self, slot: SlotId, access: u32) {
-        self.meta_mut(slot).access = access;
-    }
-
-    /// Up to `n` live entries picked at random for eviction: random slot positions, vacant
-    /// ones skipped; a sparse slab falls back to a walk from a random position (or, for
-    /// `volatile_only`, from a random point of the expiry index). Entries may repeat.
-    pub fn sample(&self, n: usize, volatile_only: bool, mut visit: impl FnMut(SlotId, &Entry)) {
-        let total = self.slot_count();
-        let live = if volatile_only {
-            self.expires.len()
-        } else {
-            self.len()
-        };
-        if total == 0 || live == 0 || n == 0 {
-            return;
-        }
-        let mut found = 0;
-        for _ in 0..n * 8 {
-            if found == n {
-                return;
-            }
-            let slot = (random_u64() % total as u64) as SlotId;
-            let e = self.slot(slot);
-            if e.is_vacant() || (volatile_only && e.expire_at_ms == 0) {
-                continue;
-            }
-            visit(slot, e);
-            found += 1;
-        }
-        let want = n - found;
-        if want == 0 {
-            return;
-        }
-        if volatile_only {
-            let (Some(&(first, _)), Some(&(last, _))) = (self.expires.first(), self.expires.last())
-            else {
-                return;
-            };
-            let at = first + random_u64() % (last - first + 1);
-            for &(_, slot) in self
-                .expires
-                .range((at, 0)..)
-                .chain(self.expires.range(..(at, 0)))
-                .take(want)
-            {
-                visit(slot, self.slot(slot));
-            }
-        } else {
-            let start = (random_u64() % total as u64) as usize;
-            let mut got = 0;
-            for i in 0..total {
-                let slot = ((start + i) % total) as SlotId;
-                let e = self.slot(slot);
-                if !e.is_vacant() {
-                    visit(slot, e);
-                    got += 1;
-                    if got == want {
-                        return;
-                    }
-                }
-            }
-        }
-    }
-
-    /// The `n` entries with the nearest deadlines (volatile-ttl), nearest first.
-    pub fn nearest_deadlines(&self, n: usize, mut visit: impl FnMut(SlotId, &Entry)) {
-        for &(_, slot) in self.expires.iter().take(n) {
-            visit(slot, self.slot(slot));
-        }
-    }
-
-    /// Whether `slot` still holds the entry with `version` (it was not removed or rewritten
-    /// since it was sampled).
-    pub fn holds(&self, slot: SlotId, version: u64) -> bool {
-        (slot as usize) < self.slot_count() && self.slot(slot).version == version && version != 0
-    }
-
-    /// Remove up to `max` entries whose deadline is at or before `now_ms`, calling `on_expired`
-    /// with each. Returns how many were removed.
-    pub fn expire_due(
-        &mut self,
-        now_ms: u64,
-        max: usize,
-        mut on_expired: impl FnMut(&Entry),
-    ) -> usize {
-        let mut n = 0;
-        while n < max {
-            let Some(&(at, slot)) = self.expires.first() else {
-                break;
-            };
-            if at > now_ms {
-                break;
-            }
-            let e = self.remove_as(slot, ChangeKind::Expired);
-            on_expired(&e);
-            n += 1;
-        }
-        n
-    }
-
-    /// Visit live entries in slot order starting at `from`, until `budget` slots have been
-    /// looked at. Returns the slot to continue from, or `None` when the shard is done.
-    pub fn scan(
-        &self,
-        from: SlotId,
-        budget: usize,
-        mut visit: impl FnMut(&Entry),
-    ) -> Option<SlotId> {
-        let total = self.slot_count();
-        let mut slot = from as usize;
-        let mut seen = 0;
-        while slot < total {
-            let e = self.slot(slot as SlotId);
-            if !e.is_vacant() {
-                visit(e);
-                seen += 1;
-                if seen >= budget {
-                    return (slot + 1 < total).then_some((slot + 1) as SlotId);
-                }
-            }
-            slot += 1;
-        }
-        None
-    }
-
-    /// Number of slots (live and vacant) in the slab: slot ids are below this.
-    fn slot_count(&self) -> usize {
-        match self.chunks.len() {
-            0 => 0,
-            n => ((n - 1) << CHUNK_SHIFT) + self.chunks[n - 1].len(),
-        }
-    }
-
-    /// Iterate over live entries (unordered; KEYS, RANDOMKEY, DEBUG).
-    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
-        self.chunks.iter().flatten().filter(|e| !e.is_vacant())
-    }
-
-    /// The entry at position `n` among live entries in slot order, wrapping; for RANDOMKEY.
-    pub fn nth_live(&self, n: usize) -> Option<&Entry> {
-        if self.is_empty() {
-            return None;
-        }
-        self.iter().nth(n % self.len())
-    }
 }
 
 mod image;
+mod meta;
 mod prefetch;
 mod snapshot;
+mod walk;
 pub use image::KeyImage;
 pub(crate) use prefetch::Candidates;
 pub(crate) use snapshot::Orphan;

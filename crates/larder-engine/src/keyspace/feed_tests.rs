@@ -1,6 +1,7 @@
-//! Tests of `keyspace.rs`.
+//! Tests of `keyspace.rs` and its submodules.
 
 use super::*;
+use crate::evict::EvictionPolicy;
 use crate::feed::{Change, Consumer, Interest};
 
 #[derive(Default)]

@@ -1,6 +1,10 @@
-//! Tests of `keyspace.rs`.
+//! Tests of `keyspace.rs` and its submodules.
+
+use std::time::Duration;
 
 use super::*;
+use crate::entry::ObjectKind;
+use crate::evict::EvictionPolicy;
 
 fn set(ks: &Keyspace, db: usize, k: &[u8], at: u64) {
     let (mut s, h) = ks.db(db).lock_key(k);
