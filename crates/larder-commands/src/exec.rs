@@ -1,19 +1,29 @@
 //! Running one command: the generic checks in a fixed order, then the handler, then stats.
+//!
+//! The handler's view of a command is in `exec/cmd.rs`, locking and calling it in
+//! `exec/run.rs`, and counting it afterwards in `exec/account.rs`.
+
+mod account;
+mod cmd;
+mod run;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use larder_resp::{Protocol, ReplyBuf};
 
-use larder_engine::{Db, DbGuards, SHARDS_PER_DB};
-
-use crate::args::Args;
 use crate::config::Param;
 use crate::error::{self, Error};
-use crate::locks::{Held, Pair, Plan, Scope, ShardGuard};
-use crate::state::{bump, ClientHandle, Server, SlowEntry};
+use crate::state::{bump, ClientHandle, Server};
 use crate::table::{flags, Resolved};
 use crate::transaction::{Multi, Watched};
+
+pub(crate) use account::account;
+pub use account::reply_error;
+use account::slowlog_maybe;
+pub use cmd::Cmd;
+use run::run_command;
+pub(crate) use run::{call, lock_plan, record_command};
 
 /// CLIENT REPLY mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,182 +134,6 @@ pub enum Outcome {
     /// unconsumed, read no more requests, and run it again when the client is woken
     /// (`Mailbox::unblock`) or at `until_ms` (0: no deadline).
     Blocked { until_ms: u64 },
-}
-
-/// A command being run: what a handler sees.
-pub struct Cmd<'a> {
-    pub server: &'a Server,
-    pub conn: &'a mut ConnState,
-    pub args: Args<'a>,
-    pub out: &'a mut ReplyBuf,
-    /// Unix ms when the command started (one clock read per command).
-    pub now_ms: u64,
-    pub resolved: Resolved,
-    /// The shards the executor locked for this command (a planned command, or any command
-    /// inside EXEC); `None` when the command locks its one shard on demand.
-    pub held: Option<&'a Held<'a>>,
-}
-
-impl<'a> Cmd<'a> {
-    /// The selected database.
-    #[inline]
-    pub fn db(&self) -> &'a larder_engine::Db {
-        self.server.keyspace.db(self.conn.db)
-    }
-
-    /// The shard that owns `key` in the selected database, with the key's hash: one the
-    /// executor holds for this command, or else locked now. A command that runs unplanned
-    /// holds at most one shard at a time.
-    #[inline]
-    pub fn shard_of(&self, key: &[u8]) -> (ShardGuard<'a>, u64) {
-        let (shard, hash) = Db::route(key);
-        (self.shard_at(self.conn.db, shard), hash)
-    }
-
-    /// Shard `shard` of database `db` (see [`Cmd::shard_of`]).
-    #[inline]
-    pub fn shard_at(&self, db: usize, shard: usize) -> ShardGuard<'a> {
-        shard_in(self.server, self.held, db, shard)
-    }
-
-    /// The shards of two keys (RENAME, COPY, MOVE): `src` and `dst` are `(db, key)`.
-    pub fn shard_pair(&self, src: (usize, &[u8]), dst: (usize, &[u8])) -> (Pair<'a>, u64, u64) {
-        let (s_shard, s_hash) = Db::route(src.1);
-        let (d_shard, d_hash) = Db::route(dst.1);
-        let (s, d) = ((src.0, s_shard), (dst.0, d_shard));
-        let pair = if s == d {
-            Pair::Same(self.shard_at(s.0, s.1))
-        } else if s < d {
-            let src = self.shard_at(s.0, s.1);
-            Pair::Two {
-                src,
-                dst: self.shard_at(d.0, d.1),
-            }
-        } else {
-            let dst = self.shard_at(d.0, d.1);
-            Pair::Two {
-                src: self.shard_at(s.0, s.1),
-                dst,
-            }
-        };
-        (pair, s_hash, d_hash)
-    }
-
-    /// Visit shard `0..SHARDS_PER_DB` of database `db` in turn, each held (inside EXEC) or
-    /// locked for the visit alone.
-    pub fn lock_fn(&self, db: usize) -> impl FnMut(usize) -> ShardGuard<'a> + 'a {
-        let (server, held) = (self.server, self.held);
-        move |i| shard_in(server, held, db, i)
-    }
-
-    /// Raise Redis keyspace notification `event` of `class` (a `larder_engine::feed::class`
-    /// bit) for `key` in the selected database. Call it while the key's shard is held, after
-    /// the change it announces, so it joins that change's group in the feed.
-    #[inline]
-    pub fn notify(&self, class: u32, event: &'static str, key: &[u8]) {
-        self.server
-            .keyspace
-            .feed()
-            .notice(class, event, self.conn.db, key);
-    }
-
-    /// Record `argv` for replay (the append-only log, replicas) instead of the request the
-    /// client sent, so that replaying it gives the same result whenever it runs: a relative
-    /// deadline becomes an absolute one (EXPIRE as PEXPIREAT), a computed value is stored as
-    /// such (INCRBYFLOAT as SET ... KEEPTTL). Called several times, every `argv` is recorded,
-    /// in order. Costs nothing while no consumer records commands.
-    pub fn propagate(&mut self, argv: &[&[u8]]) {
-        if self.records_commands() {
-            self.conn
-                .propagate
-                .push(argv.iter().map(|a| a.to_vec()).collect());
-        }
-    }
-
-    /// Whether write commands are recorded now (the log, a replica): a handler that builds
-    /// what [`Cmd::propagate`] records asks first, so it builds nothing when nobody listens.
-    #[inline]
-    pub fn records_commands(&self) -> bool {
-        self.server.keyspace.feed().records_commands()
-    }
-
-    /// [`Cmd::notify`] in database `db`.
-    #[inline]
-    pub fn notify_in(&self, db: usize, class: u32, event: &'static str, key: &[u8]) {
-        self.server.keyspace.feed().notice(class, event, db, key);
-    }
-
-    /// The compact-encoding limits in force, for engine operations that grow a collection.
-    #[inline]
-    pub fn limits(&self) -> larder_engine::Limits {
-        crate::config::limits(&self.server.config)
-    }
-
-    /// Whether this client's reads update keys' access time (CLIENT NO-TOUCH turns it off).
-    #[inline]
-    pub fn access(&self) -> larder_engine::Access {
-        if self.conn.handle.no_touch.load(Ordering::Relaxed) {
-            larder_engine::Access::NoTouch
-        } else {
-            larder_engine::Access::Touch
-        }
-    }
-
-    /// The buffer that holds `arg`, when the connection read this argument into one of its
-    /// own ([`ConnState::owned_arg`]): storing it costs no copy. Taken, so at most one key
-    /// stores it.
-    #[inline]
-    pub fn adopt(&mut self, arg: &[u8]) -> Option<Arc<Vec<u8>>> {
-        self.conn
-            .owned_arg
-            .take_if(|owned| std::ptr::eq(owned.as_slice(), arg))
-    }
-
-    /// Count a keyspace hit or miss (INFO stats).
-    #[inline]
-    pub fn hit(&self, hit: bool) {
-        let t = &self.server.stats.threads[self.conn.worker];
-        bump(
-            if hit {
-                &t.keyspace_hits
-            } else {
-                &t.keyspace_misses
-            },
-            1,
-        );
-    }
-}
-
-/// Shard `shard` of database `db`: held by the command's plan, or locked now.
-#[inline]
-fn shard_in<'a>(
-    server: &'a Server,
-    held: Option<&'a Held<'a>>,
-    db: usize,
-    shard: usize,
-) -> ShardGuard<'a> {
-    match held {
-        None => ShardGuard::Own(server.keyspace.db(db).lock(shard)),
-        Some(held) => held_shard(server, held, db, shard),
-    }
-}
-
-/// [`shard_in`] for a planned command (kept out of line: single-key commands never get here).
-#[inline(never)]
-fn held_shard<'a>(
-    server: &'a Server,
-    held: &'a Held<'a>,
-    db: usize,
-    shard: usize,
-) -> ShardGuard<'a> {
-    if let Some(g) = held.get(db, shard) {
-        return ShardGuard::Held(g);
-    }
-    // The plan missed a shard the handler uses: a wrong key spec. Locking it now could
-    // deadlock against a thread that waits for one of ours; a test runs
-    // every command alone and inside EXEC (`locks::plan_tests`) to keep this unreachable.
-    debug_assert!(false, "shard {db}/{shard} is not in the command's plan");
-    ShardGuard::Own(server.keyspace.db(db).lock(shard))
 }
 
 /// The connection's user, fetched again by name when any user changed since it was last
@@ -655,202 +489,6 @@ fn queue(
     out.simple("QUEUED");
 }
 
-/// Run a command that passed the checks: planned, or locking on demand.
-#[inline]
-fn run_command(
-    server: &Server,
-    conn: &mut ConnState,
-    argv: &[&[u8]],
-    out: &mut ReplyBuf,
-    resolved: Resolved,
-    now_ms: u64,
-) -> crate::error::Result<()> {
-    // A blocking command runs planned so that it registers as a waiter while its keys'
-    // shards are still held (see `blocking.rs`). While a consumer records commands, a write
-    // holds its shards until its command record has joined its changes' group.
-    if needs_plan(&resolved.spec.keys, argv) || resolved.spec.has(flags::BLOCKING) {
-        run_planned(server, conn, argv, out, resolved, now_ms)
-    } else if resolved.spec.has(flags::WRITE) && server.keyspace.feed().records_commands() {
-        run_locked_one(server, conn, argv, out, resolved, now_ms)
-    } else {
-        call(server, conn, argv, out, resolved, now_ms, None)
-    }
-}
-
-/// A write of at most one key while commands are recorded: its shard locked first and held
-/// until its command record has joined its changes' group and the group has committed, as
-/// `run_planned` does for a wider plan, without the plan's allocations.
-fn run_locked_one(
-    server: &Server,
-    conn: &mut ConnState,
-    argv: &[&[u8]],
-    out: &mut ReplyBuf,
-    resolved: Resolved,
-    now_ms: u64,
-) -> crate::error::Result<()> {
-    let keys = &resolved.spec.keys;
-    if keys.scope != Scope::Keys || keys.key_count(argv.len()) != 1 {
-        // No key (FLUSHDB-like scopes are planned above): nothing to hold.
-        return run_planned(server, conn, argv, out, resolved, now_ms);
-    }
-    let db = conn.db;
-    let (shard, _) = Db::route(argv[keys.first as usize]);
-    let mut guard = server.keyspace.db(db).lock(shard);
-    let group = server.keyspace.feed().group();
-    let since = larder_engine::feed::data_changes();
-    let r = {
-        let held = Held::one(db, shard, &mut guard);
-        call(server, conn, argv, out, resolved, now_ms, Some(&held))
-    };
-    record_command(server, conn, argv, resolved, since);
-    // The group commits while the shard is still locked, then the lock goes.
-    drop(group);
-    drop(guard);
-    r
-}
-
-/// Run a planned command: lock its scope, open its feed group, run, commit, unlock.
-#[inline(never)]
-fn run_planned(
-    server: &Server,
-    conn: &mut ConnState,
-    argv: &[&[u8]],
-    out: &mut ReplyBuf,
-    resolved: Resolved,
-    now_ms: u64,
-) -> crate::error::Result<()> {
-    let spec = resolved.spec;
-    let mut plan = Plan::default();
-    plan.add(&spec.keys, argv, conn.db);
-    if plan.shards.len() > 1 {
-        // Warm the caches for the keys' lookups before locking (the prefetch skips
-        // locked shards, ours included).
-        let keys = spec.keys.keys(argv);
-        let n = keys.len().min(Db::PREFETCH_BATCH);
-        server.keyspace.db(conn.db).prefetch(&keys[..n]);
-    }
-    let mut guards = lock_plan(plan, &server.keyspace);
-    let group = server.keyspace.feed().group();
-    let since = larder_engine::feed::data_changes();
-    let r = {
-        let held = Held::new(&mut guards);
-        call(server, conn, argv, out, resolved, now_ms, Some(&held))
-    };
-    record_command(server, conn, argv, resolved, since);
-    // The group commits while every shard is still locked, then the locks go.
-    drop(group);
-    drop(guards);
-    r
-}
-
-/// After a command ran in an open feed group: record what to replay for the data changes it
-/// made since `since` (its handler's [`Cmd::propagate`] commands, or its own request).
-///
-/// Only writes are recorded: a read's only changes are keys it found expired, which a log
-/// replays from their `Expired` records.
-pub(crate) fn record_command(
-    server: &Server,
-    conn: &mut ConnState,
-    argv: &[&[u8]],
-    resolved: Resolved,
-    since: usize,
-) {
-    let feed = server.keyspace.feed();
-    let replacements = std::mem::take(&mut conn.propagate);
-    if !feed.records_commands() || !resolved.spec.has(flags::WRITE) {
-        return;
-    }
-    if replacements.is_empty() {
-        feed.command(conn.db, since, argv.iter().map(|a| a.to_vec()).collect());
-    }
-    for r in replacements {
-        feed.command(conn.db, since, r);
-    }
-}
-
-/// Lock a plan's shards in the global order (database, then shard): the one place commands'
-/// shards are locked together. A database number past the last (an argument the handler will
-/// reject) is left out.
-pub(crate) fn lock_plan(mut plan: Plan, keyspace: &larder_engine::Keyspace) -> DbGuards<'_> {
-    if plan.all {
-        plan.shards = (0..keyspace.db_count())
-            .flat_map(|d| (0..SHARDS_PER_DB).map(move |s| (d, s)))
-            .collect();
-    }
-    plan.shards.retain(|&(d, _)| d < keyspace.db_count());
-    keyspace.lock_many(plan.shards)
-}
-
-/// Whether the executor locks the command's shards before its handler runs: a command that
-/// may touch more than one shard (several keys, or a wider scope). A command of one key
-/// locks that key's shard itself, on demand.
-#[inline]
-fn needs_plan(keys: &crate::table::KeySpec, argv: &[&[u8]]) -> bool {
-    match keys.scope {
-        Scope::Keys => keys.first > 0 && keys.key_count(argv.len()) > 1,
-        Scope::NumKeys { .. } | Scope::Db | Scope::All | Scope::OtherDb { .. } => true,
-        Scope::WalkDb | Scope::Script { .. } => false,
-        Scope::AfterWords { .. } => !keys.scope.option_keys(argv).is_empty(),
-        Scope::Streams => true,
-    }
-}
-
-/// Run a resolved command's handler (the checks have passed): what EXEC does for each queued
-/// command, and `execute` for the one it was given.
-#[inline]
-pub(crate) fn call<'a>(
-    server: &'a Server,
-    conn: &'a mut ConnState,
-    argv: &'a [&'a [u8]],
-    out: &'a mut ReplyBuf,
-    resolved: Resolved,
-    now_ms: u64,
-    held: Option<&'a Held<'a>>,
-) -> crate::error::Result<()> {
-    let mut cmd = Cmd {
-        server,
-        conn,
-        args: Args::new(argv),
-        out,
-        now_ms,
-        resolved,
-        held,
-    };
-    if resolved.is_sub {
-        cmd.args.skip(1);
-    }
-    (resolved.spec.handler)(&mut cmd)
-}
-
-/// Count a command that ran (INFO commandstats) and write its error reply, if any.
-#[inline]
-pub(crate) fn account(
-    server: &Server,
-    conn: &mut ConnState,
-    out: &mut ReplyBuf,
-    resolved: Resolved,
-    result: crate::error::Result<()>,
-    elapsed_us: u64,
-) {
-    let thread = &server.stats.threads[conn.worker];
-    let stat = &thread.per_command[resolved.stat_index];
-    bump(&stat.calls, 1);
-    bump(&stat.usec, elapsed_us);
-    crate::latency::record(server, conn.worker, resolved.stat_index, elapsed_us);
-    bump(&thread.commands, 1);
-    conn.handle
-        .last_command
-        .store(resolved.stat_index, Ordering::Relaxed);
-    match result {
-        Err(e) => {
-            bump(&stat.failed_calls, 1);
-            reply_error(server, conn, out, &e);
-        }
-        Ok(()) if resolved.spec.has(flags::WRITE) => bump(&thread.writes, 1),
-        Ok(()) => {}
-    }
-}
-
 /// Apply CLIENT REPLY: drop the reply of this command if replies are off or skipped.
 fn finish_reply(conn: &mut ConnState, out: &mut ReplyBuf, reply_start: usize) {
     match conn.reply_mode {
@@ -863,60 +501,6 @@ fn finish_reply(conn: &mut ConnState, out: &mut ReplyBuf, reply_start: usize) {
             conn.reply_mode = ReplyMode::On;
         }
     }
-}
-
-/// Write an error reply and count it (INFO errorstats).
-pub fn reply_error(server: &Server, conn: &ConnState, out: &mut ReplyBuf, e: &Error) {
-    out.error(e.message());
-    bump(&server.stats.threads[conn.worker].error_replies, 1);
-    let mut errors = server.stats.errors.lock();
-    if let Some(n) = errors.get_mut(e.code()) {
-        *n += 1;
-    } else if errors.len() < 128 {
-        errors.insert(e.code().to_string(), 1);
-    }
-}
-
-fn slowlog_maybe(server: &Server, conn: &ConnState, argv: &[&[u8]], elapsed_us: u64, now_ms: u64) {
-    let threshold = server.config.num(Param::SlowlogLogSlowerThan);
-    if threshold < 0 || elapsed_us < threshold as u64 {
-        return;
-    }
-    let max_len = server.config.num(Param::SlowlogMaxLen).max(0) as usize;
-    // Secrets never reach the slow log (the same positions MONITOR redacts).
-    let redacted = crate::monitor::redacted(argv);
-    // Like Redis: at most 32 arguments, each cut at 128 bytes.
-    let mut args: Vec<Vec<u8>> = Vec::new();
-    for (i, a) in argv.iter().enumerate() {
-        if redacted.contains(&i) {
-            args.push(b"(redacted)".to_vec());
-            continue;
-        }
-        if i == 31 && argv.len() > 32 {
-            args.push(format!("... ({} more arguments)", argv.len() - 31).into_bytes());
-            break;
-        }
-        if a.len() > 128 {
-            let mut v = a[..128].to_vec();
-            v.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
-            args.push(v);
-        } else {
-            args.push(a.to_vec());
-        }
-    }
-    let name = conn.handle.names.lock().name.clone();
-    let mut log = server.slowlog.lock();
-    let id = log.next_id;
-    log.next_id += 1;
-    log.entries.push_front(SlowEntry {
-        id,
-        time_s: now_ms / 1000,
-        duration_us: elapsed_us,
-        argv: args,
-        addr: conn.handle.addr.clone(),
-        name,
-    });
-    log.entries.truncate(max_len);
 }
 
 /// The protocol a new connection starts with.

@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 use super::*;
 use crate::connection::BAD_CLIENT_NAME;
 use crate::exec::{execute, Outcome};
-use crate::state::ClientNames;
+use crate::state::{ClientHandle, ClientNames, Server};
 use crate::testing::*;
 
 fn simple(s: &str) -> Frame {
