@@ -3,21 +3,25 @@
 //! A lookup hashes the key with xxh3, reads its home bucket (one cache line of tag bytes and
 //! record offsets), and touches a record only when its tag matches; the record holds the key
 //! and the value side by side, so a hit costs about two cache misses. No lookup takes a lock or
-//! allocates: bytes, strings and lists are borrowed from the mapping.
+//! allocates: bytes, strings and lists are borrowed from the mapping. Decoding the value a
+//! lookup found is `reader/decode.rs`'s.
+
+mod decode;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
+use self::decode::Payload;
 use crate::error::Error;
 use crate::format::{
-    align_up, get_varint, Header, ValueType, BUCKET_LEN, FLAG_DEDUP, FORMAT_VERSION, HEADER_LEN,
-    NARROW_LANES, SHORT_STR_LEN_MASK, TAG_REF, TAG_SHORT_STR, WIDE_LANES,
+    get_varint, Header, ValueType, BUCKET_LEN, FLAG_DEDUP, FORMAT_VERSION, HEADER_LEN,
+    NARROW_LANES, WIDE_LANES,
 };
 use crate::index::{bucket_tag, home_bucket, lane_masks, lane_offset};
 use crate::value::{StrList, ValueRef};
-use crate::view::{self, Mapping};
+use crate::view::Mapping;
 
 /// An open, memory-mapped cache file. Cheap to share between threads (`&Cache` is `Sync`).
 pub struct Cache {
@@ -272,143 +276,6 @@ impl Cache {
         }
     }
 
-    /// Reads the value tag at or after `pos` (skipping alignment padding), resolving a dedup
-    /// reference; returns the type and where the payload is.
-    #[inline(always)]
-    fn value_at(&self, pos: usize) -> Result<(ValueType, Payload), Error> {
-        let data = self.data();
-        let mut p = pos;
-        let mut tag = *data.get(p).ok_or(Error::corrupt("value tag", p))?;
-        while tag == 0 {
-            p += 1;
-            if p - pos > 7 {
-                return Err(Error::corrupt("value padding", pos));
-            }
-            tag = *data.get(p).ok_or(Error::corrupt("value tag", p))?;
-        }
-        if let Some(payload) = Payload::short_str(tag, p) {
-            return Ok((ValueType::Str, payload));
-        }
-        let ty = ValueType::from_tag(tag & !TAG_REF).ok_or(Error::corrupt("value tag", p))?;
-        if tag & TAG_REF == 0 {
-            return Ok((ty, Payload::at(p + 1)));
-        }
-        // A reference points back at an earlier, plain value of the same type; chains are not
-        // allowed, so resolution is one step and cannot loop.
-        let (target, _) = get_varint(data, p + 1)?;
-        let target = target as usize;
-        let target_tag = match data.get(target) {
-            Some(&t) if target < p => t,
-            _ => return Err(Error::corrupt("value reference", p)),
-        };
-        if target_tag == ty as u8 {
-            return Ok((ty, Payload::at(target + 1)));
-        }
-        match Payload::short_str(target_tag, target) {
-            Some(payload) if ty == ValueType::Str => Ok((ty, payload)),
-            _ => Err(Error::corrupt("value reference", p)),
-        }
-    }
-
-    fn decode(&self, ty: ValueType, payload: Payload) -> Result<ValueRef<'_>, Error> {
-        let pos = payload.pos;
-        Ok(match ty {
-            ValueType::Bytes => ValueRef::Bytes(self.read_bytes(payload)?),
-            ValueType::Str => ValueRef::Str(self.read_str(payload)?),
-            ValueType::I64 => ValueRef::I64(i64::from_le_bytes(self.read_8(pos)?)),
-            ValueType::F64 => ValueRef::F64(f64::from_le_bytes(self.read_8(pos)?)),
-            ValueType::Bool => ValueRef::Bool(self.read_bool(pos)?),
-            ValueType::F32List => ValueRef::F32List(self.read_f32s(pos)?),
-            ValueType::F64List => ValueRef::F64List(self.read_f64s(pos)?),
-            ValueType::StrList => ValueRef::StrList(self.read_str_list(pos)?),
-        })
-    }
-
-    #[inline(always)]
-    fn read_bytes(&self, payload: Payload) -> Result<&[u8], Error> {
-        let data = self.data();
-        let pos = payload.pos;
-        let (len, start) = match payload.short_len {
-            Some(len) => (len as u64, pos),
-            None => get_varint(data, pos)?,
-        };
-        let end = start
-            .checked_add(len as usize)
-            .ok_or(Error::corrupt("value length", pos))?;
-        data.get(start..end)
-            .ok_or(Error::corrupt("value length", pos))
-    }
-
-    #[inline(always)]
-    fn read_str(&self, payload: Payload) -> Result<&str, Error> {
-        view::to_str(self.read_bytes(payload)?)
-            .ok_or(Error::corrupt("string value (not UTF-8)", payload.pos))
-    }
-
-    #[inline]
-    fn read_8(&self, pos: usize) -> Result<[u8; 8], Error> {
-        let mut out = [0u8; 8];
-        match self.data().get(pos..pos + 8) {
-            Some(b) => out.copy_from_slice(b),
-            None => return Err(Error::corrupt("number value", pos)),
-        }
-        Ok(out)
-    }
-
-    #[inline]
-    fn read_bool(&self, pos: usize) -> Result<bool, Error> {
-        match self.data().get(pos) {
-            Some(0) => Ok(false),
-            Some(1) => Ok(true),
-            _ => Err(Error::corrupt("bool value", pos)),
-        }
-    }
-
-    /// Reads a list header (count, then padding to `align`) and returns the element bytes.
-    #[inline]
-    fn read_array(&self, pos: usize, elem: usize) -> Result<(usize, &[u8]), Error> {
-        let data = self.data();
-        let (count, after) = get_varint(data, pos)?;
-        let start = align_up(after, elem);
-        let len = usize::try_from(count)
-            .ok()
-            .and_then(|c| c.checked_mul(elem))
-            .ok_or(Error::corrupt("list length", pos))?;
-        let end = start
-            .checked_add(len)
-            .ok_or(Error::corrupt("list length", pos))?;
-        let bytes = data
-            .get(start..end)
-            .ok_or(Error::corrupt("list length", pos))?;
-        Ok((start, bytes))
-    }
-
-    fn read_f32s(&self, pos: usize) -> Result<&[f32], Error> {
-        let (start, bytes) = self.read_array(pos, 4)?;
-        view::as_f32s(bytes).ok_or(Error::corrupt("list alignment", start))
-    }
-
-    fn read_f64s(&self, pos: usize) -> Result<&[f64], Error> {
-        let (start, bytes) = self.read_array(pos, 8)?;
-        view::as_f64s(bytes).ok_or(Error::corrupt("list alignment", start))
-    }
-
-    fn read_str_list(&self, pos: usize) -> Result<StrList<'_>, Error> {
-        let (start, bytes) = self.read_array(pos, 4)?;
-        let ends = view::as_u32s(bytes).ok_or(Error::corrupt("list alignment", start))?;
-        let text_offset = start + bytes.len();
-        let text_len = ends.last().copied().unwrap_or(0) as usize;
-        let text = self
-            .data()
-            .get(text_offset..text_offset + text_len)
-            .ok_or(Error::corrupt("string list length", pos))?;
-        Ok(StrList {
-            ends,
-            text,
-            text_offset,
-        })
-    }
-
     /// Finds `key` and checks its type; returns the payload offset, `Ok(None)` when absent.
     ///
     /// The common case, a plain value right after the key, is checked inline; padding before
@@ -648,32 +515,6 @@ impl Cache {
     pub const FORMAT_VERSION: u32 = FORMAT_VERSION;
 }
 
-/// Where a value's payload starts; for a short string (tag `0x40 | len`), also its length.
-#[derive(Clone, Copy, Debug)]
-struct Payload {
-    pos: usize,
-    short_len: Option<usize>,
-}
-
-impl Payload {
-    #[inline(always)]
-    fn at(pos: usize) -> Payload {
-        Payload {
-            pos,
-            short_len: None,
-        }
-    }
-
-    /// The payload of a short-string tag at `tag_pos`, or `None` for any other tag.
-    #[inline(always)]
-    fn short_str(tag: u8, tag_pos: usize) -> Option<Payload> {
-        (tag & !SHORT_STR_LEN_MASK == TAG_SHORT_STR).then_some(Payload {
-            pos: tag_pos + 1,
-            short_len: Some(usize::from(tag & SHORT_STR_LEN_MASK)),
-        })
-    }
-}
-
 /// Byte-slice equality with an inline path for keys of 4 to 16 bytes (two overlapping word
 /// compares instead of a call to `memcmp`).
 #[inline(always)]
@@ -745,152 +586,4 @@ impl<'a> IntoIterator for &'a Cache {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::builder::{CacheBuilder, Value};
-
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("larder-reader-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        dir.join(name)
-    }
-
-    fn build_all_types(path: &Path, dedup: bool) -> Cache {
-        let mut b = CacheBuilder::new(path).expect("builder").name("types");
-        if dedup {
-            b = b.dedup(true);
-        }
-        b.insert("bytes", Value::Bytes(&[0, 1, 2, 255]))
-            .expect("insert");
-        b.insert("str", Value::Str("héllo")).expect("insert");
-        b.insert("i64", Value::I64(-42)).expect("insert");
-        b.insert("f64", Value::F64(2.5)).expect("insert");
-        b.insert("bool", Value::Bool(true)).expect("insert");
-        b.insert("f32s", Value::F32List(&[1.0, 2.0, 3.5]))
-            .expect("insert");
-        b.insert("f64s", Value::F64List(&[0.25, -1.0]))
-            .expect("insert");
-        b.insert("strs", Value::StrList(&["a", "", "ccc"]))
-            .expect("insert");
-        b.insert("empty", Value::StrList(&[])).expect("insert");
-        b.finish().expect("finish");
-        Cache::open(path).expect("open")
-    }
-
-    #[test]
-    fn reads_every_type() {
-        for dedup in [false, true] {
-            let c = build_all_types(&temp(&format!("types-{dedup}")), dedup);
-            assert_eq!(c.len(), 9);
-            assert_eq!(c.get_bytes("bytes").ok(), Some(Some(&[0u8, 1, 2, 255][..])));
-            assert_eq!(c.get_str("str").ok(), Some(Some("héllo")));
-            assert_eq!(c.get_bytes("str").ok(), Some(Some("héllo".as_bytes())));
-            assert_eq!(c.get_i64("i64").ok(), Some(Some(-42)));
-            assert_eq!(c.get_f64("f64").ok(), Some(Some(2.5)));
-            assert_eq!(c.get_bool("bool").ok(), Some(Some(true)));
-            assert_eq!(
-                c.get_f32_list("f32s").ok(),
-                Some(Some(&[1.0f32, 2.0, 3.5][..]))
-            );
-            assert_eq!(c.get_f64_list("f64s").ok(), Some(Some(&[0.25, -1.0][..])));
-            let list = c.get_str_list("strs").expect("ok").expect("present");
-            assert_eq!(list.to_vec().ok(), Some(vec!["a", "", "ccc"]));
-            assert_eq!(list.get(3).ok(), Some(None));
-            assert!(c
-                .get_str_list("empty")
-                .expect("ok")
-                .expect("present")
-                .is_empty());
-            assert_eq!(c.get_str("missing").ok(), Some(None));
-            assert!(!c.contains("missing").expect("ok"));
-            assert!(c.contains("bool").expect("ok"));
-            assert_eq!(c.value_type("f32s").ok(), Some(Some(ValueType::F32List)));
-            assert_eq!(c.get("i64").ok(), Some(Some(ValueRef::I64(-42))));
-            c.verify().expect("verify");
-            assert_eq!(c.iter().count(), 9);
-            assert_eq!(c.name(), "types");
-        }
-    }
-
-    #[test]
-    fn long_and_short_strings_with_and_without_dedup() {
-        for dedup in [false, true] {
-            let path = temp(&format!("strings-{dedup}"));
-            let mut b = CacheBuilder::new(&path).expect("builder").dedup(dedup);
-            let long = "x".repeat(64);
-            let longer = "é".repeat(200);
-            for (k, v) in [
-                ("a", ""),
-                ("b", "63chars"),
-                ("c", long.as_str()),
-                ("d", &longer),
-            ] {
-                b.insert(k, Value::Str(v)).expect("insert");
-                b.insert(format!("{k}2"), Value::Str(v)).expect("insert");
-            }
-            b.finish().expect("finish");
-            let c = Cache::open(&path).expect("open");
-            for (k, v) in [
-                ("a", ""),
-                ("b", "63chars"),
-                ("c", long.as_str()),
-                ("d", &longer),
-            ] {
-                for key in [k.to_owned(), format!("{k}2")] {
-                    assert_eq!(c.get_str(&key).ok(), Some(Some(v)), "{key}");
-                    assert_eq!(c.get_bytes(&key).ok(), Some(Some(v.as_bytes())), "{key}");
-                    assert_eq!(c.get(&key).ok(), Some(Some(ValueRef::Str(v))), "{key}");
-                    assert!(c.get_i64(&key).is_err());
-                }
-            }
-            c.verify().expect("verify");
-        }
-    }
-
-    #[test]
-    fn typed_getters_report_mismatch() {
-        let c = build_all_types(&temp("mismatch"), false);
-        let err = c.get_i64("str").expect_err("mismatch");
-        assert!(matches!(
-            err,
-            Error::TypeMismatch {
-                expected: ValueType::I64,
-                found: ValueType::Str
-            }
-        ));
-        assert!(c.get_str("bytes").is_err(), "bytes are not text");
-        assert!(c.get_f64_list("f32s").is_err());
-        assert!(c.get_bool("i64").is_err());
-    }
-
-    #[test]
-    fn layout_matches_header() {
-        let c = build_all_types(&temp("layout"), false);
-        let l = c.layout();
-        let info = c.info();
-        assert_eq!(l.bytes.len() as u64, info.file_bytes);
-        assert_eq!(l.format_version, FORMAT_VERSION);
-        assert_eq!(l.offset_width, 4);
-        assert_eq!(l.data_end, HEADER_LEN as u64 + info.data_bytes);
-        assert_eq!(l.index_end, info.file_bytes);
-        assert_eq!(l.index_end - l.index_start, info.index_bytes);
-        assert!(l.data_end <= l.index_start);
-        assert!(l.home_bucket_count >= 1 && l.home_bucket_count <= info.bucket_count);
-        assert_eq!(l.probe_max, info.probe_max);
-        assert_eq!(l.key_count, 9);
-    }
-
-    #[test]
-    fn info_reports_header() {
-        let c = build_all_types(&temp("info"), false);
-        let info = c.info();
-        assert_eq!(info.name, "types");
-        assert_eq!(info.key_count, 9);
-        assert_eq!(info.format_version, 1);
-        assert_eq!(
-            info.file_bytes,
-            std::fs::metadata(c.path()).expect("meta").len()
-        );
-        assert!(info.created_unix_ms > 0);
-    }
-}
+mod tests;

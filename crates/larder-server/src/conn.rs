@@ -1,17 +1,23 @@
 //! One client connection's I/O, whatever its protocol: reads under a fairness budget, output
 //! back pressure, writes, and the rules for closing. What the bytes mean is the [`Handler`]'s
 //! business (RESP in `resp.rs`, memcached in `memcache/conn.rs`), so both doors share one set
-//! of I/O rules.
+//! of I/O rules. The contract a door implements is in `conn/handler.rs`; the bookkeeping of
+//! pending output and partial writes in `conn/output.rs`.
+
+mod handler;
+mod output;
 
 use std::io::{self, IoSlice, Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use larder_commands::state::{bump, ClientHandle};
+use larder_commands::state::bump;
 use larder_commands::Server;
-use larder_resp::Attachments;
 use mio::net::TcpStream;
 
+pub use self::handler::{BigArg, Close, Handler, Processed};
+pub use self::output::Output;
+use self::output::{Sent, MAX_IOV};
 use crate::tls::TlsSession;
 
 /// Size of one read. Matches Redis's PROTO_IOBUF_LEN.
@@ -67,63 +73,11 @@ fn read_appending(stream: &TcpStream, buf: &mut Vec<u8>, want: usize) -> io::Res
 /// How much of a client's outbox is moved into its output at a time.
 const MAIL_BATCH: usize = 256 * 1024;
 
-/// Pieces of output one `writev` sends at most.
-const MAX_IOV: usize = 64;
-
-/// A connection's pending output: bytes, and large values sent by reference from where they
-/// are stored instead of being copied into the bytes (RESP's `ReplyBuf::bulk_shared`).
-#[derive(Debug, Default)]
-pub struct Output {
-    pub bytes: Vec<u8>,
-    /// Each goes out right before the byte of `bytes` at its position.
-    pub attached: Attachments,
-}
-
 /// Where one read of a connection's input goes.
 enum ReadInto {
     Big,
     Scratch,
     Buffer,
-}
-
-/// Why a connection is being closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Close {
-    /// The peer closed, or an I/O error.
-    Peer,
-    /// After a protocol error, QUIT, or CLIENT KILL of itself: once replies are written.
-    AfterReply,
-    /// query buffer limit, idle timeout, CLIENT KILL: at once.
-    Now,
-}
-
-/// What one [`Handler::process`] call did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Processed {
-    /// Input bytes consumed.
-    pub used: usize,
-    /// Close the connection (once the answers are written, for [`Close::AfterReply`]).
-    pub close: Option<Close>,
-    /// CLIENT PAUSE held the next request back until this Unix ms, or a blocking command
-    /// waits until then (`u64::MAX`: no deadline); it stays unconsumed.
-    pub paused_until_ms: Option<u64>,
-    /// The held request is a blocking command waiting for data (not a pause).
-    pub blocked: bool,
-    /// The request at the front of the input is answered over several turns (a memcached
-    /// dump): it stays unconsumed, and the connection calls again on a later turn, without
-    /// waiting for input.
-    pub again: bool,
-}
-
-/// A large last argument that has begun to arrive (see [`Handler::big_arg`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BigArg {
-    /// Where its data starts in the unparsed input.
-    pub start: usize,
-    /// Its length.
-    pub len: usize,
-    /// Bytes after the data that belong to it (RESP's `\r\n`).
-    pub trailer: usize,
 }
 
 /// A large last argument read into a buffer of its own.
@@ -137,74 +91,6 @@ enum Big {
     },
     /// Complete, its request held back by CLIENT PAUSE.
     Ready(Arc<Vec<u8>>),
-}
-
-/// The protocol half of a connection: turns the bytes read into answers.
-pub trait Handler {
-    /// Parses and runs the complete requests at the front of `buf`, appending answers to
-    /// `out`, and stops early once `out` holds `stop_at` bytes.
-    fn process(
-        &mut self,
-        server: &Server,
-        buf: &[u8],
-        out: &mut Output,
-        stop_at: usize,
-    ) -> Processed;
-
-    /// Do not parse again until the unparsed input holds this many bytes (a large value or
-    /// bulk argument is arriving).
-    fn min_total(&self) -> usize;
-
-    /// The client as CLIENT LIST shows it and CLIENT KILL marks it.
-    fn handle(&self) -> &ClientHandle;
-
-    /// The most unparsed input the connection may hold; more closes it.
-    fn input_limit(&self, server: &Server) -> usize;
-
-    /// Protocol-specific accounting of bytes read and written (the server-wide counters are
-    /// kept by the connection).
-    fn count_io(&self, _read: usize, _written: usize) {}
-
-    /// The connection gave up its turn with input possibly left unread.
-    fn yielded(&self) {}
-
-    /// What replaces replies that acknowledged writes the log then failed to make durable
-    /// (`appendfsync always`): one error in the door's protocol, after which the connection
-    /// closes.
-    fn durability_error(&self, reason: &str) -> Vec<u8> {
-        format!("-MISCONF Errors writing to the AOF file: {reason}\r\n").into_bytes()
-    }
-
-    /// After a [`Handler::process`] that stopped at an incomplete request: whether all that
-    /// request still lacks is its last argument, whatever its size. If it is [`BIG_ARG`]
-    /// bytes or more, the connection reads it into a buffer of its own, sized for it once, and
-    /// hands it to [`Handler::process_big`], which may keep it as the stored value: Redis does
-    /// the same, and it saves copying the value out of the input buffer.
-    /// The default: never (values arrive in the input buffer and are copied from there).
-    fn big_arg(&self) -> Option<BigArg> {
-        None
-    }
-
-    /// Runs the request whose arguments but the last are in `front` (the unparsed input up
-    /// to where [`Handler::big_arg`] said the last one starts) and whose last argument is
-    /// `arg`. Consumes all of `front`, unless CLIENT PAUSE holds the request back (then
-    /// nothing, and the connection calls again later). Only called after `big_arg` said so.
-    /// The default, for handlers whose [`Handler::big_arg`] never names an argument: never
-    /// called; should that break, the connection closes rather than the worker panicking.
-    fn process_big(
-        &mut self,
-        _server: &Server,
-        _front: &[u8],
-        _arg: &Arc<Vec<u8>>,
-        _out: &mut Output,
-        _stop_at: usize,
-    ) -> Processed {
-        debug_assert!(false, "process_big without big_arg");
-        Processed {
-            close: Some(Close::Now),
-            ..Processed::default()
-        }
-    }
 }
 
 /// A client connection: its socket, buffers and protocol handler.
@@ -768,8 +654,9 @@ impl<H: Handler> Conn<H> {
         }
     }
 
-    /// Move what other threads posted to this client ([`ClientHandle::mail`]) into its output
-    /// and write it.
+    /// Move what other threads posted to this client
+    /// ([`ClientHandle::mail`](larder_commands::state::ClientHandle::mail)) into its output and
+    /// write it.
     pub fn deliver_mail(&mut self, server: &Server) {
         if self.closing.is_some() {
             return;
@@ -786,152 +673,6 @@ impl<H: Handler> Conn<H> {
             Some(Close::AfterReply) => {
                 self.pending_output() == 0 && !self.tls.as_ref().is_some_and(|t| t.wants_write())
             }
-        }
-    }
-}
-
-/// How much of an [`Output`] has been written.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Sent {
-    /// Bytes of `Output::bytes`.
-    bytes: usize,
-    /// Attachments written whole; the next one sits at `bytes` once `att_written > 0`.
-    att_next: usize,
-    /// Bytes written of the next attachment.
-    att_written: usize,
-    /// Bytes written of all attachments.
-    att_done: usize,
-}
-
-impl Sent {
-    /// All bytes written so far.
-    fn total(&self) -> usize {
-        self.bytes + self.att_done
-    }
-
-    /// Bytes of `out` not written yet.
-    fn pending(&self, out: &Output) -> usize {
-        (out.bytes.len() - self.bytes) + (out.attached.bytes() - self.att_done)
-    }
-
-    /// Fills `iov` with what of `out` is not written yet, in order; returns how many pieces.
-    fn gather<'a>(&self, out: &'a Output, iov: &mut [IoSlice<'a>; MAX_IOV]) -> usize {
-        let mut k = 0;
-        let mut pos = self.bytes;
-        let mut i = self.att_next;
-        while k + 2 <= MAX_IOV {
-            let Some((at, data)) = out.attached.get(i) else {
-                // Every attachment is in: the bytes after the last one.
-                if pos < out.bytes.len() {
-                    iov[k] = IoSlice::new(&out.bytes[pos..]);
-                    k += 1;
-                }
-                break;
-            };
-            if at > pos {
-                iov[k] = IoSlice::new(&out.bytes[pos..at]);
-                k += 1;
-                pos = at;
-            }
-            let skip = if i == self.att_next {
-                self.att_written
-            } else {
-                0
-            };
-            if data.len() > skip {
-                iov[k] = IoSlice::new(&data[skip..]);
-                k += 1;
-            }
-            i += 1;
-        }
-        k
-    }
-
-    /// Counts `n` more bytes of `out` written (no more than are pending).
-    fn advance(&mut self, out: &Output, mut n: usize) {
-        while n > 0 {
-            match out.attached.get(self.att_next) {
-                Some((at, data)) if at == self.bytes => {
-                    let step = n.min(data.len() - self.att_written);
-                    n -= step;
-                    self.att_written += step;
-                    self.att_done += step;
-                    if self.att_written == data.len() {
-                        self.att_next += 1;
-                        self.att_written = 0;
-                    }
-                }
-                Some((at, _)) => {
-                    let step = n.min(at - self.bytes);
-                    n -= step;
-                    self.bytes += step;
-                }
-                None => {
-                    debug_assert!(
-                        n <= out.bytes.len() - self.bytes,
-                        "more written than pending"
-                    );
-                    self.bytes = (self.bytes + n).min(out.bytes.len());
-                    n = 0;
-                }
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-
-    /// Writing an output in pieces of any size, as `gather` lays them out and `advance`
-    /// counts them, sends exactly its bytes with the attachments in place.
-    #[test]
-    fn output_is_sent_in_order_whatever_the_write_sizes() {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
-        for round in 0..300 {
-            let mut out = Output::default();
-            for part in 0..next(150) {
-                out.bytes.extend((0..next(5)).map(|b| (part + b) as u8));
-                if next(2) == 0 {
-                    let len = [0, 1, 7, 1000][next(4)];
-                    let v = Arc::new((0..len).map(|b| (b * 31 + part) as u8).collect());
-                    out.attached.push(out.bytes.len(), v);
-                    out.bytes.extend_from_slice(b"\r\n");
-                }
-            }
-            let want = out.attached.splice(&out.bytes);
-            let mut sent = Sent::default();
-            let mut wire = Vec::new();
-            while sent.pending(&out) > 0 {
-                let mut iov = [IoSlice::new(&[]); MAX_IOV];
-                let k = sent.gather(&out, &mut iov);
-                let limit = 1 + next(if round % 2 == 0 { 50 } else { 5000 });
-                let mut n = 0;
-                for piece in &iov[..k] {
-                    let take = piece.len().min(limit - n);
-                    wire.extend_from_slice(&piece[..take]);
-                    n += take;
-                    if n == limit {
-                        break;
-                    }
-                }
-                assert!(
-                    n > 0,
-                    "round {round}: nothing to write with {} pending",
-                    sent.pending(&out)
-                );
-                sent.advance(&out, n);
-            }
-            assert_eq!(wire, want, "round {round}");
-            assert_eq!(sent.total(), want.len());
         }
     }
 }

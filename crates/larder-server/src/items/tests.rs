@@ -2,6 +2,7 @@
 
 use super::*;
 use larder_engine::Keyspace;
+use larder_memcache::{CounterOp, Recache, StoreMode};
 
 const NOW: u64 = 1_700_000_000_000;
 const MAX: usize = 1 << 20;
