@@ -182,6 +182,12 @@ impl<H: Handler> Conn<H> {
         // This call may announce new input (edge-triggered): drained again only once a read
         // below says so.
         self.drained = false;
+        // Killed (CLIENT KILL, ACL changes) since the worker last looked: no request of
+        // it runs any more, as Redis's CLOSE_ASAP client's do not, even if the kill's
+        // wake-up has not been read yet.
+        if self.closing.is_none() && self.handler.handle().killed.load(Ordering::Acquire) {
+            self.closing = Some(Close::Now);
+        }
         if self.closing.is_some() {
             self.flush(server);
             return;
