@@ -220,7 +220,9 @@ impl Replication for Master {
         let mut link = self.link.lock();
         if let Some(old) = link.take() {
             old.stop();
-            *self.stopped_link.lock() = Some(old);
+            let mut stopped = self.stopped_links.lock();
+            stopped.retain(|l| !l.ended());
+            stopped.push(old);
         }
         match target {
             Some((host, port)) => {
@@ -234,9 +236,9 @@ impl Replication for Master {
                     disconnect_replicas(&mut st);
                 }
                 tracing::info!(host, port, "connecting to a master (REPLICAOF)");
-                let previous = self.stopped_link.lock().take();
+                let stopped = self.stopped_links.lock().clone();
                 *link = Some(
-                    replica::start(me, server, host, port, previous)
+                    replica::start(me, server, host, port, stopped)
                         .map_err(|e| format!("ERR {e}"))?,
                 );
             }

@@ -150,8 +150,9 @@ pub struct Master {
     sync_partial_err: AtomicU64,
     /// The link to the master while this server is a replica.
     link: Mutex<Option<Arc<replica::Link>>>,
-    /// The last link stopped: the next one waits until it can apply nothing more.
-    stopped_link: Mutex<Option<Arc<replica::Link>>>,
+    /// Links stopped whose threads may still run: a new link waits until none of them can
+    /// apply anything more.
+    stopped_links: Mutex<Vec<Arc<replica::Link>>>,
     /// An online replica has pending bytes a worker's turn should post.
     dirty: Flag,
 }
@@ -257,7 +258,7 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
         sync_partial_ok: AtomicU64::new(0),
         sync_partial_err: AtomicU64::new(0),
         link: Mutex::new(None),
-        stopped_link: Mutex::new(None),
+        stopped_links: Mutex::new(Vec::new()),
         dirty: Flag::default(),
     });
     let _ = server.replication.set(master.clone());

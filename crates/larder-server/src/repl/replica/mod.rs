@@ -73,22 +73,25 @@ pub struct Link {
     history_valid: AtomicBool,
     /// Held by the link's thread while it changes this server's data or replication state
     /// (the commands of the stream read so far, the end of a resync), which it does only
-    /// while not stopped. The next link takes it once before it asks for a resync, so the
-    /// stopped one cannot apply a command after that: a command read just before REPLICAOF
-    /// elsewhere and applied after the new master was asked for the bytes from the offset
-    /// before it was applied, and counted, twice. (REPLICAOF itself does not wait for it: it
-    /// may run inside EXEC holding shards that the command being applied waits for.)
+    /// while not stopped. Every later link takes it once before it asks for a resync, so
+    /// the stopped one cannot apply a command after that: a command read just before
+    /// REPLICAOF elsewhere and applied after the new master was asked for the bytes from
+    /// the offset before it was applied, and counted, twice. (REPLICAOF itself does not wait
+    /// for it: it may run inside EXEC holding shards that the command being applied waits
+    /// for.)
     turn: Mutex<()>,
+    /// Its thread has returned.
+    ended: AtomicBool,
     shown: Mutex<Shown>,
 }
 
-/// Start following `host` `port`, once the `previous` link (stopped) applies nothing more.
+/// Start following `host` `port`, once none of the `stopped` links applies anything more.
 pub fn start(
     master: Arc<Master>,
     server: Arc<Server>,
     host: &str,
     port: u16,
-    previous: Option<Arc<Link>>,
+    stopped: Vec<Arc<Link>>,
 ) -> std::io::Result<Arc<Link>> {
     let link = Arc::new(Link {
         host: host.to_string(),
@@ -98,6 +101,7 @@ pub fn start(
         read_offset: AtomicU64::new(master.state.lock().offset),
         history_valid: AtomicBool::new(true),
         turn: Mutex::new(()),
+        ended: AtomicBool::new(false),
         shown: Mutex::new(Shown {
             phase: Phase::Connect,
             last_io_ms: 0,
@@ -110,10 +114,11 @@ pub fn start(
     std::thread::Builder::new()
         .name("repl-link".into())
         .spawn(move || {
-            if let Some(previous) = previous {
-                drop(previous.turn.lock());
+            for old in stopped {
+                drop(old.turn.lock());
             }
-            session::run(&master, &server, &l)
+            session::run(&master, &server, &l);
+            l.ended.store(true, Ordering::Release);
         })?;
     Ok(link)
 }
@@ -143,6 +148,11 @@ impl Link {
 
     fn stopped(&self) -> bool {
         self.stopped.load(Ordering::Acquire)
+    }
+
+    /// Whether its thread has returned.
+    pub fn ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
     }
 
     pub fn client_id(&self) -> u64 {

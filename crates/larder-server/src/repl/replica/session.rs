@@ -304,9 +304,8 @@ fn stream(
         ack(wire, offset as i64)?;
     }
     let link: &Link = wire.link;
-    // The link's turn, held while the commands already read are applied and released
-    // while it waits for more (REPLICAOF elsewhere or NO ONE takes it to stop the link:
-    // not one more command from this master after that).
+    // The link's turn (see `Link::turn`), held while the commands already read are applied
+    // and released while it waits for more.
     let mut turn = None;
     loop {
         if !pre_psync && last_ack.elapsed() >= Duration::from_secs(1) {
@@ -325,6 +324,9 @@ fn stream(
         }
         if turn.is_none() {
             turn = Some(link.turn()?);
+        } else if link.stopped() {
+            // REPLICAOF elsewhere or NO ONE: not one more command from this master.
+            return Err("the link was stopped".into());
         }
         let mut argv = Vec::new();
         let consumed = match parse_request(&wire.buf[pos..], &limits, &mut argv) {
