@@ -2,8 +2,8 @@
 scripts, keys that expire, keys that are renamed and deleted; blocked clients served a list
 and a stream's consumer group), a replica, a replica of that
 replica (a chain), and a second replica that moves between the master and the first replica,
-while links are cut, replicas are promoted and turned back, and the master drops its
-replicas; some writers WAIT. When the writers stop, every server must hold exactly the master's data
+while links are cut, replicas are promoted and turned back, the master drops its
+replicas and the chain's end is killed and restarted; some writers WAIT. When the writers stop, every server must hold exactly the master's data
 (`DEBUG DIGEST`, and the keys compared one by one when the digests differ) at the master's
 offset.
 
@@ -113,7 +113,7 @@ def churn(master: Server, a: Server, b: Server, c: Server,
     try:
         while time.monotonic() < deadline:
             time.sleep(rng.uniform(0.1, 0.4))
-            what = rng.randrange(6)
+            what = rng.randrange(7)
             disruptions.append(what)
             if what == 0:
                 # A link cut: a partial resync.
@@ -133,12 +133,17 @@ def churn(master: Server, a: Server, b: Server, c: Server,
             elif what == 4:
                 # `a` cut from the master while `b` follows it.
                 a.client(protocol=2).execute_command("CLIENT", "KILL", "TYPE", "master")
-            else:
+            elif what == 5:
                 # `a` promoted (its replicas reconnect to learn its new id), then back under
                 # the master: a full resync, and `b` and a `c` that follows `a` after it.
                 a.client(protocol=2).execute_command("REPLICAOF", "NO", "ONE")
                 time.sleep(rng.uniform(0, 0.05))
                 follow(a, master)
+            else:
+                # `b` killed (SIGKILL) and started again: it replays its own log, then
+                # follows `a` again (its command line names it).
+                b.kill()
+                b._spawn_and_wait()
     finally:
         stop.set()
         for t in threads:
