@@ -184,9 +184,9 @@ OPERATOR = [
     ("lru_crawler metadump all", True),
     ("lru_crawler mgdump all", True),
     ("watch mutations", True),
-    ("lru_crawler sleep 100", False),
+    ("lru_crawler sleep 0", False),
     ("cache_memlimit 1024", False),
-    ("slabs automove 1", False),
+    ("slabs automove 0", False),
     ("lru mode flat", False),
 ]
 

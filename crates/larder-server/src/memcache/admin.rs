@@ -17,7 +17,7 @@ pub(super) fn run(
         AdminCommand::LruCrawler => crawler::command(cx, args, w),
         AdminCommand::Watch => watch::command(cx, args, w),
         AdminCommand::CacheMemlimit => tune::cache_memlimit(cx, args, w),
-        AdminCommand::Slabs => tune::slabs(cx, args, w),
-        AdminCommand::Lru => tune::lru(cx, args, w),
+        AdminCommand::Slabs => tune::slabs(args, w),
+        AdminCommand::Lru => tune::lru(args, w),
     }
 }

@@ -60,8 +60,6 @@ pub struct McShared {
     pub crawler: crawler::Crawler,
     /// `watch`: the watchers and their counters.
     pub watch: watch::Watch,
-    /// What `slabs automove` and `lru` recorded.
-    pub tune: tune::Tuning,
     verbosity: AtomicU32,
     conns: Mutex<HashMap<u64, Arc<ClientHandle>>>,
     total_connections: AtomicU64,
@@ -79,7 +77,6 @@ impl McShared {
             detail: detail::Detail::default(),
             crawler: crawler::Crawler::default(),
             watch: watch::Watch::default(),
-            tune: tune::Tuning::default(),
             verbosity: AtomicU32::new(0),
             conns: Mutex::new(HashMap::new()),
             total_connections: AtomicU64::new(0),

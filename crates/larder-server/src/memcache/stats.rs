@@ -283,32 +283,31 @@ pub fn settings(server: &Server, mc: &McShared, emit: &mut dyn FnMut(&str, &[u8]
     e.num("item_size_max", c.num(Param::MemcachedItemSizeMax));
     e.text("maxconns_fast", "yes");
     e.num("hashpower_init", 0);
-    let t = mc.tune.get();
-    // larder has no slab pages to move: `slabs reassign` is refused.
+    // larder has no slab pages to move and no segmented LRU (`tune.rs`): memcached's
+    // defaults are shown for their parameters, with automove, the segmented LRU and the
+    // temporary LRU off.
     e.text("slab_reassign", "no");
-    e.num("slab_automove", t.slab_automove);
-    e.text(
-        "slab_automove_ratio",
-        &format!("{:.2}", t.slab_automove_ratio),
-    );
+    e.num("slab_automove", 0);
+    e.text("slab_automove_ratio", "0.80");
     e.num("slab_automove_window", 30);
     e.num("slab_chunk_max", super::slabs::CHUNK_MAX);
     let crawler = &mc.crawler;
     e.text("lru_crawler", yes_no(crawler.enabled()));
-    e.num("lru_crawler_sleep", crawler.sleep_us());
-    e.num("lru_crawler_tocrawl", crawler.tocrawl());
+    // One pass over every item without pauses (`crawler/mod.rs`).
+    e.num("lru_crawler_sleep", 0);
+    e.num("lru_crawler_tocrawl", 0);
     e.num("tail_repair_time", 0);
     e.text("flush_enabled", "yes");
     e.text("dump_enabled", "yes");
     e.text("hash_algorithm", "xxh3");
     e.text("lru_maintainer_thread", "yes");
-    e.text("lru_segmented", yes_no(t.lru_segmented));
-    e.num("hot_lru_pct", t.hot_lru_pct);
-    e.num("warm_lru_pct", t.warm_lru_pct);
-    e.text("hot_max_factor", &format!("{:.2}", t.hot_max_factor));
-    e.text("warm_max_factor", &format!("{:.2}", t.warm_max_factor));
-    e.text("temp_lru", yes_no(t.temp_lru));
-    e.num("temporary_ttl", t.temporary_ttl);
+    e.text("lru_segmented", "no");
+    e.num("hot_lru_pct", 20);
+    e.num("warm_lru_pct", 40);
+    e.text("hot_max_factor", "0.20");
+    e.text("warm_max_factor", "2.00");
+    e.text("temp_lru", "no");
+    e.num("temporary_ttl", 61);
     e.num("idle_timeout", c.num(Param::Timeout));
     e.num("watcher_logbuf_size", super::watch::WATCHER_BUF);
     e.num("worker_logbuf_size", super::watch::WORKER_BUF);

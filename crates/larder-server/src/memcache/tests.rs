@@ -483,12 +483,21 @@ fn crawler_settings_and_errors() {
             "lru_crawler sleep 2000000\r\n",
             "CLIENT_ERROR sleep must be one second or less\r\n",
         ),
-        ("lru_crawler sleep 50\r\n", "OK\r\n"),
+        ("lru_crawler sleep 0\r\n", "OK\r\n"),
+        (
+            "lru_crawler sleep 50\r\n",
+            "CLIENT_ERROR sleep not supported: larder's crawl makes one pass without pauses \
+             (sleep 0)\r\n",
+        ),
         (
             "lru_crawler tocrawl -1\r\n",
             "CLIENT_ERROR bad command line format\r\n",
         ),
-        ("lru_crawler tocrawl 5\r\n", "OK\r\n"),
+        ("lru_crawler tocrawl 0\r\n", "OK\r\n"),
+        (
+            "lru_crawler tocrawl 5\r\n",
+            "CLIENT_ERROR tocrawl not supported: larder's crawl checks every item (tocrawl 0)\r\n",
+        ),
         (
             "lru_crawler enable\r\n",
             "ERROR failed to start lru crawler thread\r\n",
@@ -510,11 +519,11 @@ fn crawler_settings_and_errors() {
     }
     let settings = d.text("stats settings\r\n");
     assert!(
-        settings.contains("STAT lru_crawler_sleep 50\r\n"),
+        settings.contains("STAT lru_crawler_sleep 0\r\n"),
         "{settings}"
     );
     assert!(
-        settings.contains("STAT lru_crawler_tocrawl 5\r\n"),
+        settings.contains("STAT lru_crawler_tocrawl 0\r\n"),
         "{settings}"
     );
 }

@@ -3,60 +3,17 @@
 //! `process_lru_command`.
 //!
 //! `cache_memlimit` sets `maxmemory` (as CONFIG SET does) and evicts down to it at once by
-//! `maxmemory-policy`. larder has no slab allocator or segmented LRU: `slabs automove` and the
-//! `lru` settings are recorded and shown by `stats settings` (they change nothing else), and
-//! `slabs reassign` is refused with a `CLIENT_ERROR` that says why.
+//! `maxmemory-policy`. larder has no slab allocator and no segmented LRU (it evicts by
+//! `maxmemory-policy`): a request for what it does (`slabs automove 0`, `lru mode flat`,
+//! `lru temp_ttl` below 0, which turns the temporary LRU off) answers `OK`, one for what it
+//! does not (`slabs automove 1|2`, `slabs automove ratio`, `slabs reassign`, `lru tune`,
+//! `lru mode segmented`, a `temp_ttl` of 0 or more) a `CLIENT_ERROR` that says why, after
+//! memcached's own checks of the request's form. `stats settings` shows larder's values.
 
 use larder_commands::config::Param;
 use larder_memcache::{parse_i32, parse_u32, TextReply, TextWriter, Tokens};
-use parking_lot::Mutex;
 
 use super::{Ctx, Flow};
-
-/// The settings the tuning commands record, with memcached 1.6.18's defaults.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Tune {
-    pub slab_automove: u32,
-    pub slab_automove_ratio: f64,
-    pub lru_segmented: bool,
-    pub hot_lru_pct: u32,
-    pub warm_lru_pct: u32,
-    pub hot_max_factor: f64,
-    pub warm_max_factor: f64,
-    pub temp_lru: bool,
-    pub temporary_ttl: i32,
-}
-
-impl Default for Tune {
-    fn default() -> Self {
-        Tune {
-            slab_automove: 1,
-            slab_automove_ratio: 0.8,
-            lru_segmented: true,
-            hot_lru_pct: 20,
-            warm_lru_pct: 40,
-            hot_max_factor: 0.2,
-            warm_max_factor: 2.0,
-            temp_lru: false,
-            temporary_ttl: 61,
-        }
-    }
-}
-
-/// The recorded settings, shared by the door's connections.
-#[derive(Default)]
-pub struct Tuning(Mutex<Tune>);
-
-impl Tuning {
-    /// The settings now.
-    pub fn get(&self) -> Tune {
-        *self.0.lock()
-    }
-
-    fn update(&self, f: impl FnOnce(&mut Tune)) {
-        f(&mut self.0.lock());
-    }
-}
 
 /// memcached's `safe_strtod`.
 fn parse_f64(tok: &[u8]) -> Option<f64> {
@@ -123,36 +80,35 @@ fn evict_to_limit(cx: &Ctx<'_>) {
     }
 }
 
+/// Why larder refuses to move slab pages.
+const NO_SLABS: &str = "not supported: larder has no slab pages";
+/// Why larder refuses the segmented LRU's settings.
+const NO_SEGMENTED_LRU: &str =
+    "not supported: larder has no segmented LRU (it evicts by maxmemory-policy)";
+
 /// `slabs automove <0|1|2> | slabs automove ratio <r> | slabs reassign <src> <dst>`.
-pub(super) fn slabs(cx: &Ctx<'_>, args: Tokens<'_>, w: &mut TextWriter<'_>) -> Flow {
+pub(super) fn slabs(args: Tokens<'_>, w: &mut TextWriter<'_>) -> Flow {
     let (words, noreply) = words(args);
     match words.as_slice() {
         [b"reassign", src, dst] => {
             if parse_i32(src).is_none() || parse_i32(dst).is_none() {
                 w.client_error("bad command line format");
             } else {
-                w.client_error("slab reassignment not supported: larder has no slab pages");
+                w.client_error(&format!("slab reassignment {NO_SLABS}"));
             }
         }
         [b"automove", b"ratio"] => answer(w, noreply, b"ERROR\r\n"),
         [b"automove", b"ratio", ratio, ..] => match parse_f64(ratio) {
-            Some(r) => {
-                cx.mc.tune.update(|t| t.slab_automove_ratio = r);
-                answer(w, noreply, b"OK\r\n");
-            }
+            Some(_) => w.client_error(&format!("slab automove {NO_SLABS}")),
             None => answer(w, noreply, b"ERROR\r\n"),
         },
-        [b"automove", level, ..] => {
-            let line: &[u8] = match parse_u32(level) {
-                None => b"CLIENT_ERROR bad command line format\r\n",
-                Some(level @ 0..=2) => {
-                    cx.mc.tune.update(|t| t.slab_automove = level);
-                    b"OK\r\n"
-                }
-                Some(_) => b"ERROR\r\n",
-            };
-            answer(w, noreply, line);
-        }
+        [b"automove", level, ..] => match parse_u32(level) {
+            None => answer(w, noreply, b"CLIENT_ERROR bad command line format\r\n"),
+            // Off: larder never moves pages.
+            Some(0) => answer(w, noreply, b"OK\r\n"),
+            Some(1..=2) => w.client_error(&format!("slab automove {NO_SLABS}")),
+            Some(_) => answer(w, noreply, b"ERROR\r\n"),
+        },
         _ => w.reply(TextReply::Error),
     }
     Flow::Continue
@@ -160,9 +116,12 @@ pub(super) fn slabs(cx: &Ctx<'_>, args: Tokens<'_>, w: &mut TextWriter<'_>) -> F
 
 /// `lru tune <hot%> <warm%> <hot factor> <warm factor> | lru mode <flat|segmented> |
 /// lru temp_ttl <seconds>`.
-pub(super) fn lru(cx: &Ctx<'_>, args: Tokens<'_>, w: &mut TextWriter<'_>) -> Flow {
+pub(super) fn lru(args: Tokens<'_>, w: &mut TextWriter<'_>) -> Flow {
     let (words, noreply) = words(args);
-    let line: &[u8] = match words.as_slice() {
+    let refused = |w: &mut TextWriter<'_>, what: &str| {
+        w.client_error(&format!("{what} {NO_SEGMENTED_LRU}"));
+    };
+    match words.as_slice() {
         [b"tune", hot, warm, hot_factor, factor, ..] => {
             let parsed = (
                 parse_u32(hot),
@@ -173,45 +132,33 @@ pub(super) fn lru(cx: &Ctx<'_>, args: Tokens<'_>, w: &mut TextWriter<'_>) -> Flo
             match parsed {
                 (Some(hot), Some(warm), Some(hot_factor), Some(factor)) => {
                     if u64::from(hot) + u64::from(warm) > 80 {
-                        b"ERROR hot and warm pcts must not exceed 80\r\n"
+                        answer(
+                            w,
+                            noreply,
+                            b"ERROR hot and warm pcts must not exceed 80\r\n",
+                        );
                     } else if factor <= 0.0 || hot_factor <= 0.0 {
-                        b"ERROR hot/warm age factors must be greater than 0\r\n"
+                        answer(
+                            w,
+                            noreply,
+                            b"ERROR hot/warm age factors must be greater than 0\r\n",
+                        );
                     } else {
-                        cx.mc.tune.update(|t| {
-                            t.hot_lru_pct = hot;
-                            t.warm_lru_pct = warm;
-                            t.hot_max_factor = hot_factor;
-                            t.warm_max_factor = factor;
-                        });
-                        b"OK\r\n"
+                        refused(w, "lru tuning");
                     }
                 }
-                _ => b"ERROR\r\n",
+                _ => answer(w, noreply, b"ERROR\r\n"),
             }
         }
-        [b"mode", mode, ..] => match *mode {
-            b"flat" | b"segmented" => {
-                cx.mc
-                    .tune
-                    .update(|t| t.lru_segmented = *mode == b"segmented");
-                b"OK\r\n"
-            }
-            _ => b"ERROR\r\n",
-        },
+        [b"mode", b"flat", ..] => answer(w, noreply, b"OK\r\n"),
+        [b"mode", b"segmented", ..] => refused(w, "lru mode segmented"),
         [b"temp_ttl", ttl, ..] => match parse_i32(ttl) {
-            Some(ttl) => {
-                cx.mc.tune.update(|t| {
-                    t.temp_lru = ttl >= 0;
-                    if ttl >= 0 {
-                        t.temporary_ttl = ttl;
-                    }
-                });
-                b"OK\r\n"
-            }
-            None => b"ERROR\r\n",
+            // Below 0 turns the temporary LRU off: larder has none.
+            Some(ttl) if ttl < 0 => answer(w, noreply, b"OK\r\n"),
+            Some(_) => refused(w, "temporary LRU"),
+            None => answer(w, noreply, b"ERROR\r\n"),
         },
-        _ => b"ERROR\r\n",
-    };
-    answer(w, noreply, line);
+        _ => answer(w, noreply, b"ERROR\r\n"),
+    }
     Flow::Continue
 }

@@ -1,13 +1,15 @@
 //! `lru_crawler`: `metadump` and `mgdump` (streamed by [`dump::Dump`]), `crawl` (a pass that
 //! reclaims the expired items of database 0), and the crawler's settings (`enable`,
-//! `disable`, `sleep`, `tocrawl`), answered as memcached 1.6.18 answers them.
+//! `disable`, `sleep`, `tocrawl`), answered as memcached 1.6.18 answers them. larder's crawl
+//! is one pass over every item without pauses: `sleep 0` and `tocrawl 0` (no limit) answer
+//! `OK`, other values a `CLIENT_ERROR` that says so.
 //!
 //! As memcached has one crawler, one dump runs at a time, server-wide: another `metadump`,
 //! `mgdump` or `crawl` meanwhile answers `BUSY currently processing crawler request`.
 
 mod dump;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use larder_memcache::{parse_u32, TextReply, TextWriter, Tokens};
@@ -23,10 +25,6 @@ use super::{Ctx, Flow};
 pub struct Crawler {
     /// `lru_crawler enable|disable` (memcached starts with it enabled).
     enabled: AtomicBool,
-    /// `lru_crawler sleep`: shown by `stats settings`; larder's crawl does not pause.
-    sleep_us: AtomicU32,
-    /// `lru_crawler tocrawl`: shown by `stats settings`; larder's crawl checks every item.
-    tocrawl: AtomicU32,
     /// Set while a dump runs; its [`Claim`] clears it.
     busy: Arc<AtomicBool>,
     /// Dumps and crawls started (`lru_crawler_starts`).
@@ -43,8 +41,6 @@ impl Default for Crawler {
     fn default() -> Crawler {
         Crawler {
             enabled: AtomicBool::new(true),
-            sleep_us: AtomicU32::new(100),
-            tocrawl: AtomicU32::new(0),
             busy: Arc::default(),
             starts: AtomicU64::new(0),
             reclaimed: AtomicU64::new(0),
@@ -58,16 +54,6 @@ impl Crawler {
     /// Whether the crawler is enabled (`stats settings`' `lru_crawler`).
     pub fn enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
-    }
-
-    /// `lru_crawler sleep`'s value.
-    pub fn sleep_us(&self) -> u32 {
-        self.sleep_us.load(Ordering::Relaxed)
-    }
-
-    /// `lru_crawler tocrawl`'s value.
-    pub fn tocrawl(&self) -> u32 {
-        self.tocrawl.load(Ordering::Relaxed)
     }
 
     /// Whether a dump is running (`lru_crawler_running`).
@@ -138,18 +124,18 @@ pub(super) fn command(cx: &Ctx<'_>, args: Tokens<'_>, w: &mut TextWriter<'_>) ->
             start_dump(cx, format, classes, w);
         }
         [b"tocrawl", n] => match parse_u32(n) {
-            Some(n) => {
-                c.tocrawl.store(n, Ordering::Relaxed);
-                w.reply(TextReply::Ok);
-            }
+            Some(0) => w.reply(TextReply::Ok),
+            Some(_) => w.client_error(
+                "tocrawl not supported: larder's crawl checks every item (tocrawl 0)",
+            ),
             None => w.client_error(BAD_FORMAT),
         },
         [b"sleep", n] => match parse_u32(n) {
             Some(n) if n > 1_000_000 => w.client_error("sleep must be one second or less"),
-            Some(n) => {
-                c.sleep_us.store(n, Ordering::Relaxed);
-                w.reply(TextReply::Ok);
-            }
+            Some(0) => w.reply(TextReply::Ok),
+            Some(_) => w.client_error(
+                "sleep not supported: larder's crawl makes one pass without pauses (sleep 0)",
+            ),
             None => w.client_error(BAD_FORMAT),
         },
         [b"enable"] => {
