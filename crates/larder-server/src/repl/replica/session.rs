@@ -102,8 +102,10 @@ fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Resu
             link.history_valid.store(false, Ordering::Release);
             link.sync_progress(-1, 0);
             link.set_phase(server, Phase::Sync);
-            let db = load(server, &mut wire, &mut conn)?;
+            // The turn covers the load too: a link stopped meanwhile fails its next read,
+            // and the next link's FLUSHALL comes after the last key this one loaded.
             let _turn = link.turn()?;
+            let db = load(server, &mut wire, &mut conn)?;
             master.full_synced(server, link, id, off, db)?;
             conn.db = db as usize;
             link.history_valid.store(true, Ordering::Release);
@@ -146,8 +148,8 @@ fn session(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) -> Resu
             wire.send(&[b"SYNC"])?;
             link.sync_progress(-1, 0);
             link.set_phase(server, Phase::Sync);
-            let db = load(server, &mut wire, &mut conn)?;
             let _turn = link.turn()?;
+            let db = load(server, &mut wire, &mut conn)?;
             master.full_synced(server, link, &crate::repl::random_hex(40), 0, db)?;
             conn.db = db as usize;
             link.read_offset.store(0, Ordering::Relaxed);
