@@ -10,10 +10,12 @@ mod run;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use larder_engine::{DbGuards, SHARDS_PER_DB};
 use larder_resp::{Protocol, ReplyBuf};
 
 use crate::config::Param;
 use crate::error::{self, Error};
+use crate::locks::Plan;
 use crate::state::{bump, ClientHandle, Server};
 use crate::table::{flags, Resolved};
 use crate::transaction::{Multi, Watched};
@@ -23,7 +25,7 @@ pub use account::reply_error;
 use account::slowlog_maybe;
 pub use cmd::Cmd;
 use run::run_command;
-pub(crate) use run::{call, lock_plan, record_command};
+pub(crate) use run::{call, record_command};
 
 /// CLIENT REPLY mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -505,6 +507,19 @@ fn finish_reply(conn: &mut ConnState, out: &mut ReplyBuf, reply_start: usize) {
 
 /// The protocol a new connection starts with.
 pub const DEFAULT_PROTOCOL: Protocol = Protocol::Resp2;
+
+/// Lock a plan's shards in the global order (database, then shard): the one place commands'
+/// shards are locked together. A database number past the last (an argument the handler will
+/// reject) is left out.
+pub(crate) fn lock_plan(mut plan: Plan, keyspace: &larder_engine::Keyspace) -> DbGuards<'_> {
+    if plan.all {
+        plan.shards = (0..keyspace.db_count())
+            .flat_map(|d| (0..SHARDS_PER_DB).map(move |s| (d, s)))
+            .collect();
+    }
+    plan.shards.retain(|&(d, _)| d < keyspace.db_count());
+    keyspace.lock_many(plan.shards)
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,17 +1,18 @@
-//! Running a command that passed the generic checks: locking its shards (a plan, one shard
-//! held for the log, or on demand), calling its handler, and recording it for replay.
-//! Apart from `exec.rs`, whose checks decide whether a command runs, not how.
+//! Running a command that passed the generic checks: locking its shards (a plan, through
+//! `exec.rs`'s `lock_plan`, one shard held for the log, or on demand), calling its handler,
+//! and recording it for replay. Apart from `exec.rs`, whose checks decide whether a command
+//! runs, not how.
 
 use larder_resp::ReplyBuf;
 
-use larder_engine::{Db, DbGuards, SHARDS_PER_DB};
+use larder_engine::Db;
 
 use crate::args::Args;
 use crate::locks::{Held, Plan, Scope};
 use crate::state::Server;
 use crate::table::{flags, Resolved};
 
-use super::{Cmd, ConnState};
+use super::{lock_plan, Cmd, ConnState};
 
 /// Run a command that passed the checks: planned, or locking on demand.
 #[inline]
@@ -124,19 +125,6 @@ pub(crate) fn record_command(
     for r in replacements {
         feed.command(conn.db, since, r);
     }
-}
-
-/// Lock a plan's shards in the global order (database, then shard): the one place commands'
-/// shards are locked together. A database number past the last (an argument the handler will
-/// reject) is left out.
-pub(crate) fn lock_plan(mut plan: Plan, keyspace: &larder_engine::Keyspace) -> DbGuards<'_> {
-    if plan.all {
-        plan.shards = (0..keyspace.db_count())
-            .flat_map(|d| (0..SHARDS_PER_DB).map(move |s| (d, s)))
-            .collect();
-    }
-    plan.shards.retain(|&(d, _)| d < keyspace.db_count());
-    keyspace.lock_many(plan.shards)
 }
 
 /// Whether the executor locks the command's shards before its handler runs: a command that
