@@ -25,16 +25,13 @@ import redis
 from conftest import Server, start_with_http
 from test_replication_master import contents, info, until
 from test_replication_meta import Mc
+from test_replication_replica import link_up
 
 pytestmark = pytest.mark.larder_only
 
 SECONDS = 8.0
 SCRIPT = ("redis.call('INCR', KEYS[1]); redis.call('LPUSH', KEYS[2], ARGV[1]); "
           "redis.call('LTRIM', KEYS[2], 0, 9); return 1")
-
-
-def link_up(srv: Server) -> bool:
-    return info(srv, "replication").get("master_link_status") == "up"
 
 
 def follow(srv: Server, master: Server) -> None:
