@@ -127,7 +127,7 @@ pub struct Sandbox {
     pub globals_meta: Option<Table>,
     /// Functions only: the globals a loading library sees.
     pub library_api: Option<Table>,
-    /// The run's host function (see [`call`]); `None` outside a run.
+    /// The run's host (see [`call`]); empty outside a run.
     pub host: HostSlot,
     /// Redis's `__redis__err__handler`.
     pub handler: Function,

@@ -1,15 +1,15 @@
 //! The functions of the `redis` table that reach the host (redis.call, redis.pcall,
 //! redis.log, redis.set_repl) and the count hook.
 //!
-//! They are made once per interpreter. The host is reached through the run's one host
-//! function ([`HostSlot`], which `vm` fills with a function of its `mlua::Lua::scope` for
-//! the length of a run): these functions leave what the host needs in the run's
-//! [`Exchange`] (the argv bytes, the log message) and call it with an [`Op`]; the host
-//! function writes the command's reply into the exchange's reply buffer, which is reused
-//! from call to call, and redis.call decodes it straight into Lua values.
+//! They are made once per interpreter. The host is reached through the [`HostSlot`], which
+//! `vm` fills with the run's host for the length of a run: these functions leave what the
+//! host needs in the run's [`Exchange`] (the argv bytes, the log message) and call it with
+//! an [`Op`]; the host writes the command's reply into the exchange's reply buffer, which
+//! is reused from call to call, and redis.call decodes it straight into Lua values.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::io::Write;
+use std::ptr::NonNull;
 use std::rc::Rc;
 
 use larder_resp::ReplyBuf;
@@ -21,33 +21,62 @@ use crate::convert::{error_table, format_g, reply_to_lua};
 use crate::errors::{self, error_table_text};
 use crate::vm::{Abort, Host};
 
-/// The run's host function: `None` outside a run.
-pub type HostSlot = Rc<RefCell<Option<Function>>>;
+/// Where the `redis` functions find the run's host: empty outside a run.
+pub type HostSlot = Rc<HostCell>;
 
-/// What the host function is asked to do. It answers 0, or 1 when the host ended the run
-/// (an [`crate::vm::Abort`], which it has recorded).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Op {
-    /// The count hook fired.
-    Tick = 0,
-    /// Run the command in [`Exchange::argv`], its reply into [`Exchange::reply`].
-    Call = 1,
-    /// redis.log: [`Exchange::level`], the message in [`Exchange::argv`].
-    Log = 2,
-    /// redis.set_repl: [`Exchange::flags`].
-    Repl = 3,
+/// The run's host, lent for the length of one run ([`HostCell::lend`]).
+///
+/// A plain pointer rather than a Lua function made per run in an `mlua` scope: reaching the
+/// host is then a call, not a second trip through Lua for every redis.call and every tick,
+/// and a run makes no function to be collected.
+#[derive(Default)]
+pub struct HostCell {
+    host: Cell<Option<NonNull<dyn Host + 'static>>>,
+    /// The host is running a request: a request that reaches Lua again must not reach it.
+    busy: Cell<bool>,
 }
 
-impl Op {
-    pub fn from_u8(op: u8) -> Op {
-        match op {
-            0 => Op::Tick,
-            1 => Op::Call,
-            2 => Op::Log,
-            _ => Op::Repl,
+impl HostCell {
+    /// Makes `host` reachable until `f` returns (or unwinds), then what was there before
+    /// (nothing, unless a run was started from inside another's request).
+    #[allow(unsafe_code)]
+    pub fn lend<R>(&self, host: &mut dyn Host, f: impl FnOnce() -> R) -> R {
+        struct Restore<'a> {
+            cell: &'a HostCell,
+            host: Option<NonNull<dyn Host + 'static>>,
+            busy: bool,
         }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.cell.host.set(self.host);
+                self.cell.busy.set(self.busy);
+            }
+        }
+        let ptr = NonNull::from(host);
+        // SAFETY: the lifetime is erased only while `host` is borrowed here: `Restore` takes
+        // the pointer out of the cell before this function returns or unwinds, and
+        // `reach_host`, the only reader, uses it within one call.
+        let ptr: NonNull<dyn Host + 'static> = unsafe { std::mem::transmute(ptr) };
+        let _restore = Restore {
+            cell: self,
+            host: self.host.replace(Some(ptr)),
+            busy: self.busy.replace(false),
+        };
+        f()
     }
+}
+
+/// What the host is asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// The count hook fired.
+    Tick,
+    /// Run the command in [`Exchange::argv`], its reply into [`Exchange::reply`].
+    Call,
+    /// redis.log: [`Exchange::level`], the message in [`Exchange::argv`].
+    Log,
+    /// redis.set_repl: [`Exchange::flags`].
+    Repl,
 }
 
 /// What the `redis` functions and the host function pass each other, kept from call to
@@ -124,15 +153,51 @@ pub fn aborted() -> mlua::Error {
     mlua::Error::runtime(errors::KILLED)
 }
 
-/// Asks the run's host function to do `op`; outside a run, nothing.
-fn reach_host(host: &HostSlot, op: Op) -> mlua::Result<()> {
-    let guard = host.borrow();
-    let Some(f) = guard.as_ref() else {
+/// Asks the run's host to do `op`; outside a run, nothing. When the host ends the run (an
+/// [`crate::vm::Abort`], recorded in `shared`), every instruction raises from then on and
+/// this returns the error that starts it.
+#[allow(unsafe_code)]
+fn reach_host(lua: &Lua, host: &HostCell, shared: &Shared, op: Op) -> mlua::Result<()> {
+    let Some(ptr) = host.host.get() else {
         return Ok(());
     };
-    match f.call::<u8>(op as u8)? {
-        0 => Ok(()),
-        _ => Err(aborted()),
+    if host.busy.replace(true) {
+        return Err(mlua::Error::RecursiveMutCallback);
+    }
+    struct Idle<'a>(&'a HostCell);
+    impl Drop for Idle<'_> {
+        fn drop(&mut self) {
+            self.0.busy.set(false);
+        }
+    }
+    let idle = Idle(host);
+    // SAFETY: the pointer is set only while `HostCell::lend` borrows the host mutably, and
+    // `busy` makes this the only reference made from it at a time.
+    let host = unsafe { &mut *ptr.as_ptr() };
+    let done = {
+        let state = &mut *shared.borrow_mut();
+        let ex = &mut state.exchange;
+        match op {
+            Op::Call => ex.call(host),
+            Op::Tick => host.tick(),
+            Op::Log => {
+                host.log(ex.level, &String::from_utf8_lossy(&ex.argv));
+                Ok(())
+            }
+            Op::Repl => {
+                host.set_repl(ex.flags);
+                Ok(())
+            }
+        }
+    };
+    drop(idle);
+    match done {
+        Ok(()) => Ok(()),
+        Err(a) => {
+            shared.borrow_mut().abort = Some(a);
+            raise_on_every_instruction(lua)?;
+            Err(aborted())
+        }
     }
 }
 
@@ -143,11 +208,11 @@ pub fn install_tick_hook(lua: &Lua, shared: &Shared, host: &HostSlot) -> mlua::R
     let (shared, host) = (shared.clone(), host.clone());
     lua.set_hook(
         HookTriggers::new().every_nth_instruction(crate::vm::Vm::TICK_INSTRUCTIONS),
-        move |_, _| {
+        move |lua, _| {
             if shared.borrow().abort.is_some() {
                 return Err(aborted());
             }
-            reach_host(&host, Op::Tick)?;
+            reach_host(lua, &host, &shared, Op::Tick)?;
             Ok(VmState::Continue)
         },
     )
@@ -196,7 +261,7 @@ pub fn call_function(
             }
             return Ok(Value::Table(error_table(lua, &text)?));
         }
-        reach_host(&host, Op::Call)?;
+        reach_host(lua, &host, &shared, Op::Call)?;
         // Out of the shared state while Lua allocates the value, and without the memory
         // cap (see `Sandbox::lift_cap`): the value is as big as the reply, already in memory.
         let reply = std::mem::take(&mut shared.borrow_mut().exchange.reply);
@@ -227,7 +292,7 @@ pub fn call_function(
 /// or numbers, separated by spaces (Redis adds the space before every argument but the
 /// first message one, present or not).
 pub fn log_function(lua: &Lua, shared: Shared, host: HostSlot) -> mlua::Result<Function> {
-    lua.create_function(move |_, args: Variadic<Value>| {
+    lua.create_function(move |lua, args: Variadic<Value>| {
         if args.len() < 2 {
             return Err(raise("redis.log() requires two arguments or more."));
         }
@@ -252,7 +317,7 @@ pub fn log_function(lua: &Lua, shared: Shared, host: HostSlot) -> mlua::Result<F
             }
             ex.level = level as u8;
         }
-        reach_host(&host, Op::Log)?;
+        reach_host(lua, &host, &shared, Op::Log)?;
         Ok(Value::Nil)
     })
 }
@@ -261,7 +326,7 @@ pub fn log_function(lua: &Lua, shared: Shared, host: HostSlot) -> mlua::Result<F
 pub const REPL_ALL: u8 = 3;
 
 pub fn set_repl_function(lua: &Lua, shared: Shared, host: HostSlot) -> mlua::Result<Function> {
-    lua.create_function(move |_, args: Variadic<Value>| {
+    lua.create_function(move |lua, args: Variadic<Value>| {
         if args.len() != 1 {
             return Err(raise("redis.set_repl() requires two arguments."));
         }
@@ -272,7 +337,7 @@ pub fn set_repl_function(lua: &Lua, shared: Shared, host: HostSlot) -> mlua::Res
             ));
         }
         shared.borrow_mut().exchange.flags = flags as u8;
-        reach_host(&host, Op::Repl)?;
+        reach_host(lua, &host, &shared, Op::Repl)?;
         Ok(Value::Nil)
     })
 }

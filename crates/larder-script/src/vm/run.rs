@@ -1,7 +1,5 @@
-//! One run of a script or function: the run's host function (one function of a cheap
-//! mlua `scope`), KEYS/ARGV, and turning the result or the error into the client's reply.
-
-use std::cell::RefCell;
+//! One run of a script or function: the host lent to the `redis` functions, KEYS/ARGV,
+//! and turning the result or the error into the client's reply.
 
 use larder_resp::{Protocol, ReplyBuf};
 use mlua::{Function, Lua, Table, Value};
@@ -9,7 +7,6 @@ use mlua::{Function, Lua, Table, Value};
 use super::{Abort, Origin};
 use crate::convert::{self, format_g};
 use crate::errors::{self, error_table_text};
-use crate::sandbox::call::{raise_on_every_instruction, Op};
 use crate::sandbox::{Flavor, Sandbox};
 
 /// What a script reaches the server through; implemented by larder-commands per run.
@@ -32,9 +29,8 @@ pub trait Host {
 
 /// Runs `f` (an EVAL chunk, or a function's callback) in `sb` and writes its reply.
 ///
-/// The run's one host function is made in an `mlua` scope (it borrows `host`), put in
-/// [`Sandbox::host`] for the length of the run; everything else the run uses is made once
-/// per interpreter.
+/// `host` is lent to the `redis` functions through [`Sandbox::host`] for the length of the
+/// run; everything else the run uses is made once per interpreter.
 pub fn run(
     sb: &Sandbox,
     f: &Function,
@@ -56,44 +52,10 @@ pub fn run(
         state.abort_place = None;
     }
     let start_len = out.buf.len();
-    let host = RefCell::new(host);
     sb.lift_cap();
-    let result = sb.lua.scope(|scope| {
-        let shared = &sb.shared;
-        let host = &host;
-        let reach = scope.create_function(move |lua, op: u8| {
-            let Ok(mut host) = host.try_borrow_mut() else {
-                return Err(mlua::Error::RecursiveMutCallback);
-            };
-            let done = {
-                let state = &mut *shared.borrow_mut();
-                let ex = &mut state.exchange;
-                match Op::from_u8(op) {
-                    Op::Call => ex.call(&mut **host),
-                    Op::Tick => host.tick(),
-                    Op::Log => {
-                        host.log(ex.level, &String::from_utf8_lossy(&ex.argv));
-                        Ok(())
-                    }
-                    Op::Repl => {
-                        host.set_repl(ex.flags);
-                        Ok(())
-                    }
-                }
-            };
-            match done {
-                Ok(()) => Ok(0u8),
-                Err(a) => {
-                    shared.borrow_mut().abort = Some(a);
-                    raise_on_every_instruction(lua)?;
-                    Ok(1)
-                }
-            }
-        })?;
-        *sb.host.borrow_mut() = Some(reach);
+    let result = sb.host.lend(host, || -> mlua::Result<()> {
         let outcome = start(sb, f, keys, args);
         sb.lift_cap();
-        *sb.host.borrow_mut() = None;
         let (ok, value) = outcome?;
         let state = sb.shared.borrow();
         if state.abort == Some(Abort::Retry) {
