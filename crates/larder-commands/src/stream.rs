@@ -163,7 +163,7 @@ pub(crate) fn strict_id(arg: &[u8], missing_seq: u64) -> Result<StreamId> {
 
 /// An ID as Redis replies it: a bulk `ms-seq`.
 pub(crate) fn reply_id(out: &mut ReplyBuf, id: StreamId) {
-    out.bulk(id.to_string().as_bytes());
+    out.bulk(id.text().as_bytes());
 }
 
 /// One entry as Redis replies it: `[id, [field, value, ...]]`.
@@ -529,7 +529,7 @@ fn xsetid(c: &mut Cmd<'_>) -> Result<()> {
     };
     let s = stream_at(&shard, slot)?;
     if !s.is_empty() {
-        let top = s.edge(true).map_or(StreamId::MIN, |(top, _)| top);
+        let top = s.last_live_id().unwrap_or(StreamId::MIN);
         if id < top {
             return Err(Error::Static(SETID_TOO_SMALL));
         }

@@ -207,7 +207,7 @@ fn meta(s: &Stream) -> StreamMeta {
 
 /// A stream ID as a bulk string.
 fn reply_id(out: &mut ReplyBuf, id: StreamId) {
-    out.bulk(id.to_string().as_bytes());
+    out.bulk(id.text().as_bytes());
 }
 
 /// One entry: its ID and its field-value pairs.

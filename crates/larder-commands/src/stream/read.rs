@@ -116,7 +116,7 @@ pub(super) fn xread(c: &mut Cmd<'_>) -> Result<()> {
             continue;
         };
         let s = stream_at(&shard, slot)?;
-        if s.edge(true).is_some_and(|(top, _)| top > ids[k]) {
+        if s.last_live_id().is_some_and(|top| top > ids[k]) {
             ready.push(k);
         }
     }

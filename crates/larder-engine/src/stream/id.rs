@@ -89,7 +89,47 @@ impl StreamId {
 
 impl fmt::Display for StreamId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.ms, self.seq)
+        f.write_str(self.text().as_str())
+    }
+}
+
+/// An ID's `ms-seq` text, written on the stack (replies write one per entry).
+pub struct IdText {
+    buf: [u8; 41],
+    start: usize,
+}
+
+impl IdText {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Digits and one '-' only.
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+}
+
+impl StreamId {
+    /// The ID as Redis writes it, `ms-seq`, without allocating.
+    pub fn text(self) -> IdText {
+        fn digits(mut v: u64, buf: &mut [u8; 41], end: &mut usize) {
+            loop {
+                *end -= 1;
+                buf[*end] = b'0' + (v % 10) as u8;
+                v /= 10;
+                if v == 0 {
+                    return;
+                }
+            }
+        }
+        let mut buf = [0u8; 41];
+        let mut start = buf.len();
+        digits(self.seq, &mut buf, &mut start);
+        start -= 1;
+        buf[start] = b'-';
+        digits(self.ms, &mut buf, &mut start);
+        IdText { buf, start }
     }
 }
 
@@ -218,6 +258,16 @@ mod tests {
             Ok(IdSpec::Explicit(StreamId::new(7, 0)))
         );
         assert_eq!(StreamId::new(1, 2).to_string(), "1-2");
+        for id in [
+            StreamId::MIN,
+            StreamId::new(10, 0),
+            StreamId::new(1_700_000_000_123, 99),
+            StreamId::MAX,
+        ] {
+            let text = id.text();
+            assert_eq!(text.as_str(), format!("{}-{}", id.ms, id.seq));
+            assert_eq!(StreamId::parse(text.as_bytes(), 0), Ok(id));
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod tests;
 use std::collections::btree_map::{self, BTreeMap};
 use std::ops::Bound;
 
-pub use id::{IdSpec, InvalidId, StreamId};
+pub use id::{IdSpec, IdText, InvalidId, StreamId};
 pub use node::Fields;
 use node::{Node, Slot, DELETED};
 
@@ -258,6 +258,20 @@ impl Stream {
     /// The first (or last, when `last`) live entry.
     pub fn edge(&self, last: bool) -> Option<(StreamId, Fields<'_>)> {
         self.range(StreamId::MIN, StreamId::MAX, last).next()
+    }
+
+    /// The ID of the newest live entry, as `edge(true)` finds it: read from the last node's
+    /// header when none of its entries is deleted (a node goes with its last live entry, so
+    /// the last node always has one), else its newest live entry, decoded oldest first.
+    pub fn last_live_id(&self) -> Option<StreamId> {
+        let (&master, node) = self.nodes.last_key_value()?;
+        if node.deleted == 0 {
+            return Some(node.last);
+        }
+        node.slots(master)
+            .filter(|s| s.flags & DELETED == 0)
+            .last()
+            .map(|s| s.id)
     }
 
     /// Delete the live entry `id`; false if there is none.

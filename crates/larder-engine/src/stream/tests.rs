@@ -76,6 +76,9 @@ fn check(s: &Stream, m: &Model, rng: &mut impl FnMut() -> u64) {
     assert_eq!(s.entries_added(), m.added);
     let first = m.entries.keys().next().copied().unwrap_or_default();
     assert_eq!(s.first_id(), first);
+    let newest = m.entries.keys().next_back().copied();
+    assert_eq!(s.last_live_id(), newest);
+    assert_eq!(s.edge(true).map(|(id, _)| id), newest);
     assert_eq!(s.heap_bytes(), s.recount_heap());
     // A random range both ways with a random count.
     let a = StreamId::new(rng() % 400, rng() % 4);

@@ -177,8 +177,8 @@ fn servable(c: &Cmd<'_>, key: &[u8], group: &[u8], from: Option<StreamId>) -> bo
     let Ok(s) = stream_at(&shard, slot) else {
         return false;
     };
-    match (group_of(s, group), s.edge(true)) {
-        (Some(g), Some((last, _))) => last > g.last_id(),
+    match (group_of(s, group), s.last_live_id()) {
+        (Some(g), Some(last)) => last > g.last_id(),
         _ => false,
     }
 }
@@ -255,7 +255,7 @@ fn new_entries(
     let entries: Vec<_> = s.range(start, StreamId::MAX, false).take(limit).collect();
     out.array(entries.len());
     let mut moved = false;
-    let mut claims = Vec::new();
+    let mut claims = Vec::with_capacity(if req.noack { 0 } else { entries.len() });
     for (id, fields) in entries {
         moved |= g.advance(id, &m);
         reply_entry(out, id, fields);
