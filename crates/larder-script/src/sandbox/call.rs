@@ -341,3 +341,84 @@ pub fn set_repl_function(lua: &Lua, shared: Shared, host: HostSlot) -> mlua::Res
         Ok(Value::Nil)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host that counts its ticks.
+    #[derive(Default)]
+    struct Counter(usize);
+
+    impl Host for Counter {
+        fn call(&mut self, _: &[&[u8]], _: &mut ReplyBuf) -> Result<(), Abort> {
+            Ok(())
+        }
+        fn tick(&mut self) -> Result<(), Abort> {
+            self.0 += 1;
+            Ok(())
+        }
+        fn log(&mut self, _: u8, _: &str) {}
+        fn set_repl(&mut self, _: u8) {}
+    }
+
+    fn tick(cell: &HostCell) -> mlua::Result<()> {
+        let lua = Lua::new();
+        let shared = Shared::default();
+        reach_host(&lua, cell, &shared, Op::Tick)
+    }
+
+    #[test]
+    fn a_host_is_reachable_only_while_lent() {
+        let cell = HostCell::default();
+        let mut host = Counter::default();
+        tick(&cell).unwrap(); // nobody to reach: nothing happens
+        cell.lend(&mut host, || {
+            tick(&cell).unwrap();
+            tick(&cell).unwrap();
+        });
+        assert!(cell.host.get().is_none());
+        tick(&cell).unwrap();
+        assert_eq!(host.0, 2);
+    }
+
+    #[test]
+    fn a_lend_that_unwinds_leaves_the_cell_empty() {
+        let cell = HostCell::default();
+        let mut host = Counter::default();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            cell.lend(&mut host, || panic!("the run unwinds"));
+        }));
+        assert!(unwound.is_err());
+        assert!(cell.host.get().is_none());
+        assert!(!cell.busy.get());
+    }
+
+    #[test]
+    fn a_lend_inside_a_lend_gives_the_outer_host_back() {
+        let cell = HostCell::default();
+        let (mut outer, mut inner) = (Counter::default(), Counter::default());
+        cell.lend(&mut outer, || {
+            tick(&cell).unwrap();
+            cell.lend(&mut inner, || tick(&cell).unwrap());
+            tick(&cell).unwrap();
+        });
+        assert_eq!((outer.0, inner.0), (2, 1));
+    }
+
+    #[test]
+    fn a_host_busy_with_a_request_is_not_reached_again() {
+        let cell = HostCell::default();
+        let mut host = Counter::default();
+        cell.lend(&mut host, || {
+            cell.busy.set(true);
+            assert!(matches!(
+                tick(&cell),
+                Err(mlua::Error::RecursiveMutCallback)
+            ));
+            cell.busy.set(false);
+            tick(&cell).unwrap();
+        });
+        assert_eq!(host.0, 1);
+    }
+}
