@@ -372,13 +372,13 @@ mod tests {
     fn a_host_is_reachable_only_while_lent() {
         let cell = HostCell::default();
         let mut host = Counter::default();
-        tick(&cell).unwrap(); // nobody to reach: nothing happens
+        tick(&cell).expect("nobody to reach: nothing happens");
         cell.lend(&mut host, || {
-            tick(&cell).unwrap();
-            tick(&cell).unwrap();
+            tick(&cell).expect("tick");
+            tick(&cell).expect("tick");
         });
         assert!(cell.host.get().is_none());
-        tick(&cell).unwrap();
+        tick(&cell).expect("tick");
         assert_eq!(host.0, 2);
     }
 
@@ -399,9 +399,9 @@ mod tests {
         let cell = HostCell::default();
         let (mut outer, mut inner) = (Counter::default(), Counter::default());
         cell.lend(&mut outer, || {
-            tick(&cell).unwrap();
-            cell.lend(&mut inner, || tick(&cell).unwrap());
-            tick(&cell).unwrap();
+            tick(&cell).expect("tick");
+            cell.lend(&mut inner, || tick(&cell).expect("tick"));
+            tick(&cell).expect("tick");
         });
         assert_eq!((outer.0, inner.0), (2, 1));
     }
@@ -417,7 +417,7 @@ mod tests {
                 Err(mlua::Error::RecursiveMutCallback)
             ));
             cell.busy.set(false);
-            tick(&cell).unwrap();
+            tick(&cell).expect("tick");
         });
         assert_eq!(host.0, 1);
     }
