@@ -7,13 +7,14 @@
 //! an [`Op`]; the host writes the command's reply into the exchange's reply buffer, which
 //! is reused from call to call, and redis.call decodes it straight into Lua values.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::ptr::NonNull;
 use std::rc::Rc;
 
 use larder_resp::ReplyBuf;
-use mlua::{Function, HookTriggers, Lua, MultiValue, Value, Variadic, VmState};
+use mlua::state::RawLua;
+use mlua::{ffi, FromLuaMulti, Function, HookTriggers, Lua, MultiValue, Value, Variadic, VmState};
 
 use super::api::{raise, to_lua_bytes, to_number, Raise};
 use super::Shared;
@@ -119,31 +120,113 @@ impl Exchange {
             host.call(&all, reply)
         }
     }
+}
 
-    /// Reads redis.call's arguments as Redis's `luaArgsToRedisArgv`: strings as they
-    /// are, numbers as `%.17g`; the error for anything else or no argument at all.
-    fn load(&mut self, args: &MultiValue) -> Result<(), &'static str> {
-        self.argv.clear();
-        self.ends.clear();
-        if args.is_empty() {
-            return Err(errors::NO_ARGUMENTS);
+/// Appends a number argument as Redis's `luaArgsToRedisArgv` writes it (`%.17g`, which
+/// writes integers below 1e17 in full and bigger ones with an exponent). `integer` is the
+/// value when Lua's number is exactly an `i64` (as `mlua` reads numbers: not `-0`).
+fn push_number(argv: &mut Vec<u8>, n: f64, integer: Option<i64>) {
+    match integer {
+        Some(i) if i.unsigned_abs() < 100_000_000_000_000_000 => {
+            let _ = write!(argv, "{i}");
         }
-        for v in args {
-            match v {
-                Value::String(s) => self.argv.extend_from_slice(&s.as_bytes()),
-                // `%.17g` writes integers below 1e17 in full, bigger ones with an exponent.
-                Value::Integer(n) if n.unsigned_abs() < 100_000_000_000_000_000 => {
-                    let _ = write!(self.argv, "{n}");
-                }
-                Value::Integer(n) => self
-                    .argv
-                    .extend_from_slice(format_g(*n as f64, 17).as_bytes()),
-                Value::Number(n) => self.argv.extend_from_slice(format_g(*n, 17).as_bytes()),
-                _ => return Err(errors::BAD_ARGUMENT),
+        _ => argv.extend_from_slice(format_g(n, 17).as_bytes()),
+    }
+}
+
+/// `n` as an `i64` if it is exactly one (`mlua`'s rule for `Value::Integer`).
+fn exact_integer(n: f64) -> Option<i64> {
+    // 2^63 is not an i64; -2^63 is.
+    if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
+        return None;
+    }
+    let i = n as i64;
+    ((i as f64).to_bits() == n.to_bits()).then_some(i)
+}
+
+/// Reads redis.call's arguments as Redis's `luaArgsToRedisArgv`: strings as they are,
+/// numbers as `%.17g`; the error for anything else or no argument at all. The arguments'
+/// bytes end up one after the other in `argv`, each one's end in `ends`.
+fn load_values(
+    values: &MultiValue,
+    argv: &mut Vec<u8>,
+    ends: &mut Vec<usize>,
+) -> Result<(), &'static str> {
+    argv.clear();
+    ends.clear();
+    if values.is_empty() {
+        return Err(errors::NO_ARGUMENTS);
+    }
+    for v in values {
+        match v {
+            Value::String(s) => argv.extend_from_slice(&s.as_bytes()),
+            Value::Integer(i) => push_number(argv, *i as f64, Some(*i)),
+            Value::Number(n) => push_number(argv, *n, exact_integer(*n)),
+            _ => return Err(errors::BAD_ARGUMENT),
+        }
+        ends.push(argv.len());
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// Where [`StackArgs`] reads redis.call's arguments; swapped with the run's exchange.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<usize>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// redis.call's arguments, read straight off the Lua stack into this thread's [`SCRATCH`]:
+/// no `Value` (and no registry handle to make and release) per argument. The result of
+/// the read: the error text for no argument or one of another type.
+struct StackArgs(Result<(), &'static str>);
+
+impl FromLuaMulti for StackArgs {
+    fn from_lua_multi(values: MultiValue, _: &Lua) -> mlua::Result<Self> {
+        Ok(StackArgs(SCRATCH.with(|s| {
+            let (argv, ends) = &mut *s.borrow_mut();
+            load_values(&values, argv, ends)
+        })))
+    }
+
+    /// What `mlua` calls for a Rust function's arguments: the top `nargs` values of the
+    /// stack of `lua`'s current state.
+    #[allow(unsafe_code)]
+    unsafe fn from_stack_args(
+        nargs: std::ffi::c_int,
+        _: usize,
+        _: Option<&str>,
+        lua: &RawLua,
+    ) -> mlua::Result<Self> {
+        let state = lua.state();
+        Ok(StackArgs(SCRATCH.with(|s| {
+            let (argv, ends) = &mut *s.borrow_mut();
+            argv.clear();
+            ends.clear();
+            if nargs <= 0 {
+                return Err(errors::NO_ARGUMENTS);
             }
-            self.ends.push(self.argv.len());
-        }
-        Ok(())
+            for idx in -nargs..0 {
+                // SAFETY: `mlua` calls this with `nargs` arguments on top of `state`'s stack
+                // (indices -nargs..-1); reading a value's type, a string's bytes (which Lua
+                // keeps while the value is on the stack, copied out at once) or a number
+                // neither changes the stack nor raises.
+                unsafe {
+                    match ffi::lua_type(state, idx) {
+                        ffi::LUA_TSTRING => {
+                            let mut len = 0;
+                            let p = ffi::lua_tolstring(state, idx, &mut len);
+                            argv.extend_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), len));
+                        }
+                        ffi::LUA_TNUMBER => {
+                            let n = ffi::lua_tonumber(state, idx);
+                            push_number(argv, n, exact_integer(n));
+                        }
+                        _ => return Err(errors::BAD_ARGUMENT),
+                    }
+                }
+                ends.push(argv.len());
+            }
+            Ok(())
+        })))
     }
 }
 
@@ -233,7 +316,7 @@ pub fn call_function(
     host: HostSlot,
     raising: bool,
 ) -> mlua::Result<Function> {
-    lua.create_function(move |lua, args: MultiValue| {
+    lua.create_function(move |lua, args: StackArgs| {
         let loaded = {
             let mut state = shared.borrow_mut();
             if !state.running {
@@ -247,9 +330,13 @@ pub fn call_function(
             ex.reply.buf.clear();
             ex.reply.attached.clear();
             ex.reply.proto = proto;
-            ex.load(&args)
+            SCRATCH.with(|s| {
+                let (argv, ends) = &mut *s.borrow_mut();
+                std::mem::swap(&mut ex.argv, argv);
+                std::mem::swap(&mut ex.ends, ends);
+            });
+            args.0
         };
-        drop(args);
         if let Err(msg) = loaded {
             let text = error_table_text(msg);
             if raising {

@@ -385,6 +385,38 @@ fn call_arguments_and_logs() {
     assert_eq!(host.repl, [1]);
 }
 
+/// Numbers at the edges of `%.17g` and of `i64`, as redis-server 7.0.15 sends them on
+/// (checked with SET and GET in a script there).
+#[test]
+fn call_arguments_at_the_edges_of_numbers() {
+    let mut vm = Vm::new(&VmOptions::default()).expect("vm");
+    let mut host = FakeHost::default();
+    let body = "redis.call('echo', 0 * -1, 2^63, -2^63, 1e17, math.huge, -math.huge, \
+                99999999999999984, 123, -7, 1.5) return 1";
+    let (r, ok) = eval_with(&mut vm, &mut host, body, &[], &[], Protocol::Resp2);
+    assert_eq!((r.as_str(), ok), (":1\r\n", Ok(())));
+    let args: Vec<&str> = host.calls[0]
+        .iter()
+        .map(|a| std::str::from_utf8(a).expect("ascii"))
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "echo",
+            "-0",
+            "9.2233720368547758e+18",
+            "-9.2233720368547758e+18",
+            "1e+17",
+            "inf",
+            "-inf",
+            "99999999999999984",
+            "123",
+            "-7",
+            "1.5"
+        ]
+    );
+}
+
 #[test]
 fn keys_argv_and_resp3() {
     let mut vm = Vm::new(&VmOptions::default()).expect("vm");
