@@ -493,6 +493,54 @@ mod tests {
         assert_eq!((outer.0, inner.0), (2, 1));
     }
 
+    /// What `StackArgs` left in this thread's scratch: the arguments, or the error.
+    fn scratch(read: Result<(), &'static str>) -> Result<Vec<Vec<u8>>, &'static str> {
+        read?;
+        Ok(SCRATCH.with(|s| {
+            let (argv, ends) = &*s.borrow();
+            let mut start = 0;
+            ends.iter()
+                .map(|&end| {
+                    let a = argv[start..end].to_vec();
+                    start = end;
+                    a
+                })
+                .collect()
+        }))
+    }
+
+    /// The stack reader (what `mlua` uses for a Rust function's arguments) and the reader
+    /// of values agree, argument for argument and on the errors.
+    #[test]
+    fn arguments_read_off_the_stack_are_the_values_read() {
+        let lua = Lua::new();
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let record = Rc::clone(&seen);
+        let f = lua
+            .create_function(move |_, args: StackArgs| {
+                record.borrow_mut().push(scratch(args.0));
+                Ok(())
+            })
+            .expect("function");
+        lua.globals().set("f", f).expect("set");
+        let lists = [
+            "'GET', 'k'",
+            "'x', 0 * -1, 2^63, -2^63, 1e17, 1e17 - 16, math.huge, 0.1, 3, -7",
+            "'a\\0b', ''",
+            "",
+            "'x', {}",
+            "'x', nil",
+            "'x', true",
+        ];
+        for list in lists {
+            lua.load(format!("f({list})")).exec().expect("call");
+            let values: MultiValue = lua.load(format!("return {list}")).eval().expect("values");
+            let by_values = scratch(StackArgs::from_lua_multi(values, &lua).expect("read").0);
+            let off_stack = seen.borrow_mut().pop().expect("called");
+            assert_eq!(off_stack, by_values, "{list}");
+        }
+    }
+
     #[test]
     fn a_host_busy_with_a_request_is_not_reached_again() {
         let cell = HostCell::default();
