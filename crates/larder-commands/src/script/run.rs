@@ -337,10 +337,10 @@ impl RunHost<'_, '_, '_, '_> {
             }
             let (shard, hash) = Db::route(key);
             let shard = self.guards.get(db, shard);
-            if shard.memory_of(key, hash) > IMAGE_MAX_BYTES {
-                return Err(());
-            }
-            images.push((db, shard.image(key, hash, self.now_ms)));
+            let image = shard
+                .image(key, hash, self.now_ms, IMAGE_MAX_BYTES)
+                .ok_or(())?;
+            images.push((db, image));
         }
         Ok(())
     }

@@ -10,60 +10,73 @@ use super::Shard;
 use crate::entry::Entry;
 
 /// A key as it was: its whole entry (value, deadline, version, memcached state, access
-/// time), or its absence.
+/// time, and the key with it), or its absence.
 #[derive(Debug)]
 pub struct KeyImage {
-    key: Vec<u8>,
     hash: u64,
-    entry: Option<Entry>,
+    was: Was,
+}
+
+#[derive(Debug)]
+enum Was {
+    Present(Entry),
+    Absent(Vec<u8>),
 }
 
 impl KeyImage {
     /// The key it is an image of.
     pub fn key(&self) -> &[u8] {
-        &self.key
+        match &self.was {
+            Was::Present(e) => e.key(),
+            Was::Absent(key) => key,
+        }
     }
 
     /// The memory the image holds (the copy of the value), to bound what a run keeps.
     pub fn memory_bytes(&self) -> usize {
-        self.entry.as_ref().map_or(0, Entry::memory_bytes)
+        match &self.was {
+            Was::Present(e) => e.memory_bytes(),
+            Was::Absent(_) => 0,
+        }
     }
 }
 
 impl Shard {
-    /// The memory `key`'s entry takes now (0 when absent), to decide whether an image is
-    /// worth its copy. Expires nothing.
-    pub fn memory_of(&self, key: &[u8], hash: u64) -> usize {
-        self.find_raw(key, hash)
-            .map_or(0, |s| self.slot(s).memory_bytes())
-    }
-
-    /// An image of `key` now. A key past its deadline is removed first (recorded as
-    /// expired, as any reader would) and imaged as absent.
-    pub fn image(&mut self, key: &[u8], hash: u64, now_ms: u64) -> KeyImage {
-        let entry = self.find(key, hash, now_ms).map(|slot| {
-            let e = self.slot(slot);
-            let mut copy = e.clone_with_key(key);
-            copy.version = e.version;
-            copy.mc_state = e.mc_state;
-            copy
-        });
-        KeyImage {
-            key: key.to_vec(),
-            hash,
-            entry,
-        }
+    /// An image of `key` now, or `None` if its entry takes more than `max_bytes` (not worth
+    /// the copy). A key past its deadline is removed first (recorded as expired, as any
+    /// reader would) and imaged as absent.
+    pub fn image(
+        &mut self,
+        key: &[u8],
+        hash: u64,
+        now_ms: u64,
+        max_bytes: usize,
+    ) -> Option<KeyImage> {
+        let was = match self.find(key, hash, now_ms) {
+            None => Was::Absent(key.to_vec()),
+            Some(slot) => {
+                let e = self.slot(slot);
+                if e.memory_bytes() > max_bytes {
+                    return None;
+                }
+                let mut copy = e.clone_with_key(key);
+                copy.version = e.version;
+                copy.mc_state = e.mc_state;
+                Was::Present(copy)
+            }
+        };
+        Some(KeyImage { hash, was })
     }
 
     /// Put a key back as `image` says, recording nothing in the feed: the entry there now,
     /// if any, goes, and the imaged one (with its version, deadline and access time) takes
     /// its place.
     pub fn put_back(&mut self, image: KeyImage, now_ms: u64) {
-        if let Some(slot) = self.find_raw(&image.key, image.hash) {
+        if let Some(slot) = self.find_raw(image.key(), image.hash) {
             // Undoing a change that was never committed: nothing to record.
             self.unlink(slot);
         }
-        if let Some(entry) = image.entry {
+        if let Was::Present(entry) = image.was {
             let access = entry.access;
             let slot = self.place_entry(entry, image.hash, now_ms);
             self.slot_mut(slot).access = access;
@@ -87,8 +100,9 @@ mod tests {
         let h = hash(b"k");
         let slot = s.insert_string(b"k", h, b"old", now + 60_000, now);
         let version = s.entry(slot).version();
-        let image = s.image(b"k", h, now);
+        let image = s.image(b"k", h, now, usize::MAX).expect("small");
         assert!(image.memory_bytes() > 0);
+        assert_eq!(image.key(), b"k");
         s.set_string(slot, b"new");
         s.set_expire(slot, None);
         s.put_back(image, now);
@@ -105,8 +119,9 @@ mod tests {
     fn put_back_of_an_absent_key_removes_it() {
         let mut s = Shard::new(0);
         let h = hash(b"k");
-        let image = s.image(b"k", h, 5);
+        let image = s.image(b"k", h, 5, usize::MAX).expect("absent");
         assert_eq!(image.memory_bytes(), 0);
+        assert_eq!(image.key(), b"k");
         let used = s.used_bytes();
         s.insert_object(b"k", h, Object::Str(b"v".to_vec()), 0, 5);
         s.put_back(image, 5);
@@ -115,11 +130,21 @@ mod tests {
     }
 
     #[test]
+    fn a_key_over_the_bound_is_not_imaged() {
+        let mut s = Shard::new(0);
+        let h = hash(b"k");
+        s.insert_string(b"k", h, &[7u8; 1000], 0, 1);
+        assert!(s.image(b"k", h, 1, 100).is_none());
+        let image = s.image(b"k", h, 1, 100_000).expect("within the bound");
+        assert!(image.memory_bytes() >= 1000);
+    }
+
+    #[test]
     fn an_expired_key_is_imaged_as_absent() {
         let mut s = Shard::new(0);
         let h = hash(b"k");
         s.insert_string(b"k", h, b"v", 10, 1);
-        let image = s.image(b"k", h, 20);
+        let image = s.image(b"k", h, 20, 0).expect("expired: absent");
         s.insert_string(b"k", h, b"w", 0, 20);
         s.put_back(image, 20);
         assert!(s.find_raw(b"k", h).is_none());
