@@ -10,8 +10,8 @@
 //! exist raises "Script attempted to access nonexistent global variable". Precompiled chunks
 //! are never loaded.
 //!
-//! The `redis` table's functions that reach the host go through the run's host function
-//! ([`Sandbox::host`], see [`call`]), which no script can reach and `vm` fills for each run.
+//! The `redis` table's functions that reach the host go through the run's host
+//! ([`Sandbox::host`], see [`call`]), which no script can reach and `vm` lends for each run.
 
 mod api;
 pub mod call;
@@ -245,7 +245,7 @@ impl Sandbox {
     }
 
     /// Lifts the memory cap for Rust-side work that allocates a bounded amount (a run's
-    /// arguments, its host function, converting its result): under a cap mlua makes every
+    /// arguments, converting its result): under a cap mlua makes every
     /// allocation a protected call, without one it need not, as no allocation can fail.
     /// Scripts run only under the cap ([`Sandbox::restore_cap`]).
     pub fn lift_cap(&self) {

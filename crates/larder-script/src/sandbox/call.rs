@@ -80,8 +80,8 @@ pub enum Op {
     Repl,
 }
 
-/// What the `redis` functions and the host function pass each other, kept from call to
-/// call so that a redis.call allocates nothing once the buffers have grown.
+/// What the `redis` functions and the host pass each other, kept from call to call so that
+/// a redis.call allocates nothing once the buffers have grown.
 #[derive(Default, Debug)]
 pub struct Exchange {
     /// The arguments of the command, one after the other (or redis.log's message).
@@ -134,7 +134,9 @@ fn push_number(argv: &mut Vec<u8>, n: f64, integer: Option<i64>) {
     }
 }
 
-/// `n` as an `i64` if it is exactly one (`mlua`'s rule for `Value::Integer`).
+/// `n` as an `i64` if it is exactly one, `-0` excepted: `mlua`'s rule for `Value::Integer`
+/// (which also leaves out -2^63; either way a magnitude of 1e17 or more is written with
+/// `%.17g`, so the text is the same).
 fn exact_integer(n: f64) -> Option<i64> {
     // 2^63 is not an i64; -2^63 is.
     if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
@@ -168,6 +170,9 @@ fn load_values(
     }
     Ok(())
 }
+
+/// A scratch buffer bigger than this (after a call with large arguments) is let go.
+const SCRATCH_KEPT_BYTES: usize = 64 * 1024;
 
 thread_local! {
     /// Where [`StackArgs`] reads redis.call's arguments; swapped with the run's exchange.
@@ -285,8 +290,8 @@ fn reach_host(lua: &Lua, host: &HostCell, shared: &Shared, op: Op) -> mlua::Resu
 }
 
 /// Installs the count hook every run has: every [`crate::vm::Vm::TICK_INSTRUCTIONS`]
-/// instructions the host's `tick` runs (through the host function); once the host has
-/// ended the run, every instruction raises.
+/// instructions the host's `tick` runs (through the [`HostCell`]); once the host has ended
+/// the run, every instruction raises.
 pub fn install_tick_hook(lua: &Lua, shared: &Shared, host: &HostSlot) -> mlua::Result<()> {
     let (shared, host) = (shared.clone(), host.clone());
     lua.set_hook(
@@ -334,6 +339,10 @@ pub fn call_function(
                 let (argv, ends) = &mut *s.borrow_mut();
                 std::mem::swap(&mut ex.argv, argv);
                 std::mem::swap(&mut ex.ends, ends);
+                // The exchange keeps one large buffer, not two.
+                if argv.capacity() > SCRATCH_KEPT_BYTES {
+                    *argv = Vec::new();
+                }
             });
             args.0
         };
@@ -526,6 +535,7 @@ mod tests {
         let lists = [
             "'GET', 'k'",
             "'x', 0 * -1, 2^63, -2^63, 1e17, 1e17 - 16, math.huge, 0.1, 3, -7",
+            "'x', 0/0, -(0/0), 5e-324, 1e-300, 2^53 + 1, -1e17, 1e17 + 16, -math.huge",
             "'a\\0b', ''",
             "",
             "'x', {}",
@@ -534,6 +544,19 @@ mod tests {
         ];
         for list in lists {
             lua.load(format!("f({list})")).exec().expect("call");
+            let direct = seen.borrow_mut().pop().expect("called");
+            // Through a coroutine and through pcall: still the arguments on top of the
+            // calling thread's stack.
+            lua.load(format!("coroutine.wrap(function() f({list}) end)()"))
+                .exec()
+                .expect("coroutine");
+            assert_eq!(seen.borrow_mut().pop(), Some(direct.clone()), "{list}");
+            let sep = if list.is_empty() { "" } else { ", " };
+            lua.load(format!("assert(pcall(f{sep}{list}))"))
+                .exec()
+                .expect("pcall");
+            assert_eq!(seen.borrow_mut().pop(), Some(direct.clone()), "{list}");
+            seen.borrow_mut().push(direct);
             let values: MultiValue = lua.load(format!("return {list}")).eval().expect("values");
             let by_values = scratch(StackArgs::from_lua_multi(values, &lua).expect("read").0);
             let off_stack = seen.borrow_mut().pop().expect("called");

@@ -53,9 +53,12 @@ pub fn run(
     }
     let start_len = out.buf.len();
     sb.lift_cap();
-    let result = sb.host.lend(host, || -> mlua::Result<()> {
-        let outcome = start(sb, f, keys, args);
-        sb.lift_cap();
+    // The host is reachable while the script runs, not while its result is turned into the
+    // reply: Lua code a metamethod runs there reaches nothing (a command that needed a retry
+    // then would leave a reply behind).
+    let outcome = sb.host.lend(host, || start(sb, f, keys, args));
+    sb.lift_cap();
+    let result = (|| -> mlua::Result<()> {
         let (ok, value) = outcome?;
         let state = sb.shared.borrow();
         if state.abort == Some(Abort::Retry) {
@@ -69,7 +72,7 @@ pub fn run(
             write_error(value, funcname, out);
         }
         Ok(())
-    });
+    })();
     sb.restore_cap();
     let (abort, place) = {
         let mut state = sb.shared.borrow_mut();
@@ -80,6 +83,8 @@ pub fn run(
         // The hook that raised on every instruction goes; the run's own comes back.
         let _ = sb.install_tick_hook();
         if a == Abort::Retry {
+            // Nothing of an abandoned run reaches the client.
+            out.truncate(start_len);
             return Err(Abort::Retry);
         }
         // The error may have been raised again on its way out of the runner: the reply is

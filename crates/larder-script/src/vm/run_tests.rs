@@ -1,4 +1,4 @@
-//! What the run machinery keeps from run to run (the host function's slot, the exchange
+//! What the run machinery keeps from run to run (the host's cell, the exchange
 //! buffers, the count hook, the lifted memory cap) never shows in a later run.
 
 use super::tests::{eval_with, sha, FakeHost};
@@ -136,4 +136,33 @@ fn the_memory_cap_holds_after_runs_that_lift_it() {
     assert!(r.contains("not enough memory"), "{r}");
     assert!(vm.used_memory() < 8 << 20);
     assert!(vm.has_script(&sha(body)));
+}
+
+/// Lua code that runs while the result is turned into the reply (a metamethod of the error
+/// table) reaches no host: a command there that would have needed a retry cannot leave the
+/// run's reply behind and start it again.
+#[test]
+fn nothing_reaches_the_host_while_the_reply_is_written() {
+    let mut vm = capped();
+    let mut host = FakeHost {
+        abort_calls: Some(Abort::Retry),
+        ..FakeHost::default()
+    };
+    let body = "error(setmetatable({}, {__index = function() \
+                redis.call('set', 'other', 'v') return 'x' end}))";
+    let (r, ok) = eval_with(&mut vm, &mut host, body, &[], &[], Protocol::Resp2);
+    assert_eq!(ok, Ok(()));
+    assert!(host.calls.is_empty(), "{:?}", host.calls);
+    assert!(r.starts_with('-'), "{r}");
+    assert_eq!(r.matches("\r\n").count(), 1, "one reply: {r}");
+    // A retry asked for while the script runs leaves no reply at all.
+    let (r, ok) = eval_with(
+        &mut vm,
+        &mut host,
+        "return redis.call('ping')",
+        &[],
+        &[],
+        Protocol::Resp2,
+    );
+    assert_eq!((r.as_str(), ok), ("", Err(Abort::Retry)));
 }
