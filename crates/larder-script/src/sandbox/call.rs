@@ -25,7 +25,7 @@ use crate::vm::{Abort, Host};
 /// Where the `redis` functions find the run's host: empty outside a run.
 pub type HostSlot = Rc<HostCell>;
 
-/// The run's host, lent for the length of one run ([`HostCell::lend`]).
+/// The run's host, lent while a script runs ([`HostCell::lend`]).
 ///
 /// A plain pointer rather than a Lua function made per run in an `mlua` scope: reaching the
 /// host is then a call, not a second trip through Lua for every redis.call and every tick,
