@@ -16,6 +16,7 @@
 
 pub mod bitmap;
 mod clock;
+pub mod decimal;
 pub mod encoding;
 mod entry;
 mod error;

@@ -18,6 +18,7 @@ mod tests;
 use intset::IntSet;
 use table::Table;
 
+use crate::decimal::format_i64;
 use crate::Limits;
 
 /// A set value. Never empty while stored: commands delete a set that empties.
@@ -63,25 +64,6 @@ impl Member<'_> {
     pub fn to_vec(self) -> Vec<u8> {
         self.with_bytes(<[u8]>::to_vec)
     }
-}
-
-/// `v` in decimal, written into the end of `buf`.
-fn format_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut n = v.unsigned_abs();
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    &buf[at..]
 }
 
 /// The integer `b` spells in canonical decimal form, by Redis's `string2ll` rules: an

@@ -1,5 +1,6 @@
 //! Counters: INCR, DECR, INCRBY, DECRBY, INCRBYFLOAT.
 
+use larder_engine::decimal::{format_i64, I64_MAX_DIGITS};
 use larder_engine::feed::class;
 
 use super::long_double::LongDouble;
@@ -63,29 +64,6 @@ fn incr_by(c: &mut Cmd<'_>, key: &[u8], by: i64) -> Result<()> {
     drop(shard);
     c.out.int(value);
     Ok(())
-}
-
-/// Room for any i64 in decimal: "-9223372036854775808".
-const I64_MAX_DIGITS: usize = 20;
-
-/// Format `v` in decimal into the end of `buf`, returning the digits (itoa-style, no
-/// allocation).
-fn format_i64(v: i64, buf: &mut [u8; I64_MAX_DIGITS]) -> &[u8] {
-    let mut n = v.unsigned_abs();
-    let mut pos = buf.len();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    &buf[pos..]
 }
 
 /// INCRBYFLOAT key increment

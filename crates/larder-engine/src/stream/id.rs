@@ -113,22 +113,11 @@ impl IdText {
 impl StreamId {
     /// The ID as Redis writes it, `ms-seq`, without allocating.
     pub fn text(self) -> IdText {
-        fn digits(mut v: u64, buf: &mut [u8; 41], end: &mut usize) {
-            loop {
-                *end -= 1;
-                buf[*end] = b'0' + (v % 10) as u8;
-                v /= 10;
-                if v == 0 {
-                    return;
-                }
-            }
-        }
         let mut buf = [0u8; 41];
-        let mut start = buf.len();
-        digits(self.seq, &mut buf, &mut start);
+        let mut start = crate::decimal::digits_before(&mut buf, 41, self.seq);
         start -= 1;
         buf[start] = b'-';
-        digits(self.ms, &mut buf, &mut start);
+        start = crate::decimal::digits_before(&mut buf, start, self.ms);
         IdText { buf, start }
     }
 }

@@ -2,6 +2,7 @@
 //! `ma`), stored back as decimal digits. Apart from `items.rs` as one of the operation
 //! families over its shared lock and lookup.
 
+use larder_engine::decimal::digits_before;
 use larder_engine::feed::class;
 use larder_engine::Db;
 use larder_memcache::{apply_delta, CounterOp};
@@ -60,7 +61,8 @@ pub fn arith(db: &Db, key: &[u8], now_ms: u64, req: &Arith) -> Counted {
             let Some((initial, deadline)) = req.create else {
                 return Counted::NotFound;
             };
-            let (digits, start) = decimal(initial);
+            let mut digits = [0u8; 20];
+            let start = digits_before(&mut digits, 20, initial);
             if deadline == Deadline::Expired {
                 return Counted::Value {
                     value: initial,
@@ -103,7 +105,8 @@ pub fn arith(db: &Db, key: &[u8], now_ms: u64, req: &Arith) -> Counted {
     let Ok(value) = apply_delta(e.string().unwrap_or_default(), req.op, req.delta) else {
         return Counted::NonNumeric;
     };
-    let (digits, start) = decimal(value);
+    let mut digits = [0u8; 20];
+    let start = digits_before(&mut digits, 20, value);
     let before_ms = e.expire_at_ms().unwrap_or(0);
     shard.set_string(slot, &digits[start..]);
     shard.touch(slot, now_ms);
@@ -134,19 +137,5 @@ pub fn arith(db: &Db, key: &[u8], now_ms: u64, req: &Arith) -> Counted {
         cas: e.version(),
         ttl_s: ttl_s(e.expire_at_ms().unwrap_or(0), now_ms),
         created: false,
-    }
-}
-
-/// The decimal digits of `v`, right-aligned: `&buf[start..]`.
-fn decimal(mut v: u64) -> ([u8; 20], usize) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            return (buf, i);
-        }
     }
 }

@@ -11,6 +11,7 @@
 //! memcached flags are not stream bytes: a Redis replica has no place for them; a larder
 //! replica gets them in a frame beside the stream (`meta.rs`).
 
+use larder_engine::decimal::digits_before;
 use larder_engine::{replay, Change};
 
 use super::meta::FrameWriter;
@@ -51,19 +52,6 @@ pub(super) fn bulk_num(out: &mut Vec<u8>, n: u64) {
     buf[21] = b'\n';
     header(out, b'$', 20 - from);
     out.extend_from_slice(&buf[from..]);
-}
-
-/// Write `n`'s decimal digits to end just before `buf[end]`; returns where they start.
-fn digits_before(buf: &mut [u8], end: usize, mut n: u64) -> usize {
-    let mut at = end;
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return at;
-        }
-    }
 }
 
 /// Turns groups into stream bytes, remembering the database the stream has selected.
