@@ -166,14 +166,17 @@ impl RespHandler {
     }
 
     /// Warms the CPU caches for the keys of a batch of pipelined requests (`Db::prefetch`),
-    /// taking the second argument of each as its key: right for the single-key commands that
-    /// make up most pipelines, and only a wasted hint for the others.
+    /// one key per request ([`first_key`]): right for the single-key commands and scripts
+    /// that make up most pipelines, and only a wasted hint for the others.
     fn prefetch(&self, server: &Server, args: &[&[u8]], batch: &[(usize, usize, usize)]) {
         let mut keys = [&[][..]; Db::PREFETCH_BATCH];
         let mut n = 0;
         for &(from, to, _) in batch {
-            if to - from >= 2 && n < keys.len() {
-                keys[n] = args[from + 1];
+            if n == keys.len() {
+                break;
+            }
+            if let Some(key) = first_key(&args[from..to]) {
+                keys[n] = key;
                 n += 1;
             }
         }
@@ -181,6 +184,22 @@ impl RespHandler {
             server.keyspace.db(self.state.db).prefetch(&keys[..n]);
         }
     }
+}
+
+/// The key a request most likely reads first, for the prefetch: a script's first declared
+/// key (EVAL, EVALSHA, FCALL and their `_RO` forms: `name script numkeys key ...`), else the
+/// second argument. A guess, never a parse: a wrong one costs a cache line.
+fn first_key<'a>(request: &[&'a [u8]]) -> Option<&'a [u8]> {
+    let name = request.first()?;
+    let script = matches!(name.first(), Some(b'e' | b'E' | b'f' | b'F'))
+        && [&b"evalsha"[..], b"eval", b"fcall", b"evalsha_ro", b"eval_ro", b"fcall_ro"]
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n));
+    if script {
+        // No declared key ("0"): nothing worth a hint.
+        return (request.len() >= 4 && request[2] != b"0").then(|| request[3]);
+    }
+    request.get(1).copied()
 }
 
 /// The most arguments `RespHandler` keeps room for between calls.
@@ -298,5 +317,26 @@ impl Handler for RespHandler {
         }
         self.swap_output(out);
         done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_key;
+
+    #[test]
+    fn first_key_finds_a_scripts_declared_key() {
+        let key = |r: &[&'static [u8]]| first_key(r);
+        assert_eq!(key(&[b"GET", b"k"]), Some(&b"k"[..]));
+        assert_eq!(key(&[b"PING"]), None);
+        assert_eq!(key(&[b"EVALSHA", b"sha", b"1", b"k", b"a"]), Some(&b"k"[..]));
+        assert_eq!(key(&[b"evalsha_ro", b"sha", b"2", b"k1", b"k2"]), Some(&b"k1"[..]));
+        assert_eq!(key(&[b"Eval", b"return 1", b"1", b"k"]), Some(&b"k"[..]));
+        assert_eq!(key(&[b"FCALL", b"f", b"1", b"k"]), Some(&b"k"[..]));
+        assert_eq!(key(&[b"fcall_ro", b"f", b"1", b"k"]), Some(&b"k"[..]));
+        assert_eq!(key(&[b"EVALSHA", b"sha", b"0", b"arg"]), None);
+        assert_eq!(key(&[b"EVALSHA", b"sha", b"1"]), None);
+        assert_eq!(key(&[b"EXISTS", b"k"]), Some(&b"k"[..]));
+        assert_eq!(key(&[b"FLUSHALL", b"ASYNC"]), Some(&b"ASYNC"[..]));
     }
 }
