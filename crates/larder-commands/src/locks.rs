@@ -122,21 +122,18 @@ impl Plan {
                 }
             }
             Scope::Keys => {
-                for key in spec.keys(argv) {
+                for key in spec.key_iter(argv) {
                     self.shards.push((db, Db::route(key).0));
                 }
             }
             Scope::AfterWords { .. } | Scope::Streams => {
-                for key in spec
-                    .keys(argv)
-                    .into_iter()
-                    .chain(spec.scope.option_keys(argv))
+                for key in spec.key_iter(argv).chain(spec.scope.option_keys(argv))
                 {
                     self.shards.push((db, Db::route(key).0));
                 }
             }
             Scope::NumKeys { at } => {
-                for key in spec.keys(argv) {
+                for key in spec.key_iter(argv) {
                     self.shards.push((db, Db::route(key).0));
                 }
                 let at = usize::from(at);

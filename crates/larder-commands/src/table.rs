@@ -185,18 +185,21 @@ impl KeySpec {
 
     /// The key arguments of `argv` under this spec.
     pub fn keys<'a>(&self, argv: &[&'a [u8]]) -> Vec<&'a [u8]> {
-        if self.first <= 0 || argv.len() <= self.first as usize {
-            return Vec::new();
-        }
-        let last = if self.last < 0 {
-            argv.len() as i32 + self.last
+        self.key_iter(argv).collect()
+    }
+
+    /// [`KeySpec::keys`] without collecting them.
+    pub fn key_iter<'a, 'b>(&self, argv: &'b [&'a [u8]]) -> impl Iterator<Item = &'a [u8]> + 'b {
+        let (first, last) = if self.first <= 0 || argv.len() <= self.first as usize {
+            (1, 0)
+        } else if self.last < 0 {
+            (self.first, argv.len() as i32 + self.last)
         } else {
-            self.last.min(argv.len() as i32 - 1)
+            (self.first, self.last.min(argv.len() as i32 - 1))
         };
-        (self.first..=last)
+        (first..=last)
             .step_by(self.step.max(1) as usize)
-            .map(|i| argv[i as usize])
-            .collect()
+            .map(move |i| argv[i as usize])
     }
 }
 
