@@ -127,8 +127,7 @@ impl Plan {
                 }
             }
             Scope::AfterWords { .. } | Scope::Streams => {
-                for key in spec.key_iter(argv).chain(spec.scope.option_keys(argv))
-                {
+                for key in spec.key_iter(argv).chain(spec.scope.option_keys(argv)) {
                     self.shards.push((db, Db::route(key).0));
                 }
             }

@@ -192,9 +192,16 @@ impl RespHandler {
 fn first_key<'a>(request: &[&'a [u8]]) -> Option<&'a [u8]> {
     let name = request.first()?;
     let script = matches!(name.first(), Some(b'e' | b'E' | b'f' | b'F'))
-        && [&b"evalsha"[..], b"eval", b"fcall", b"evalsha_ro", b"eval_ro", b"fcall_ro"]
-            .iter()
-            .any(|n| name.eq_ignore_ascii_case(n));
+        && [
+            &b"evalsha"[..],
+            b"eval",
+            b"fcall",
+            b"evalsha_ro",
+            b"eval_ro",
+            b"fcall_ro",
+        ]
+        .iter()
+        .any(|n| name.eq_ignore_ascii_case(n));
     if script {
         // No declared key ("0"): nothing worth a hint.
         return (request.len() >= 4 && request[2] != b"0").then(|| request[3]);
@@ -329,8 +336,14 @@ mod tests {
         let key = |r: &[&'static [u8]]| first_key(r);
         assert_eq!(key(&[b"GET", b"k"]), Some(&b"k"[..]));
         assert_eq!(key(&[b"PING"]), None);
-        assert_eq!(key(&[b"EVALSHA", b"sha", b"1", b"k", b"a"]), Some(&b"k"[..]));
-        assert_eq!(key(&[b"evalsha_ro", b"sha", b"2", b"k1", b"k2"]), Some(&b"k1"[..]));
+        assert_eq!(
+            key(&[b"EVALSHA", b"sha", b"1", b"k", b"a"]),
+            Some(&b"k"[..])
+        );
+        assert_eq!(
+            key(&[b"evalsha_ro", b"sha", b"2", b"k1", b"k2"]),
+            Some(&b"k1"[..])
+        );
         assert_eq!(key(&[b"Eval", b"return 1", b"1", b"k"]), Some(&b"k"[..]));
         assert_eq!(key(&[b"FCALL", b"f", b"1", b"k"]), Some(&b"k"[..]));
         assert_eq!(key(&[b"fcall_ro", b"f", b"1", b"k"]), Some(&b"k"[..]));

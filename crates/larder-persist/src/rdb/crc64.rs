@@ -56,8 +56,7 @@ pub fn crc64(crc: u64, data: &[u8]) -> u64 {
         return crc64_table(crc, data);
     }
     // CRC-64/REDIS is reflected with no final xor, so the state is the checksum itself.
-    let mut digest =
-        crc_fast::Digest::new_with_init_state(crc_fast::CrcAlgorithm::Crc64Redis, crc);
+    let mut digest = crc_fast::Digest::new_with_init_state(crc_fast::CrcAlgorithm::Crc64Redis, crc);
     digest.update(data);
     digest.finalize()
 }
@@ -149,7 +148,11 @@ mod tests {
             for off in [0, 1, 7] {
                 let d = &data[off..off + len];
                 for start in [0, 1, u64::MAX, 0xdead_beef_cafe_babe] {
-                    assert_eq!(crc64(start, d), crc64_table(start, d), "len {len} off {off}");
+                    assert_eq!(
+                        crc64(start, d),
+                        crc64_table(start, d),
+                        "len {len} off {off}"
+                    );
                 }
                 let split = len / 3;
                 assert_eq!(crc64(crc64(0, &d[..split]), &d[split..]), crc64_table(0, d));
