@@ -268,6 +268,16 @@ impl Db {
         f(object)
     }
 
+    /// Whether `key` exists now (whatever its type, and not past its deadline), under its
+    /// shard's lock, without side effects: no hit or miss counted, no access time touched, no
+    /// lazy expiry. Take no lock of `key`'s shard around it.
+    pub fn exists_quietly(&self, key: &[u8]) -> bool {
+        let (shard, hash) = self.lock_key(key);
+        shard
+            .find_raw(key, hash)
+            .is_some_and(|slot| !shard.entry(slot).is_expired(crate::now_ms()))
+    }
+
     /// Number of keys (expired ones not yet reclaimed included, as Redis's DBSIZE), as of each
     /// shard's last unlock: takes no lock.
     pub fn len(&self) -> usize {

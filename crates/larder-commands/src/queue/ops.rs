@@ -56,6 +56,13 @@ impl Q<'_, '_> {
         sub::reply(self.server, self.conn, argv)
     }
 
+    /// Whether a level's stream (or anything else under its name) exists now. A queue
+    /// command holds no shard lock of its own, so the look may lock the key's shard; a key
+    /// made just after it is found by the next step that looks (the wait's XREAD).
+    fn exists(&self, key: &[u8]) -> bool {
+        self.server.keyspace.db(self.conn.db).exists_quietly(key)
+    }
+
     /// Runs `argv`; a command error becomes this command's error.
     fn ok(&mut self, argv: &[&[u8]]) -> Result<Frame> {
         match self.run(argv) {
@@ -274,6 +281,9 @@ impl Q<'_, '_> {
 
     /// The group's last delivered ID on a level (`0-0` when there is no stream or group).
     fn last_delivered(&mut self, key: &[u8]) -> Result<Vec<u8>> {
+        if !self.exists(key) {
+            return Ok(b"0-0".to_vec());
+        }
         let groups = match self.run(&[b"XINFO", b"GROUPS", key]) {
             Frame::Error(_) => return Ok(b"0-0".to_vec()),
             f => f,
@@ -289,6 +299,11 @@ impl Q<'_, '_> {
     /// The next deliverable message of level `p` for `worker`, if any.
     fn take_from(&mut self, p: usize, worker: &[u8], auto_ack: bool) -> Result<Option<Delivery>> {
         let key = level_key(self.name, p);
+        if !self.exists(&key) {
+            // A level never put to (most queues use one): nothing to take, and no steps
+            // (XPENDING, XGROUP CREATE) that could only fail.
+            return Ok(None);
+        }
         loop {
             let Some((entry, deliveries)) = self.next_entry(&key, worker)? else {
                 return Ok(None);
