@@ -256,26 +256,23 @@ impl Db {
     /// time touched, no lazy expiry (the expiry thread removes a key past its deadline). For
     /// background readers that are not commands (a timer deciding whether a command is due).
     pub fn peek<R>(&self, key: &[u8], f: impl FnOnce(Option<&Object>) -> R) -> R {
-        let (shard, hash) = self.lock_key(key);
-        let object = shard.find_raw(key, hash).and_then(|slot| {
-            let entry = shard.entry(slot);
-            if entry.is_expired(crate::now_ms()) {
-                None
-            } else {
-                entry.object()
-            }
-        });
-        f(object)
+        self.peek_entry(key, |entry| f(entry.and_then(Entry::object)))
     }
 
-    /// Whether `key` exists now (whatever its type, and not past its deadline), under its
-    /// shard's lock, without side effects: no hit or miss counted, no access time touched, no
-    /// lazy expiry. Take no lock of `key`'s shard around it.
+    /// Whether `key` exists now (whatever its type, and not past its deadline), looked up as
+    /// [`Db::peek`] does. Take no lock of `key`'s shard around it.
     pub fn exists_quietly(&self, key: &[u8]) -> bool {
+        self.peek_entry(key, |entry| entry.is_some())
+    }
+
+    /// [`Db::peek`]'s look-up: `key`'s entry unless it is past its deadline.
+    fn peek_entry<R>(&self, key: &[u8], f: impl FnOnce(Option<&Entry>) -> R) -> R {
         let (shard, hash) = self.lock_key(key);
-        shard
+        let entry = shard
             .find_raw(key, hash)
-            .is_some_and(|slot| !shard.entry(slot).is_expired(crate::now_ms()))
+            .map(|slot| shard.entry(slot))
+            .filter(|entry| !entry.is_expired(crate::now_ms()));
+        f(entry)
     }
 
     /// Number of keys (expired ones not yet reclaimed included, as Redis's DBSIZE), as of each
