@@ -133,6 +133,8 @@ pub struct Conn<H> {
     /// The log offset the pending replies wait for: they acknowledge writes whose records
     /// are not in the log file yet (or, under `appendfsync always`, not on disk yet).
     pub durable_wait: Option<u64>,
+    /// The replies of this turn wait for its end ([`Conn::flush_or_defer`]).
+    pub flush_deferred: bool,
     /// The last read found the socket drained (a short read or `WouldBlock`) and no
     /// readiness event has come since (every `on_ready` clears it): a woken blocked client
     /// then has nothing unread on its socket (`on_unblock`).
@@ -166,6 +168,7 @@ impl<H: Handler> Conn<H> {
             read_closed: false,
             more: false,
             durable_wait: None,
+            flush_deferred: false,
             drained: false,
         }
     }
@@ -339,7 +342,7 @@ impl<H: Handler> Conn<H> {
                 break;
             }
         }
-        self.flush(server);
+        self.flush_or_defer(server);
         // After the peer's EOF, a request still being answered is finished first.
         if self.eof && self.closing.is_none() && self.paused_until_ms.is_none() && !self.again {
             self.closing = Some(if self.pending_output() > 0 {
@@ -378,7 +381,7 @@ impl<H: Handler> Conn<H> {
         if self.pending_output() >= OUTPUT_HIGH_WATER && !self.rbuf.is_empty() {
             self.more = true;
         }
-        self.flush(server);
+        self.flush_or_defer(server);
         if self.rbuf.is_empty() && self.rbuf.capacity() > BUFFER_KEEP {
             self.rbuf = Vec::new();
         }
@@ -526,8 +529,32 @@ impl<H: Handler> Conn<H> {
         done.used
     }
 
+    /// Writes pending output now, or, when the requests just run posted letters to this
+    /// worker (a blocked client woken, a subscriber's message), at the end of the turn
+    /// (`Worker::settle`), after the worker has read them: the clients they serve get their
+    /// replies first, as Redis serves clients blocked on keys before it writes any reply.
+    /// A producer's reply then does not stand between its message and the consumer.
+    fn flush_or_defer(&mut self, server: &Server) {
+        if crate::net::posted_here() && self.pending_output() > 0 {
+            // The records this connection's writes wait for are this thread's now.
+            self.note_committed();
+            self.flush_deferred = true;
+        } else {
+            self.flush(server);
+        }
+    }
+
+    /// Adds the end of the log records this thread committed since the last look to what
+    /// the pending replies wait for.
+    fn note_committed(&mut self) {
+        if let Some(end) = larder_commands::persistence::take_committed() {
+            self.durable_wait = Some(self.durable_wait.unwrap_or(0).max(end));
+        }
+    }
+
     /// Writes pending output. Sets `want_write` if the socket is full.
     pub fn flush(&mut self, server: &Server) {
+        self.flush_deferred = false;
         if self.held_for_log(server) {
             return;
         }
@@ -578,9 +605,7 @@ impl<H: Handler> Conn<H> {
     /// the connection closes after it.
     fn held_for_log(&mut self, server: &Server) -> bool {
         let gates = &server.gates;
-        if let Some(end) = larder_commands::persistence::take_committed() {
-            self.durable_wait = Some(self.durable_wait.unwrap_or(0).max(end));
-        }
+        self.note_committed();
         let Some(wait) = self.durable_wait else {
             return false;
         };

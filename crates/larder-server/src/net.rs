@@ -81,9 +81,6 @@ struct WorkerLink {
     waker: Arc<mio::Waker>,
     /// Set when a wake-up is on its way and the worker has not started reading letters yet.
     woken: AtomicBool,
-    /// Set when the worker posted to itself (a publisher and a subscriber on the same
-    /// worker): it reads its letters before it polls again, so no wake-up is needed.
-    posted_by_self: AtomicBool,
     /// Set while the worker holds replies until the log is durable (`appendfsync always`):
     /// only then does an fsync post it a `Letter::Durable`.
     holds_for_log: AtomicBool,
@@ -92,6 +89,20 @@ struct WorkerLink {
 thread_local! {
     /// The index of the worker running on this thread (`usize::MAX` elsewhere).
     static WORKER_ID: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+    /// Set when the worker on this thread posted a letter to itself (a client it serves
+    /// woke another it serves: a blocked client, a subscriber): it reads its letters before
+    /// it polls again, so no wake-up is needed.
+    static POSTED_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the worker on this thread has letters from itself it has not read yet.
+pub(crate) fn posted_here() -> bool {
+    POSTED_HERE.with(std::cell::Cell::get)
+}
+
+/// Takes the flag [`posted_here`] reads: true if letters from this worker wait.
+fn take_posted_here() -> bool {
+    POSTED_HERE.with(|p| p.replace(false))
 }
 
 /// Whether this thread is one of the doors' workers (it ends each turn with the
@@ -106,7 +117,7 @@ impl WorkerLink {
             return;
         }
         if WORKER_ID.with(std::cell::Cell::get) == self.id {
-            self.posted_by_self.store(true, Ordering::Release);
+            POSTED_HERE.with(|p| p.set(true));
         } else if !self.woken.swap(true, Ordering::AcqRel) {
             let _ = self.waker.wake();
         }
@@ -370,7 +381,6 @@ pub fn serve(server: Arc<Server>, doors: Vec<Listeners>, threads: usize) -> anyh
             tx,
             waker: Arc::clone(&waker),
             woken: AtomicBool::new(false),
-            posted_by_self: AtomicBool::new(false),
             holds_for_log: AtomicBool::new(false),
         });
         links.push(Arc::clone(&link));

@@ -83,7 +83,7 @@ impl Pump {
         // Always: the loop may have taken the waker's event in the poll that started the
         // script, and will not read the mailbox before the script ends.
         self.read_letters(now_ms);
-        while w.link.posted_by_self.swap(false, Ordering::AcqRel) {
+        while super::take_posted_here() {
             self.read_letters(now_ms);
         }
         self.touched.sort_unstable();

@@ -194,14 +194,14 @@ impl Worker {
             }
             self.run_batch(&mut scratch, now_ms, &mut touched);
             // The turn's replication stream, in one post per replica, then the letters
-            // this worker posted to itself while it ran requests (`posted_by_self`): a
+            // this worker posted to itself while it ran requests (`posted_here`): a
             // replica served here gets its wake-up so, and a letter's commands (a blocked
             // client served) may feed the stream again.
             loop {
                 if let Some(r) = self.server.replication.get() {
                     r.flush_stream();
                 }
-                if !self.link.posted_by_self.swap(false, Ordering::AcqRel) {
+                if !super::take_posted_here() {
                     break;
                 }
                 if self.read_letters(now_ms, &mut touched, &mut scratch) {
@@ -443,6 +443,9 @@ impl Worker {
             // Running a script (settle from the pump never gets here): the loop settles it.
             return;
         };
+        if c.flush_deferred {
+            c.flush(&self.server);
+        }
         if c.durable_wait.is_some() {
             // Announce the wait, then look again: either the log's writer sees the flag and
             // posts `Durable`, or this flush sees the offset it published (both SeqCst).
