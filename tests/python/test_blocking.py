@@ -7,6 +7,8 @@ UNBLOCK, CLIENT KILL and a disconnect end a wait. Every test here also runs agai
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 
@@ -462,3 +464,47 @@ def test_bzmpop_errors(raw):
         Err("ERR numkeys should be greater than 0")
     assert raw.call("BZMPOP", "0", "1", "z", "UP") == Err("ERR syntax error")
     assert raw.call("BZMPOP", "-1", "1", "z", "MIN") == Err("ERR timeout is negative")
+
+
+# The kernel's receive timestamp of a TCP read (Linux: SO_TIMESTAMPNS_OLD, a timespec).
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+def stamped_conn(port: int) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=5.0)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    return s
+
+
+def read_stamped(s: socket.socket) -> tuple[bytes, int]:
+    """The next reply's bytes and when the kernel queued them (ns, real time). On loopback
+    that is stamped as the server's send runs, so two stamps give the order of two sends."""
+    data, anc, _, _ = s.recvmsg(4096, socket.CMSG_SPACE(16))
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", payload[:16])
+            return data, sec * 1_000_000_000 + nsec
+    raise AssertionError("the read carried no receive timestamp")
+
+
+@pytest.mark.parametrize("appendonly", ["no", "yes"])
+def test_a_woken_client_is_sent_its_reply_before_the_pusher(start_server, appendonly):
+    """A push that wakes a blocked client on the same worker thread: the woken client's
+    reply is sent before the pusher's own, as Redis sends them, so the pusher's reply never
+    stands between an item and its consumer. With the log on, the pusher's reply also
+    waits for its record to be written."""
+    srv = start_server("--threads", "1", "--appendonly", appendonly)
+    consumer, producer = stamped_conn(srv.port), stamped_conn(srv.port)
+    try:
+        for i in range(20):
+            consumer.sendall(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n")
+            wait_blocked(srv, 1)
+            producer.sendall(b"*3\r\n$5\r\nLPUSH\r\n$1\r\nq\r\n$2\r\nv%d\r\n" % (i % 10))
+            popped, t_popped = read_stamped(consumer)
+            pushed, t_pushed = read_stamped(producer)
+            assert popped == b"*2\r\n$1\r\nq\r\n$2\r\nv%d\r\n" % (i % 10)
+            assert pushed == b":1\r\n"
+            assert t_popped <= t_pushed, f"round {i}: the pusher's reply went first"
+    finally:
+        consumer.close()
+        producer.close()
