@@ -113,6 +113,9 @@ pub struct Conn<H> {
     pub paused_until_ms: Option<u64>,
     /// The held request is a blocked command (`paused_until_ms` is its deadline).
     pub blocked: bool,
+    /// Where the worker has the connection filed among its held ones (`State::paused`):
+    /// the `paused_until_ms` it was filed under, if it is.
+    pub paused_filed: Option<u64>,
     /// The handler is answering the request at the front of the input over several turns
     /// ([`Processed::again`]).
     again: bool,
@@ -160,6 +163,7 @@ impl<H: Handler> Conn<H> {
             sent: Sent::default(),
             paused_until_ms: None,
             blocked: false,
+            paused_filed: None,
             again: false,
             closing: None,
             want_write: false,
