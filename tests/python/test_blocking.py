@@ -508,3 +508,26 @@ def test_a_woken_client_is_sent_its_reply_before_the_pusher(start_server, append
     finally:
         consumer.close()
         producer.close()
+
+
+def test_blocked_clients_each_time_out_at_their_own_deadline(server):
+    """Clients blocked with different timeouts, filed in no particular order: each answers
+    nil once its own timeout has passed and not before, while one blocked for ever stays
+    blocked until a push serves it."""
+    timeouts = [0.6, 0.2, 0.45, 0.8, 0.3, 0.5]
+    forever = server.raw()
+    forever.send_command("BLPOP", "tq:forever", "0")
+    conns = []
+    start = time.monotonic()
+    for i, t in enumerate(timeouts):
+        c = server.raw()
+        c.send_command("BLPOP", f"tq:{i}", str(t))
+        conns.append((c, t))
+    for c, t in sorted(conns, key=lambda ct: ct[1]):
+        assert c.read_reply() is None
+        assert time.monotonic() - start >= t - 0.01, f"the {t} s wait ended early"
+    wait_blocked(server, 1)
+    with server.admin() as a:
+        a.call("LPUSH", "tq:forever", "job")
+    assert forever.read_reply() == [b"tq:forever", b"job"]
+    wait_blocked(server, 0)
