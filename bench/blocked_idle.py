@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
-    RESULTS, Server, default_larder_bin, encode, machine_line, parse_redis_benchmark)
+    RESULTS, Server, cell, default_larder_bin, encode, machine_line, parse_redis_benchmark)
 
 HOST = "127.0.0.1"
 
@@ -101,13 +101,9 @@ def run_one(srv, n, a):
             "ops_per_server_cpu_s": round(a.requests / cpu) if cpu else None}
 
 
-def median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
-
-
-def spread(v, fmt):
-    return (fmt + " [" + fmt + "–" + fmt + "]") % (median(v), min(v), max(v))
+def spread(values, fmt):
+    """median [min–max] of `values`, each written with `fmt`."""
+    return cell(values, lambda v: fmt % v)
 
 
 def render(meta, runs, ns):

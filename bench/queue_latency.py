@@ -36,7 +36,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
-    RESULTS, Server, default_larder_bin, encode, machine_busy_seconds, machine_line, build_tool)
+    RESULTS, Server, build_tool, cell, default_larder_bin, encode, machine_busy_seconds,
+    machine_line)
 
 HOST = "127.0.0.1"
 
@@ -201,11 +202,8 @@ def render(meta, runs):
 
 
 def spread(values, fmt="%.3f"):
-    """median [min–max] of `values`."""
-    v = sorted(values)
-    n = len(v)
-    median = v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-    return (fmt + " [" + fmt + "–" + fmt + "]") % (median, v[0], v[-1])
+    """median [min–max] of `values`, each written with `fmt`."""
+    return cell(values, lambda v: fmt % v)
 
 
 def main(argv=None):
