@@ -64,9 +64,8 @@ fn earliest_pause_end(st: &State) -> Option<u64> {
 
 /// Files connection `t` in `paused` under `until` (`None`: takes it out), moving it from
 /// where it was filed (`filed`, the connection's own record of it). A connection that
-/// holds nothing costs a comparison, a held one a look-up in the set: a turn no longer
-/// scans every held connection, which with thousands of clients blocked cost every turn
-/// a fifth of the server's CPU.
+/// holds nothing costs a comparison, a held one a look-up in the set, so no turn scans
+/// every held connection (a job queue may keep thousands of workers blocked).
 fn file_paused(
     paused: &mut BTreeSet<(u64, usize)>,
     filed: &mut Option<u64>,
