@@ -330,9 +330,9 @@ fn run() -> anyhow::Result<()> {
 /// rest of the machine (clients, the expiry thread) on small machines, where an extra
 /// epoll thread competing with the load generator costs more than it gives.
 /// As Redis's `disable-thp`: transparent huge pages off for this process. mimalloc asks for
-/// them (madvise), and while 5M keys loaded, page faults that each zeroed 2 MiB took ~20% of the
-/// server's CPU and stalled clients for 10-60 ms (`bench/load_pause.py`: 5-85 probes over
-/// 10 ms per run with them, none without). Redis only acts when the system setting is
+/// them (madvise), and while 5M keys loaded, page faults that each zeroed 2 MiB took a large
+/// share of the server's CPU and stalled clients for tens of milliseconds
+/// (`bench/load_pause.py` counts probes over 10 ms; docs/benchmarks.md has the figures). Redis only acts when the system setting is
 /// `always`; larder acts whatever it is, since its allocator opts in under `madvise` too.
 #[allow(unsafe_code)]
 fn disable_thp() {
