@@ -59,35 +59,41 @@ pub(super) struct Worker {
 
 /// When the earliest pause holding one of the worker's connections ends (Unix ms).
 fn earliest_pause_end(st: &State) -> Option<u64> {
-    st.paused.first().map(|&(at, _)| at)
+    st.paused.first().map(|&(at, _, _)| at)
 }
 
 /// Files connection `t` in `paused` under `until` (`None`: takes it out), moving it from
-/// where it was filed (`filed`, the connection's own record of it). A connection that
-/// holds nothing costs a comparison, a held one a look-up in the set, so no turn scans
-/// every held connection (a job queue may keep thousands of workers blocked).
+/// where it was filed (`filed`, the connection's own record of it). Entries due at the same
+/// time keep the order they were filed in (`seq`), as Redis runs postponed clients in the
+/// order they were held. A connection that holds nothing costs a comparison, a held one a
+/// look-up in the set, so no turn scans every held connection (a job queue may keep
+/// thousands of workers blocked).
 fn file_paused(
-    paused: &mut BTreeSet<(u64, usize)>,
-    filed: &mut Option<u64>,
+    paused: &mut BTreeSet<(u64, u64, usize)>,
+    seq: &mut u64,
+    filed: &mut Option<(u64, u64)>,
     t: usize,
     until: Option<u64>,
 ) {
-    // Filed where it should be (an entry the retry took out is filed again).
-    if *filed == until && until.is_none_or(|at| paused.contains(&(at, t))) {
-        return;
+    match (*filed, until) {
+        (None, None) => return,
+        // Filed where it should be (an entry the retry took out is filed again).
+        (Some((at, n)), Some(u)) if at == u && paused.contains(&(at, n, t)) => return,
+        _ => {}
     }
-    if let Some(old) = filed.take() {
-        paused.remove(&(old, t));
+    if let Some((at, n)) = filed.take() {
+        paused.remove(&(at, n, t));
     }
     if let Some(at) = until {
-        paused.insert((at, t));
-        *filed = Some(at);
+        *seq += 1;
+        paused.insert((at, *seq, t));
+        *filed = Some((at, *seq));
     }
 }
 
 /// Moves the paused connections due at `now_ms` (every one: `None`) to `retry`.
 fn retry_paused(st: &mut State, now_ms: Option<u64>) {
-    while let Some(&(at, t)) = st.paused.first() {
+    while let Some(&(at, _, t)) = st.paused.first() {
         if now_ms.is_some_and(|now| at > now) {
             break;
         }
@@ -104,7 +110,9 @@ pub(super) struct State {
     /// Connections whose next request is held (by CLIENT PAUSE, or a blocked command), by
     /// when to run them again (`u64::MAX`: only when woken): those due are run at the
     /// poll's timeout, every one when a `Letter::Resume` says a pause was lifted.
-    pub(super) paused: BTreeSet<(u64, usize)>,
+    pub(super) paused: BTreeSet<(u64, u64, usize)>,
+    /// The filing order of `paused`' entries.
+    pub(super) paused_seq: u64,
     /// Connections whose replies wait for the log to be durable (`appendfsync always`).
     pub(super) held_for_log: Vec<usize>,
     /// The connections the loop is running this turn, each with whether the peer closed.
@@ -150,6 +158,7 @@ impl Worker {
                 conns: slab::Slab::new(),
                 retry: Vec::new(),
                 paused: BTreeSet::new(),
+                paused_seq: 0,
                 held_for_log: Vec::new(),
                 batch: VecDeque::new(),
                 deferred: Vec::new(),
@@ -490,7 +499,13 @@ impl Worker {
             return;
         }
         let until = c.paused_until_ms;
-        file_paused(&mut st.paused, &mut c.paused_filed, t, until);
+        file_paused(
+            &mut st.paused,
+            &mut st.paused_seq,
+            &mut c.paused_filed,
+            t,
+            until,
+        );
         if until.is_none() && c.more {
             st.retry.push(t);
         }
@@ -519,7 +534,7 @@ impl Worker {
         let shared = st.conns.remove(t);
         let mut c = shared.borrow_mut();
         let filed = &mut c.paused_filed;
-        file_paused(&mut st.paused, filed, t, None);
+        file_paused(&mut st.paused, &mut st.paused_seq, filed, t, None);
         let _ = st.poll.registry().deregister(&mut c.stream);
         let subs = match &c.handler {
             DoorHandler::Resp(h) => Some(&h.state.subs),
