@@ -57,48 +57,53 @@ pub(super) struct Worker {
     pub(super) st: RefCell<State>,
 }
 
-/// When the earliest pause holding one of the worker's connections ends (Unix ms).
-fn earliest_pause_end(st: &State) -> Option<u64> {
-    st.paused.first().map(|&(at, _, _)| at)
+/// The worker's held connections (their next request held by CLIENT PAUSE, or a blocked
+/// command), by when to run them again (`u64::MAX`: only when woken). Entries due at the
+/// same time keep the order they were filed in, as Redis runs postponed clients in the
+/// order they were held. Each connection records where it is filed (`Conn::paused_filed`):
+/// one that holds nothing costs a comparison, a held one a look-up in the set, so no turn
+/// scans every held connection (a job queue may keep thousands of workers blocked).
+#[derive(Default)]
+pub(super) struct Held {
+    /// (when, filing order, token).
+    by_time: BTreeSet<(u64, u64, usize)>,
+    seq: u64,
 }
 
-/// Files connection `t` in `paused` under `until` (`None`: takes it out), moving it from
-/// where it was filed (`filed`, the connection's own record of it). Entries due at the same
-/// time keep the order they were filed in (`seq`), as Redis runs postponed clients in the
-/// order they were held. A connection that holds nothing costs a comparison, a held one a
-/// look-up in the set, so no turn scans every held connection (a job queue may keep
-/// thousands of workers blocked).
-fn file_paused(
-    paused: &mut BTreeSet<(u64, u64, usize)>,
-    seq: &mut u64,
-    filed: &mut Option<(u64, u64)>,
-    t: usize,
-    until: Option<u64>,
-) {
-    match (*filed, until) {
-        (None, None) => return,
-        // Filed where it should be (an entry the retry took out is filed again).
-        (Some((at, n)), Some(u)) if at == u && paused.contains(&(at, n, t)) => return,
-        _ => {}
+impl Held {
+    /// When the earliest held connection is due (Unix ms).
+    fn earliest(&self) -> Option<u64> {
+        self.by_time.first().map(|&(at, _, _)| at)
     }
-    if let Some((at, n)) = filed.take() {
-        paused.remove(&(at, n, t));
-    }
-    if let Some(at) = until {
-        *seq += 1;
-        paused.insert((at, *seq, t));
-        *filed = Some((at, *seq));
-    }
-}
 
-/// Moves the paused connections due at `now_ms` (every one: `None`) to `retry`.
-fn retry_paused(st: &mut State, now_ms: Option<u64>) {
-    while let Some(&(at, _, t)) = st.paused.first() {
-        if now_ms.is_some_and(|now| at > now) {
-            break;
+    /// Files connection `t` under `until` (`None`: takes it out), moving it from where it
+    /// was filed (`filed`).
+    fn file(&mut self, filed: &mut Option<(u64, u64)>, t: usize, until: Option<u64>) {
+        match (*filed, until) {
+            (None, None) => return,
+            // Filed where it should be (an entry `take_due` took out is filed again).
+            (Some((at, n)), Some(u)) if at == u && self.by_time.contains(&(at, n, t)) => return,
+            _ => {}
         }
-        st.paused.pop_first();
-        st.retry.push(t);
+        if let Some((at, n)) = filed.take() {
+            self.by_time.remove(&(at, n, t));
+        }
+        if let Some(at) = until {
+            self.seq += 1;
+            self.by_time.insert((at, self.seq, t));
+            *filed = Some((at, self.seq));
+        }
+    }
+
+    /// Moves the connections due at `now_ms` (every one: `None`) to `retry`.
+    fn take_due(&mut self, now_ms: Option<u64>, retry: &mut Vec<usize>) {
+        while let Some(&(at, _, t)) = self.by_time.first() {
+            if now_ms.is_some_and(|now| at > now) {
+                break;
+            }
+            self.by_time.pop_first();
+            retry.push(t);
+        }
     }
 }
 
@@ -107,12 +112,9 @@ pub(super) struct State {
     pub(super) conns: slab::Slab<Shared>,
     /// Connections to run again without waiting for an event.
     pub(super) retry: Vec<usize>,
-    /// Connections whose next request is held (by CLIENT PAUSE, or a blocked command), by
-    /// when to run them again (`u64::MAX`: only when woken): those due are run at the
-    /// poll's timeout, every one when a `Letter::Resume` says a pause was lifted.
-    pub(super) paused: BTreeSet<(u64, u64, usize)>,
-    /// The filing order of `paused`' entries.
-    pub(super) paused_seq: u64,
+    /// Held connections: those due are run at the poll's timeout, every one when a
+    /// `Letter::Resume` says a pause was lifted.
+    pub(super) paused: Held,
     /// Connections whose replies wait for the log to be durable (`appendfsync always`).
     pub(super) held_for_log: Vec<usize>,
     /// The connections the loop is running this turn, each with whether the peer closed.
@@ -157,8 +159,7 @@ impl Worker {
                 poll,
                 conns: slab::Slab::new(),
                 retry: Vec::new(),
-                paused: BTreeSet::new(),
-                paused_seq: 0,
+                paused: Held::default(),
                 held_for_log: Vec::new(),
                 batch: VecDeque::new(),
                 deferred: Vec::new(),
@@ -223,7 +224,8 @@ impl Worker {
             }
             {
                 let st = &mut *self.st.borrow_mut();
-                retry_paused(st, if resume { None } else { Some(now_ms) });
+                st.paused
+                    .take_due(if resume { None } else { Some(now_ms) }, &mut st.retry);
                 // Connections that stopped before draining their socket, or are paused.
                 for t in std::mem::take(&mut st.retry) {
                     if !touched.contains(&t) {
@@ -244,7 +246,8 @@ impl Worker {
                     break;
                 }
                 if self.read_letters(now_ms, &mut touched, &mut scratch) {
-                    retry_paused(&mut self.st.borrow_mut(), None);
+                    let st = &mut *self.st.borrow_mut();
+                    st.paused.take_due(None, &mut st.retry);
                 }
             }
             // The turn's log records go to the file before the turn's replies go out
@@ -306,7 +309,9 @@ impl Worker {
             return Some(Duration::from_millis(1));
         }
         // Held requests wake at the pause's end, or earlier by a `Letter::Resume`.
-        let pause = earliest_pause_end(&st)
+        let pause = st
+            .paused
+            .earliest()
             .map(|at| Duration::from_millis(at.saturating_sub(larder_engine::now_ms()).max(1)));
         let idle = ((self.server.config.num(Param::Timeout) > 0 && !st.conns.is_empty())
             || st.handshakes > 0)
@@ -499,13 +504,7 @@ impl Worker {
             return;
         }
         let until = c.paused_until_ms;
-        file_paused(
-            &mut st.paused,
-            &mut st.paused_seq,
-            &mut c.paused_filed,
-            t,
-            until,
-        );
+        st.paused.file(&mut c.paused_filed, t, until);
         if until.is_none() && c.more {
             st.retry.push(t);
         }
@@ -534,7 +533,7 @@ impl Worker {
         let shared = st.conns.remove(t);
         let mut c = shared.borrow_mut();
         let filed = &mut c.paused_filed;
-        file_paused(&mut st.paused, &mut st.paused_seq, filed, t, None);
+        st.paused.file(filed, t, None);
         let _ = st.poll.registry().deregister(&mut c.stream);
         let subs = match &c.handler {
             DoorHandler::Resp(h) => Some(&h.state.subs),
