@@ -113,7 +113,7 @@ pub struct Conn<H> {
     pub paused_until_ms: Option<u64>,
     /// The held request is a blocked command (`paused_until_ms` is its deadline).
     pub blocked: bool,
-    /// Where the worker has the connection filed among its held ones (`State::paused`):
+    /// Where the worker has the connection filed among its held ones (`net::worker::Held`):
     /// the `paused_until_ms` it was filed under and its place in the filing order, if it is.
     pub paused_filed: Option<(u64, u64)>,
     /// The handler is answering the request at the front of the input over several turns
