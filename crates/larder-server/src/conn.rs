@@ -533,13 +533,16 @@ impl<H: Handler> Conn<H> {
         done.used
     }
 
-    /// Writes pending output now, or, when the requests just run posted letters to this
-    /// worker (a blocked client woken, a subscriber's message), at the end of the turn
-    /// (`Worker::settle`), after the worker has read them: the clients they serve get their
-    /// replies first, as Redis serves clients blocked on keys before it writes any reply.
-    /// A producer's reply then does not stand between its message and the consumer.
+    /// Leaves the replies of this turn for its end (`Worker::settle`), as Redis writes every
+    /// reply in `beforeSleep`. The worker first reads the letters its requests posted to
+    /// itself (a blocked client woken, a subscriber's message), so the clients they serve
+    /// get their replies first: a producer's reply does not stand between its message and
+    /// the consumer. And a peer that sent requests on several connections is woken once
+    /// per turn, not once per connection served: on loopback the sender pays for each
+    /// wake-up (`sock_def_readable`), which showed in the server's profile.
+    /// Without replies pending, the outbox (what other threads posted) goes out now.
     fn flush_or_defer(&mut self, server: &Server) {
-        if crate::net::posted_here() && self.pending_output() > 0 {
+        if self.pending_output() > 0 {
             // The records this connection's writes wait for are this thread's now.
             self.note_committed();
             self.flush_deferred = true;

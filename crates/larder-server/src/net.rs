@@ -95,12 +95,7 @@ thread_local! {
     static POSTED_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether the worker on this thread has letters from itself it has not read yet.
-pub(crate) fn posted_here() -> bool {
-    POSTED_HERE.with(std::cell::Cell::get)
-}
-
-/// Takes the flag [`posted_here`] reads: true if letters from this worker wait.
+/// Takes the flag `POSTED_HERE`: true if letters from this worker to itself wait.
 fn take_posted_here() -> bool {
     POSTED_HERE.with(|p| p.replace(false))
 }

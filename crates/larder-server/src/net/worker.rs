@@ -235,7 +235,7 @@ impl Worker {
             }
             self.run_batch(&mut scratch, now_ms, &mut touched);
             // The turn's replication stream, in one post per replica, then the letters
-            // this worker posted to itself while it ran requests (`posted_here`): a
+            // this worker posted to itself while it ran requests (`POSTED_HERE`): a
             // replica served here gets its wake-up so, and a letter's commands (a blocked
             // client served) may feed the stream again.
             loop {
