@@ -16,9 +16,13 @@ Section `latency`: the same three at pipeline 1 in an open loop at --rate reques
 (latency from each request's due time, so queueing is charged), interleaved rounds.
 
 Section `parallel`: scripts on disjoint keys (`EVALSHA getincr 1 p:{c}`: connection c alone
-touches p:c) from --parallel-clients connections, against larder with `--threads 1`, larder
-with `--threads 2` and redis-server, interleaved rounds; reported: ops/s and the ratio of
-larder's 2-thread to 1-thread throughput (redis-server runs every script on one thread).
+touches p:c) from --parallel-clients connections, against larder with `--threads N` for each N
+in --parallel-threads (default 1,2) and redis-server, interleaved rounds; reported: ops/s and
+the ratio of larder's N-thread to 1-thread throughput (redis-server runs every script on one
+thread). On a machine with more cores, pin servers and generators apart (--taskset-server,
+--taskset-client) and give --parallel-gens G: G generator processes (bench/gen_fanout.py)
+share the connections, each on its own keys (p<g>:<c>), since one generator thread cannot keep
+several server threads busy.
 
 Section `cache`: EVAL of --cache-scripts distinct scripts on a fresh server each: INFO memory's
 used_memory_lua / used_memory_vm_eval, used_memory_scripts_eval / used_memory_scripts,
@@ -47,6 +51,7 @@ from resp_compare import (  # noqa: E402
     fmt_num, machine_busy_seconds, machine_line, measured_run, ratio_cell, run_lines)
 
 SCRIPTGEN_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scriptgen.c")
+FANOUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_fanout.py")
 TARGETS = {1: 1.0, 16: 1.3}  # ops per server CPU-second, larder/redis, by pipeline
 
 SCRIPTS = {
@@ -104,7 +109,8 @@ def load_scripts(s):
                                                                         sha1(body)))
 
 
-def run_cell(a, s, gen, row, argv_tail, check, pipeline, rate, clients, rnd, raw, section):
+def run_cell(a, s, gen, row, argv_tail, check, pipeline, rate, clients, rnd, raw, section,
+             gens=1):
     n = (a.latency_requests if rate else
          a.requests if pipeline == 1 else a.requests_pipelined)
     r = dict(server=s.label, round=rnd, section=section, workload=row, pipeline=pipeline,
@@ -114,6 +120,8 @@ def run_cell(a, s, gen, row, argv_tail, check, pipeline, rate, clients, rnd, raw
         return r
     argv = [gen, "127.0.0.1", str(s.port), str(clients), str(pipeline), str(n), str(rate),
             str(1000 * rnd + pipeline)] + argv_tail
+    if gens > 1:
+        argv = [sys.executable, FANOUT, str(gens)] + argv
     if a.taskset_client:
         argv = ["taskset", "-c", a.taskset_client] + argv
     try:
@@ -199,11 +207,12 @@ def throughput_and_latency(a, meta, runs, base, gen):
 def parallel(a, meta, runs, base, gen):
     raw = open(base + ".raw", "a")
     log = base + "-parallel-servers.log.raw"
-    servers = [larder(a, "larder-t1", log, ["--threads", "1"]),
-               larder(a, "larder-t2", log, ["--threads", "2"]), redis(a, "redis", log)]
+    servers = [larder(a, "larder-t%d" % n, log, ["--threads", str(n)])
+               for n in a.parallel_threads] + [redis(a, "redis", log)]
     if a.only_redis:
         servers = [redis(a, "redis-b", log), redis(a, "redis", log)]
-    argv_tail = ["EVALSHA", sha1(SCRIPTS["getincr"]), "1", "p:{c}"]
+    key = "p{g}:{c}" if a.parallel_gens > 1 else "p:{c}"
+    argv_tail = ["EVALSHA", sha1(SCRIPTS["getincr"]), "1", key]
     try:
         start_servers(servers, meta)
         for rnd in range(a.rounds):
@@ -211,7 +220,7 @@ def parallel(a, meta, runs, base, gen):
             for p in a.pipelines:
                 for s in order:
                     r = run_cell(a, s, gen, "disjoint", argv_tail, "nonzero", p, 0,
-                                 a.parallel_clients, rnd, raw, "parallel")
+                                 a.parallel_clients, rnd, raw, "parallel", a.parallel_gens)
                     runs.append(r)
                     print(report_line(rnd, r), file=sys.stderr)
     finally:
@@ -390,11 +399,14 @@ def parallel_table(meta, runs, w):
     if not pr:
         return
     labels = list(dict.fromkeys(r["server"] for r in pr))
-    w("### Scripts on disjoint keys (%d connections, `EVALSHA getincr 1 p:{c}`)\n"
-      % meta["parallel_clients"])
+    wider = [x for x in labels if x.startswith("larder-t") and x != "larder-t1"]
+    gens = meta.get("parallel_gens", 1)
+    w("### Scripts on disjoint keys (%d connections%s, `EVALSHA getincr 1 %s`)\n"
+      % (meta["parallel_clients"], " from %d generators" % gens if gens > 1 else "",
+         "p<g>:{c}" if gens > 1 else "p:{c}"))
     w("| pipeline | " + " | ".join("%s ops/s | %s ops/CPU-s" % (x, x) for x in labels)
-      + " | larder-t2/larder-t1 ops/s |")
-    w("|---:|" + "---:|---:|" * len(labels) + "---:|")
+      + "".join(" | %s/larder-t1 ops/s" % x for x in wider) + " |")
+    w("|---:|" + "---:|---:|" * len(labels) + "---:|" * len(wider))
     for p in sorted({r["pipeline"] for r in pr}):
         by = {x: {r["round"]: r for r in pr if r["server"] == x and r["pipeline"] == p
                   and "error" not in r} for x in labels}
@@ -402,9 +414,10 @@ def parallel_table(meta, runs, w):
         for x in labels:
             cells += [cell([r["rps"] for r in by[x].values()]),
                       cell([r["ops_per_server_cpu_s"] for r in by[x].values()])]
-        t1, t2 = by.get("larder-t1", {}), by.get("larder-t2", {})
-        ratio = ratio_cell([(t2[k]["rps"], t1[k]["rps"]) for k in t1 if k in t2])
-        w("| %d | %s | %s |" % (p, " | ".join(cells), ratio))
+        t1 = by.get("larder-t1", {})
+        ratios = [ratio_cell([(by[x][k]["rps"], t1[k]["rps"]) for k in t1 if k in by[x]])
+                  for x in wider]
+        w("| %d | %s |" % (p, " | ".join(cells + ratios)))
     w("")
 
 
@@ -450,6 +463,10 @@ def parse_args(argv=None):
     ap.add_argument("--pipelines", default="1,16")
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--parallel-clients", type=int, default=64)
+    ap.add_argument("--parallel-threads", default="1,2",
+                    help="larder --threads values for the parallel section")
+    ap.add_argument("--parallel-gens", type=int, default=1,
+                    help="generator processes in the parallel section (bench/gen_fanout.py)")
     ap.add_argument("--keys", type=int, default=10000, help="keys per workload ({K})")
     ap.add_argument("--requests", type=int, help="per run at pipeline 1 (default 200000)")
     ap.add_argument("--requests-pipelined", type=int, help="pipelined runs (default 2000000)")
@@ -466,6 +483,7 @@ def parse_args(argv=None):
     ap.add_argument("--render", metavar="JSON", help="print an earlier run's tables and exit")
     a = ap.parse_args(argv)
     q = a.quick
+    a.parallel_threads = [int(x) for x in a.parallel_threads.split(",")]
     a.requests = a.requests or (10000 if q else 200000)
     a.requests_pipelined = a.requests_pipelined or (100000 if q else 2000000)
     a.latency_requests = a.latency_requests or a.rate * (1 if q else 10)
@@ -505,6 +523,7 @@ def main(argv=None):
                                   + (sys.argv[1:] if argv is None else argv)),
             "server_a": "redis-b" if a.only_redis else "larder", "server_b": "redis",
             "rounds": a.rounds, "clients": a.clients, "parallel_clients": a.parallel_clients,
+            "parallel_threads": a.parallel_threads, "parallel_gens": a.parallel_gens,
             "requests": a.requests, "requests_pipelined": a.requests_pipelined,
             "rate": a.rate, "latency_requests": a.latency_requests, "keys": a.keys,
             "cache_scripts": a.cache_scripts, "workloads": a.workloads,
