@@ -16,7 +16,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -127,8 +127,15 @@ impl Busy {
         }
     }
 
-    /// A script starts running on this thread, for client `client_id`.
+    /// A script starts running on this thread, for client `client_id`, now.
     pub fn start(&self, kind: ScriptKind, client_id: u64) -> Running<'_> {
+        self.start_at(kind, client_id, larder_engine::now_us())
+    }
+
+    /// A script starts running on this thread, for client `client_id`; its request started
+    /// at `started_us` (Unix µs: the executor's clock read, so a run reads no clock of its
+    /// own unless it runs long enough to tick).
+    pub fn start_at(&self, kind: ScriptKind, client_id: u64, started_us: u64) -> Running<'_> {
         let kind_bit = match kind {
             ScriptKind::Eval => 0,
             ScriptKind::Function => FUNCTION,
@@ -152,7 +159,8 @@ impl Busy {
                     return Running {
                         busy: self,
                         slot,
-                        started: Instant::now(),
+                        started_us,
+                        clock: None,
                     };
                 }
             }
@@ -216,7 +224,10 @@ impl Busy {
 pub struct Running<'a> {
     busy: &'a Busy,
     slot: &'a Slot,
-    started: Instant,
+    /// When the request started (Unix µs).
+    started_us: u64,
+    /// From the first tick on: the monotonic clock then, and the time run before it.
+    clock: Option<(Instant, Duration)>,
 }
 
 impl Running<'_> {
@@ -243,6 +254,20 @@ impl Running<'_> {
         self.slot.word.fetch_or(WROTE, Ordering::AcqRel);
     }
 
+    /// How long the script has run: the wall clock up to its first tick (a step back counts
+    /// as 0), the monotonic clock from there.
+    fn elapsed(&mut self) -> Duration {
+        match self.clock {
+            Some((at, before)) => before + at.elapsed(),
+            None => {
+                let before =
+                    Duration::from_micros(larder_engine::now_us().saturating_sub(self.started_us));
+                self.clock = Some((Instant::now(), before));
+                before
+            }
+        }
+    }
+
     /// From the script's count hook. Past `busy-reply-threshold` the server is busy: every
     /// other client's command without ALLOW_BUSY gets `-BUSY`, and this thread's other
     /// connections are served meanwhile (the pump). Err when SCRIPT KILL / FUNCTION KILL or
@@ -253,7 +278,7 @@ impl Running<'_> {
             return Err(Stop::Killed);
         }
         if w & PAST == 0 {
-            let elapsed_ms = self.started.elapsed().as_millis();
+            let elapsed_ms = self.elapsed().as_millis();
             if elapsed_ms < server.config.num(Param::BusyReplyThreshold).max(0) as u128 {
                 return Ok(());
             }

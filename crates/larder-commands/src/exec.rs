@@ -67,6 +67,9 @@ pub struct ConnState {
     pub batching: bool,
     /// When the previous command of this batch ended (Unix µs); see `batching`.
     pub clock_us: Option<u64>,
+    /// When the running command started (Unix µs), set by [`execute`] for the command it
+    /// runs: a script takes it as its start instead of reading the clock again.
+    pub started_us: Option<u64>,
     /// Commands queued since MULTI; `None` outside a transaction.
     pub multi: Option<Multi>,
     /// Keys WATCHed, with the versions they had then.
@@ -110,6 +113,7 @@ impl ConnState {
             last_top: usize::MAX,
             batching: false,
             clock_us: None,
+            started_us: None,
             multi: None,
             watched: Vec::new(),
             subs: crate::pubsub::Subscriptions::default(),
@@ -380,11 +384,13 @@ pub fn execute(
         finish_reply(conn, out, reply_start);
         return Outcome::Continue;
     }
+    conn.started_us = Some(started_us);
     let result = if conn.handle.tracking.on() {
         crate::tracking::run(server, conn, argv, out, resolved, now_ms, run_command)
     } else {
         run_command(server, conn, argv, out, resolved, now_ms)
     };
+    conn.started_us = None;
     if conn.block_now {
         // Counted, timed and shown to monitors once, when it is finally served (Redis too
         // counts a blocked call when it is unblocked).

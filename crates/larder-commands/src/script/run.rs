@@ -104,10 +104,12 @@ pub(crate) fn run(
     };
     // One for all the runs of this request: a run started again wider keeps its clock, so
     // the busy threshold counts from the request's first run.
-    let mut running = server.busy.start(kind, conn.id);
+    let started_us = conn.started_us.take().unwrap_or_else(larder_engine::now_us);
+    let mut running = server.busy.start_at(kind, conn.id, started_us);
     let mut runs = Runs {
         interp,
         running: &mut running,
+        clock_us: Some(started_us),
     };
     let result = match lent {
         Some(guards) => run_once(server, conn, out, job, Width::All, guards, &mut runs).map(|_| ()),
@@ -148,6 +150,9 @@ pub(crate) fn run(
 struct Runs<'i, 'b, 's> {
     interp: &'i mut super::interp::Interp,
     running: &'b mut crate::busy::Running<'s>,
+    /// The request's start, for its first run's first command; a run started again reads
+    /// the clock.
+    clock_us: Option<u64>,
 }
 
 /// How a run ended.
@@ -184,7 +189,7 @@ fn run_once(
         wider: width,
         running: &mut *runs.running,
         plan: Plan::default(),
-        clock_us: larder_engine::now_us(),
+        clock_us: runs.clock_us.take().unwrap_or_else(larder_engine::now_us),
         function: match job.target {
             Target::Function { name } => Some((name, job.argv)),
             Target::Script { .. } => None,
