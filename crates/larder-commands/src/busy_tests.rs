@@ -64,6 +64,34 @@ fn commands_get_busy_only_past_the_threshold() {
 }
 
 #[test]
+fn the_threshold_counts_from_the_request_start_not_the_first_tick() {
+    let mut h = Harness::new();
+    h.run(&["CONFIG", "SET", "busy-reply-threshold", "60"]);
+    let server = Arc::clone(&h.server);
+    // A request that started 80 ms ago (a long redis.call before the first tick) is past
+    // the threshold at its first tick.
+    let started_us = larder_engine::now_us() - 80_000;
+    let mut script = server.busy.start_at(ScriptKind::Eval, 999, started_us);
+    assert_eq!(script.tick(&server), Ok(()));
+    assert!(server.busy.is_busy());
+    assert_eq!(h.run(&["GET", "k"]), err(BUSY_EVAL));
+    drop(script);
+    assert!(!server.busy.is_busy());
+    // A clock that stepped back since the start counts as no time run, and the monotonic
+    // clock takes over from the first tick.
+    let ahead_us = larder_engine::now_us() + 3_600_000_000;
+    let mut script = server.busy.start_at(ScriptKind::Eval, 999, ahead_us);
+    assert_eq!(script.tick(&server), Ok(()));
+    assert!(!server.busy.is_busy(), "a step back is not time run");
+    std::thread::sleep(Duration::from_millis(70));
+    assert_eq!(script.tick(&server), Ok(()));
+    assert!(
+        server.busy.is_busy(),
+        "past the threshold on the monotonic clock"
+    );
+}
+
+#[test]
 fn allow_busy_commands_run_and_the_rest_are_refused_as_redis_does() {
     let mut h = busy_at_once();
     let server = Arc::clone(&h.server);
