@@ -59,6 +59,25 @@ struct Loaded {
     callback: RegistryKey,
 }
 
+/// A script's SHA1 as the maps of compiled and cached scripts key it: its 20 bytes, not the
+/// 40 hex digits (a key kept inline in the map, with no allocation of its own).
+pub type ScriptId = [u8; 20];
+
+/// The [`ScriptId`] of a SHA1 written in hex (either case, as Redis's script dictionary
+/// compares them); `None` for anything else, which names no script.
+pub fn script_id(sha: &str) -> Option<ScriptId> {
+    let hex = sha.as_bytes();
+    if hex.len() != 40 {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut id = [0u8; 20];
+    for (i, pair) in hex.chunks_exact(2).enumerate() {
+        id[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(id)
+}
+
 /// How long a library's top level may run (Redis's `LOAD_TIMEOUT_MS`).
 const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -68,7 +87,7 @@ pub struct Vm {
     func: Sandbox,
     /// Compiled scripts, kept in the Lua registry: an mlua `Function` handle takes a slot of
     /// a stack limited to about 8,000, so 10,000 cached scripts would not fit as handles.
-    scripts: HashMap<String, RegistryKey>,
+    scripts: HashMap<ScriptId, RegistryKey>,
     functions: HashMap<String, Loaded>,
 }
 
@@ -90,7 +109,10 @@ impl Vm {
     /// line skipped but its line feed kept so line numbers stay); the error is the client's
     /// error text, e.g. "ERR Error compiling script (new function): ...".
     pub fn compile_script(&mut self, sha: &str, body: &[u8]) -> Result<(), String> {
-        if self.scripts.contains_key(sha) {
+        let Some(id) = script_id(sha) else {
+            return Err(format!("ERR not a script's SHA1: {sha}"));
+        };
+        if self.scripts.contains_key(&id) {
             return Ok(());
         }
         let code = skip_shebang(body)?;
@@ -115,12 +137,12 @@ impl Vm {
             .lua
             .create_registry_value(f)
             .map_err(|e| errors::compile_script(&lua_message(&e)))?;
-        self.scripts.insert(sha.to_string(), key);
+        self.scripts.insert(id, key);
         Ok(())
     }
 
     pub fn has_script(&self, sha: &str) -> bool {
-        self.scripts.contains_key(sha)
+        script_id(sha).is_some_and(|id| self.scripts.contains_key(&id))
     }
 
     /// Drop every compiled script (SCRIPT FLUSH).
@@ -142,9 +164,8 @@ impl Vm {
         host: &mut dyn Host,
         out: &mut larder_resp::ReplyBuf,
     ) -> Result<(), Abort> {
-        let Some(f) = self
-            .scripts
-            .get(sha)
+        let Some(f) = script_id(sha)
+            .and_then(|id| self.scripts.get(&id))
             .and_then(|key| self.eval.lua.registry_value::<Function>(key).ok())
         else {
             out.error("NOSCRIPT No matching script. Please use EVAL.");

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use larder_script::vm::{Vm, VmOptions};
+use larder_script::vm::{script_id, ScriptId, Vm, VmOptions};
 
 use std::sync::atomic::Ordering;
 
@@ -35,7 +35,7 @@ pub(crate) struct LocalFunction {
 pub(crate) struct Interp {
     pub vm: Vm,
     /// Scripts run on this thread since the last SCRIPT FLUSH.
-    scripts: hashbrown::HashMap<String, Rc<LocalScript>>,
+    scripts: hashbrown::HashMap<ScriptId, Rc<LocalScript>>,
     /// Functions called on this thread since the libraries last changed (lower-cased names).
     functions: hashbrown::HashMap<String, Rc<LocalFunction>>,
     /// Where INFO reads this interpreter's memory.
@@ -128,7 +128,8 @@ impl Interp {
 impl Interp {
     /// The cached script `sha` (lower-case hex), as this thread knows it.
     pub(crate) fn script(&mut self, server: &Server, sha: &str) -> Option<Rc<LocalScript>> {
-        if let Some(s) = self.scripts.get(sha) {
+        let id = script_id(sha)?;
+        if let Some(s) = self.scripts.get(&id) {
             return Some(Rc::clone(s));
         }
         let shared = server.scripts.get(sha)?;
@@ -136,7 +137,7 @@ impl Interp {
             width: Cell::new(shared.width.load(Ordering::Relaxed)),
             shared,
         });
-        self.scripts.insert(sha.to_string(), Rc::clone(&local));
+        self.scripts.insert(id, Rc::clone(&local));
         Some(local)
     }
 

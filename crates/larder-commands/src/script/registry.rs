@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use larder_script::shebang::ScriptFlags;
-use larder_script::vm::FunctionMeta;
+use larder_script::vm::{script_id, FunctionMeta, ScriptId};
 use parking_lot::RwLock;
 
 use super::run::Width;
@@ -121,7 +121,7 @@ impl Libraries {
 /// The script cache and the libraries (`Server::scripts`).
 #[derive(Debug, Default)]
 pub struct Scripts {
-    cache: RwLock<HashMap<String, Arc<Script>>>,
+    cache: RwLock<HashMap<ScriptId, Arc<Script>>>,
     /// Bumped by SCRIPT FLUSH: threads drop their compiled scripts.
     cache_generation: AtomicU64,
     /// Bytes of the cached bodies (INFO `used_memory_scripts_eval`).
@@ -136,13 +136,15 @@ pub struct Scripts {
 impl Scripts {
     /// The cached script `sha` (lower-case hex).
     pub fn get(&self, sha: &str) -> Option<Arc<Script>> {
-        self.cache.read().get(sha).cloned()
+        let id = script_id(sha)?;
+        self.cache.read().get(&id).cloned()
     }
 
     /// Cache `body` under `sha` (once; a second insert returns the first).
     pub fn insert(&self, sha: &str, body: &[u8], flags: ScriptFlags) -> Arc<Script> {
+        let id = script_id(sha).expect("a script's SHA1 in hex");
         let mut cache = self.cache.write();
-        if let Some(s) = cache.get(sha) {
+        if let Some(s) = cache.get(&id) {
             return Arc::clone(s);
         }
         let script = Arc::new(Script {
@@ -152,13 +154,13 @@ impl Scripts {
         });
         self.cache_bytes
             .fetch_add(body.len() + sha.len(), Ordering::Relaxed);
-        cache.insert(sha.to_string(), Arc::clone(&script));
+        cache.insert(id, Arc::clone(&script));
         script
     }
 
     /// Whether `sha` is cached.
     pub fn exists(&self, sha: &str) -> bool {
-        self.cache.read().contains_key(sha)
+        script_id(sha).is_some_and(|id| self.cache.read().contains_key(&id))
     }
 
     /// SCRIPT FLUSH: forget every script, on every thread.

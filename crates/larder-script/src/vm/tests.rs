@@ -532,14 +532,19 @@ fn memory_cap_is_an_error_reply() {
 #[test]
 fn script_cache() {
     let mut vm = Vm::new(&VmOptions::default()).expect("vm");
+    let id = sha("return 1");
+    assert!(!vm.has_script(&id));
+    vm.compile_script(&id, b"return 1").expect("compiles");
+    assert!(vm.has_script(&id));
+    assert!(vm.has_script(&id.to_uppercase()), "hex in either case");
+    // Scripts are named by their SHA1: anything else names none.
+    assert!(vm.compile_script("abc", b"return 1").is_err());
     assert!(!vm.has_script("abc"));
-    vm.compile_script("abc", b"return 1").expect("compiles");
-    assert!(vm.has_script("abc"));
     vm.forget_scripts();
-    assert!(!vm.has_script("abc"));
+    assert!(!vm.has_script(&id));
     let mut out = ReplyBuf::new(Protocol::Resp2);
     assert_eq!(
-        vm.run_script("abc", &[], &[], &mut FakeHost::default(), &mut out),
+        vm.run_script(&id, &[], &[], &mut FakeHost::default(), &mut out),
         Ok(())
     );
     assert_eq!(
@@ -570,7 +575,7 @@ fn ten_thousand_cached_scripts() {
         assert_eq!(out.buf, format!(":{i}\r\n").into_bytes());
     }
     vm.forget_scripts();
-    vm.compile_script("x", b"return 'again'")
+    vm.compile_script(&sha("return 'again'"), b"return 'again'")
         .expect("compiles after a flush");
 }
 
@@ -680,4 +685,22 @@ fn register_function_outside_a_load() {
         fcall(&mut vm, "f", &[], &[]),
         "-ERR redis.register_function can only be called on FUNCTION LOAD command script: f, on @user_function:3.\r\n"
     );
+}
+
+#[test]
+fn script_ids_are_the_sha1_bytes_in_either_case() {
+    let lower = "6f460df31e5dbaaea1b9713d087820cf949eca23";
+    let id = script_id(lower).expect("hex");
+    assert_eq!(id[0], 0x6f);
+    assert_eq!(id[19], 0x23);
+    assert_eq!(script_id(&lower.to_uppercase()), Some(id));
+    for bad in [
+        "",
+        "6f460df31e5dbaaea1b9713d087820cf949eca2",
+        "6f460df31e5dbaaea1b9713d087820cf949eca234",
+        "6f460df31e5dbaaea1b9713d087820cf949ecaz3",
+        "6f460df31e5dbaaea1b9713d087820cf949eca2é",
+    ] {
+        assert_eq!(script_id(bad), None, "{bad}");
+    }
 }
