@@ -141,8 +141,8 @@ impl Vm {
         Ok(())
     }
 
-    pub fn has_script(&self, sha: &str) -> bool {
-        script_id(sha).is_some_and(|id| self.scripts.contains_key(&id))
+    pub fn has_script(&self, id: &ScriptId) -> bool {
+        self.scripts.contains_key(id)
     }
 
     /// Drop every compiled script (SCRIPT FLUSH).
@@ -153,19 +153,22 @@ impl Vm {
         self.eval.collect_garbage();
     }
 
-    /// Run compiled script `sha` with KEYS and ARGV; the result or Redis's error reply is
-    /// written into `out` (the client's protocol is `out.proto`). A script error is an
-    /// error reply and `Ok(())`; a script that is not compiled gets Redis's NOSCRIPT error.
+    /// Run compiled script `id` (`sha` in hex, for its error texts) with KEYS and ARGV; the
+    /// result or Redis's error reply is written into `out` (the client's protocol is
+    /// `out.proto`). A script error is an error reply and `Ok(())`; a script that is not
+    /// compiled gets Redis's NOSCRIPT error.
     pub fn run_script(
         &mut self,
+        id: &ScriptId,
         sha: &str,
         keys: &[&[u8]],
         args: &[&[u8]],
         host: &mut dyn Host,
         out: &mut larder_resp::ReplyBuf,
     ) -> Result<(), Abort> {
-        let Some(f) = script_id(sha)
-            .and_then(|id| self.scripts.get(&id))
+        let Some(f) = self
+            .scripts
+            .get(id)
             .and_then(|key| self.eval.lua.registry_value::<Function>(key).ok())
         else {
             out.error("NOSCRIPT No matching script. Please use EVAL.");

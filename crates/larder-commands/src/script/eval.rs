@@ -2,6 +2,7 @@
 
 use larder_engine::DbGuards;
 use larder_script::shebang::{self, ScriptFlags};
+use larder_script::vm::script_id;
 
 use super::interp::Interp;
 use super::run::{self, Job, Target};
@@ -97,15 +98,17 @@ pub(super) fn eval_generic(
         },
         By::Body => sha1_hex(named).into(),
     };
+    // Text that is not a SHA1 names no script.
+    let id = script_id(&sha).ok_or(Error::Static(NOSCRIPT))?;
     let (server, now_ms, argv) = (c.server, c.now_ms, c.args.argv());
     let (conn, out) = (&mut *c.conn, &mut *c.out);
     super::interp::with(server, |interp| {
-        let script = match (interp.script(server, &sha), by) {
+        let script = match (interp.script(server, &id), by) {
             (Some(s), _) => s,
             (None, By::Sha) => return Err(Error::Static(NOSCRIPT)),
             (None, By::Body) => {
                 create(interp, server, &sha, named)?;
-                interp.script(server, &sha).ok_or(Error::Static(NOSCRIPT))?
+                interp.script(server, &id).ok_or(Error::Static(NOSCRIPT))?
             }
         };
         let shared = &script.shared;
@@ -114,6 +117,7 @@ pub(super) fn eval_generic(
             argv,
             target: Target::Script {
                 sha: &sha,
+                id: &id,
                 body: &shared.body,
             },
             keys,
@@ -207,7 +211,7 @@ pub(super) fn prepare(
 pub(super) fn script_load(c: &mut Cmd<'_>) -> Result<()> {
     let body = c.args.next_arg()?;
     let sha = sha1_hex(body);
-    if c.server.scripts.get(&sha).is_none() {
+    if !c.server.scripts.exists(&sha) {
         super::interp::with(c.server, |i| create(i, c.server, &sha, body))??;
     }
     c.out.bulk(sha.as_bytes());
@@ -219,8 +223,9 @@ pub(super) fn script_exists(c: &mut Cmd<'_>) -> Result<()> {
     let shas = c.args.rest();
     c.out.array(shas.len());
     for sha in shas {
-        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        c.out.int(i64::from(c.server.scripts.exists(&sha)));
+        // Hex in either case names the same script; anything else names none.
+        let exists = std::str::from_utf8(sha).is_ok_and(|s| c.server.scripts.exists(s));
+        c.out.int(i64::from(exists));
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use larder_script::vm::{script_id, ScriptId, Vm, VmOptions};
+use larder_script::vm::{ScriptId, Vm, VmOptions};
 
 use std::sync::atomic::Ordering;
 
@@ -127,17 +127,16 @@ impl Interp {
 
 impl Interp {
     /// The cached script `sha` (lower-case hex), as this thread knows it.
-    pub(crate) fn script(&mut self, server: &Server, sha: &str) -> Option<Rc<LocalScript>> {
-        let id = script_id(sha)?;
-        if let Some(s) = self.scripts.get(&id) {
+    pub(crate) fn script(&mut self, server: &Server, id: &ScriptId) -> Option<Rc<LocalScript>> {
+        if let Some(s) = self.scripts.get(id) {
             return Some(Rc::clone(s));
         }
-        let shared = server.scripts.get(sha)?;
+        let shared = server.scripts.get(id)?;
         let local = Rc::new(LocalScript {
             width: Cell::new(shared.width.load(Ordering::Relaxed)),
             shared,
         });
-        self.scripts.insert(id, Rc::clone(&local));
+        self.scripts.insert(*id, Rc::clone(&local));
         Some(local)
     }
 

@@ -135,9 +135,8 @@ pub struct Scripts {
 
 impl Scripts {
     /// The cached script `sha` (lower-case hex).
-    pub fn get(&self, sha: &str) -> Option<Arc<Script>> {
-        let id = script_id(sha)?;
-        self.cache.read().get(&id).cloned()
+    pub fn get(&self, id: &ScriptId) -> Option<Arc<Script>> {
+        self.cache.read().get(id).cloned()
     }
 
     /// Cache `body` under `sha` (once; a second insert returns the first).

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use larder_engine::{feed, Db, DbGuards, KeyImage};
 use larder_resp::ReplyBuf;
 use larder_script::shebang::ScriptFlags;
-use larder_script::vm::{Abort, Host, Vm};
+use larder_script::vm::{Abort, Host, ScriptId, Vm};
 
 use crate::error::{self, Error, Result};
 use crate::exec::{self, ConnState};
@@ -60,7 +60,11 @@ const IMAGE_MAX_BYTES: usize = 64 * 1024;
 #[derive(Clone, Copy)]
 pub(crate) enum Target<'a> {
     /// A cached EVAL script, by SHA1, with its body (compiled on first use on a thread).
-    Script { sha: &'a str, body: &'a [u8] },
+    Script {
+        sha: &'a str,
+        id: &'a ScriptId,
+        body: &'a [u8],
+    },
     /// A function, by name.
     Function { name: &'a str },
 }
@@ -198,8 +202,8 @@ fn run_once(
     let ran = (|| -> std::result::Result<(), Abort> {
         let vm: &mut Vm = &mut runs.interp.vm;
         match job.target {
-            Target::Script { sha, body } => {
-                if !vm.has_script(sha) {
+            Target::Script { sha, id, body } => {
+                if !vm.has_script(id) {
                     // Compiled on another thread (or before SCRIPT FLUSH ... LOAD): it
                     // compiled there, so it compiles here.
                     if let Err(e) = vm.compile_script(sha, body) {
@@ -207,7 +211,7 @@ fn run_once(
                         return Ok(());
                     }
                 }
-                vm.run_script(sha, job.keys, job.args, &mut host, out)
+                vm.run_script(id, sha, job.keys, job.args, &mut host, out)
             }
             Target::Function { name } => vm.run_function(name, job.keys, job.args, &mut host, out),
         }

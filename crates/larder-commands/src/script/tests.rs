@@ -32,7 +32,8 @@ fn two_shards() -> (&'static str, &'static str) {
 
 fn width_of(h: &Harness, body: &str) -> Width {
     let sha = super::sha1_hex(body.as_bytes());
-    let script = h.server.scripts.get(&sha).expect("cached");
+    let id = larder_script::vm::script_id(&sha).expect("a SHA1");
+    let script = h.server.scripts.get(&id).expect("cached");
     match script.width.load(Ordering::Relaxed) {
         0 => Width::Keys,
         1 => Width::Db,

@@ -96,7 +96,8 @@ pub(crate) fn eval_with(
     }
     let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
     let args: Vec<&[u8]> = args.iter().map(|k| k.as_bytes()).collect();
-    let r = vm.run_script(&sha, &keys, &args, host, &mut out);
+    let id = script_id(&sha).expect("a SHA1");
+    let r = vm.run_script(&id, &sha, &keys, &args, host, &mut out);
     (String::from_utf8_lossy(&out.take_bytes()).into_owned(), r)
 }
 
@@ -532,19 +533,23 @@ fn memory_cap_is_an_error_reply() {
 #[test]
 fn script_cache() {
     let mut vm = Vm::new(&VmOptions::default()).expect("vm");
-    let id = sha("return 1");
+    let hex = sha("return 1");
+    let id = script_id(&hex).expect("a SHA1");
     assert!(!vm.has_script(&id));
-    vm.compile_script(&id, b"return 1").expect("compiles");
+    vm.compile_script(&hex, b"return 1").expect("compiles");
     assert!(vm.has_script(&id));
-    assert!(vm.has_script(&id.to_uppercase()), "hex in either case");
+    assert!(
+        script_id(&hex.to_uppercase()).is_some_and(|upper| vm.has_script(&upper)),
+        "hex in either case"
+    );
     // Scripts are named by their SHA1: anything else names none.
     assert!(vm.compile_script("abc", b"return 1").is_err());
-    assert!(!vm.has_script("abc"));
+    assert!(script_id("abc").is_none());
     vm.forget_scripts();
     assert!(!vm.has_script(&id));
     let mut out = ReplyBuf::new(Protocol::Resp2);
     assert_eq!(
-        vm.run_script(&id, &[], &[], &mut FakeHost::default(), &mut out),
+        vm.run_script(&id, &hex, &[], &[], &mut FakeHost::default(), &mut out),
         Ok(())
     );
     assert_eq!(
@@ -564,8 +569,10 @@ fn ten_thousand_cached_scripts() {
     }
     for i in [0, 7_999, 8_001, 9_999] {
         let mut out = ReplyBuf::new(Protocol::Resp2);
+        let hex = sha(&format!("return {i}"));
         let r = vm.run_script(
-            &sha(&format!("return {i}")),
+            &script_id(&hex).expect("a SHA1"),
+            &hex,
             &[],
             &[],
             &mut FakeHost::default(),
