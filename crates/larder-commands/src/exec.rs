@@ -78,7 +78,7 @@ pub struct ConnState {
     pub subs: crate::pubsub::Subscriptions,
     /// What the running command's handler said to record for replay instead of its own
     /// request ([`Cmd::propagate`]); empty: the request itself.
-    pub propagate: Vec<Vec<Vec<u8>>>,
+    pub propagate: Vec<larder_engine::Argv>,
     /// In MONITOR mode (until RESET or close).
     pub monitor: bool,
     /// The deadline (Unix ms, 0 for none) of the blocking command this connection is blocked

@@ -27,6 +27,9 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::entry::{Entry, Object};
 
+mod argv;
+pub use argv::{Args, Argv};
+
 /// What happened to a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChangeKind {
@@ -111,7 +114,7 @@ pub struct Change {
     /// other database.
     pub class: u32,
     /// `Command`: the request to replay, name first; empty otherwise.
-    pub argv: Vec<Vec<u8>>,
+    pub argv: Argv,
     /// `Written`: the entry's memcached client flags when the change was recorded. A
     /// `Command` a door recorded for a key's resulting state ([`Feed::command_now`]) carries
     /// that key in `key`, with its `version` and `flags`.
@@ -301,7 +304,7 @@ impl Feed {
     /// Record the command to replay for the data changes this thread recorded since
     /// `since` (a [`data_changes`] count): nothing if there were none, as Redis propagates
     /// only commands that changed something.
-    pub fn command(&self, db: usize, since: usize, argv: Vec<Vec<u8>>) {
+    pub fn command(&self, db: usize, since: usize, argv: Argv) {
         if !self.records_commands() || data_changes() == since {
             return;
         }
@@ -324,7 +327,7 @@ impl Feed {
     /// lock, after the change, so it joins the change's group. `state` is the key the command
     /// leaves behind with its version and memcached flags (they follow the command in the
     /// log), when there is one.
-    pub fn command_now(&self, db: usize, argv: Vec<Vec<u8>>, state: Option<(&Entry, u32)>) {
+    pub fn command_now(&self, db: usize, argv: Argv, state: Option<(&Entry, u32)>) {
         if self.records_commands() {
             let (key, version, flags) = match state {
                 Some((e, flags)) => (e.key().to_vec(), e.version(), flags),
@@ -387,7 +390,7 @@ impl Feed {
             value,
             event: "",
             class: 0,
-            argv: Vec::new(),
+            argv: Argv::default(),
             flags: entry.flags,
             entry: EntryMeta {
                 expire_at_ms: entry.expire_at_ms().unwrap_or(0),
@@ -413,7 +416,7 @@ impl Feed {
             value: None,
             event: "",
             class: other,
-            argv: Vec::new(),
+            argv: Argv::default(),
             flags: 0,
             entry: EntryMeta::default(),
         });
@@ -498,7 +501,7 @@ fn push_notice(class: u32, event: &'static str, db: usize, key: &[u8]) {
         value: None,
         event,
         class,
-        argv: Vec::new(),
+        argv: Argv::default(),
         flags: 0,
         entry: EntryMeta::default(),
     });

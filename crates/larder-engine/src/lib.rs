@@ -44,7 +44,7 @@ pub use evict::{
     applies_master_stream, lfu_decayed, lfu_log_incr, set_applies_master_stream, EvictionPolicy,
     LFU_INIT_VAL,
 };
-pub use feed::{Change, ChangeKind, Consumer, EntryMeta, Feed, GroupScope, Interest, Value};
+pub use feed::{Argv, Change, ChangeKind, Consumer, EntryMeta, Feed, GroupScope, Interest, Value};
 pub use hash::Hash;
 pub use keyspace::{Db, DbGuards, Eviction, Keyspace, ScanFilter, ShardRef, SHARDS_PER_DB};
 pub use list::{List, Place};

@@ -8,12 +8,19 @@
 //! - A removal, flush or swap no command covers (memcached's `flush_all`, a door's delete) is
 //!   replayed as the command that does it: `DEL`, `FLUSHDB`, `SWAPDB`.
 
-use crate::feed::{Change, ChangeKind};
+use crate::feed::{Argv, Change, ChangeKind};
 
 /// Where a group's replay goes.
 pub trait Sink {
     /// Run `argv` (name first) in database `db`.
     fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]);
+
+    /// Run a recorded command (a `Command` record's arguments) in database `db`. A sink that
+    /// can take the packed arguments as they are (the log) overrides this.
+    fn recorded(&mut self, db: u32, argv: &Argv) {
+        let args: Vec<&[u8]> = argv.iter().collect();
+        self.command(db, &args);
+    }
 
     /// The version and memcached flags a write left on `change.key` (in `change.db`), after
     /// the command that made it. Only larder's own log keeps them.
@@ -23,19 +30,19 @@ pub trait Sink {
 /// Replays `changes` (one committed group) into `sink`. Returns how many writes no command
 /// covered: a door that forgot to record its command; replay cannot rebuild those.
 pub fn replay(changes: &[Change], sink: &mut impl Sink) -> usize {
-    let mut written: Vec<&Change> = Vec::new();
-    let mut uncovered: Vec<&Change> = Vec::new();
-    for ch in changes {
+    // Where the changes the next command covers begin.
+    let mut from = 0;
+    for (i, ch) in changes.iter().enumerate() {
         match ch.kind {
             ChangeKind::Expired | ChangeKind::Evicted => {
                 sink.command(ch.db, &[b"DEL".as_slice(), &ch.key]);
             }
-            ChangeKind::Written => written.push(ch),
-            ChangeKind::Deleted | ChangeKind::Flushed | ChangeKind::Swapped => uncovered.push(ch),
-            ChangeKind::Notice => {}
             ChangeKind::Command => {
-                sink.command(ch.db, &ch.argv);
-                for w in written.drain(..) {
+                sink.recorded(ch.db, &ch.argv);
+                for w in changes[from..i]
+                    .iter()
+                    .filter(|w| w.kind == ChangeKind::Written)
+                {
                     sink.version(w);
                 }
                 if !ch.key.is_empty() {
@@ -43,11 +50,15 @@ pub fn replay(changes: &[Change], sink: &mut impl Sink) -> usize {
                     // flags, after (so over) what its changes recorded.
                     sink.version(ch);
                 }
-                uncovered.clear();
+                from = i + 1;
             }
+            _ => {}
         }
     }
-    for ch in uncovered {
+    // What no command covered: removals, flushes and swaps become the commands that do
+    // them; a write cannot be rebuilt.
+    let mut stray = 0;
+    for ch in &changes[from..] {
         match ch.kind {
             ChangeKind::Deleted => sink.command(ch.db, &[b"DEL".as_slice(), &ch.key]),
             ChangeKind::Flushed => sink.command(ch.db, &[b"FLUSHDB".as_slice()]),
@@ -55,10 +66,11 @@ pub fn replay(changes: &[Change], sink: &mut impl Sink) -> usize {
                 let (a, b) = (ch.db.to_string(), ch.class.to_string());
                 sink.command(0, &[b"SWAPDB".as_slice(), a.as_bytes(), b.as_bytes()]);
             }
+            ChangeKind::Written => stray += 1,
             _ => {}
         }
     }
-    written.len()
+    stray
 }
 
 #[cfg(test)]
@@ -74,7 +86,7 @@ mod tests {
             value: None,
             event: "",
             class: 0,
-            argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            argv: Argv::new(argv),
             flags: 0,
             entry: Default::default(),
         }

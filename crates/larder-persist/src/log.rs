@@ -162,6 +162,10 @@ impl larder_engine::replay::Sink for GroupWriter<'_> {
         GroupWriter::command(self, db, argv);
     }
 
+    fn recorded(&mut self, db: u32, argv: &larder_engine::Argv) {
+        GroupWriter::packed(self, db, argv);
+    }
+
     fn version(&mut self, c: &larder_engine::Change) {
         GroupWriter::version(self, c.db, &c.key, c.version, c.flags);
     }
@@ -197,6 +201,15 @@ impl<'o> GroupWriter<'o> {
         for a in argv {
             bytes(self.out, a.as_ref());
         }
+        self.items += 1;
+    }
+
+    /// [`GroupWriter::command`] for arguments already packed: `Argv`'s encoding is this
+    /// format's (a count, then each argument's length and bytes), so it is copied whole.
+    pub fn packed(&mut self, db: u32, argv: &larder_engine::Argv) {
+        self.out.push(TAG_COMMAND);
+        varint(self.out, u64::from(db));
+        self.out.extend_from_slice(argv.encoded());
         self.items += 1;
     }
 

@@ -266,7 +266,7 @@ impl Drop for Locked<'_> {
             Some(_) => {}
             None => shard.feed().command_now(
                 shard.db_index(),
-                vec![b"DEL".to_vec(), self.key.to_vec()],
+                larder_engine::Argv::new(&[b"DEL".as_slice(), self.key]),
                 None,
             ),
         }

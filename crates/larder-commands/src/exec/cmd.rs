@@ -100,9 +100,7 @@ impl<'a> Cmd<'a> {
     /// in order. Costs nothing while no consumer records commands.
     pub fn propagate(&mut self, argv: &[&[u8]]) {
         if self.records_commands() {
-            self.conn
-                .propagate
-                .push(argv.iter().map(|a| a.to_vec()).collect());
+            self.conn.propagate.push(larder_engine::Argv::new(argv));
         }
     }
 

@@ -119,8 +119,8 @@ pub(crate) fn record_command(
     if !feed.records_commands() || !resolved.spec.has(flags::WRITE) {
         return;
     }
-    if replacements.is_empty() {
-        feed.command(conn.db, since, argv.iter().map(|a| a.to_vec()).collect());
+    if replacements.is_empty() && larder_engine::feed::data_changes() != since {
+        feed.command(conn.db, since, larder_engine::Argv::new(argv));
     }
     for r in replacements {
         feed.command(conn.db, since, r);

@@ -449,7 +449,7 @@ mod tests {
     impl Consumer for Commands {
         fn committed(&self, _: u64, changes: &[Change]) {
             let cmds = changes.iter().filter(|c| c.kind == ChangeKind::Command);
-            self.0.lock().extend(cmds.map(|c| c.argv.clone()));
+            self.0.lock().extend(cmds.map(|c| c.argv.to_vecs()));
         }
     }
 

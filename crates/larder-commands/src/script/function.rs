@@ -56,7 +56,7 @@ pub(crate) fn scratch_vm(server: &Server) -> std::result::Result<Vm, String> {
 fn record(c: &Cmd<'_>) {
     let feed = c.server.keyspace.feed();
     if feed.records_commands() {
-        let argv = c.args.argv().iter().map(|a| a.to_vec()).collect();
+        let argv = larder_engine::Argv::new(c.args.argv());
         let _group = feed.group();
         feed.command_now(c.conn.db, argv, None);
     }

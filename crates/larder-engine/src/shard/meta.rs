@@ -3,7 +3,7 @@
 //! from the slab and index code because none of these moves an entry or changes its key.
 
 use super::{Shard, SlotId, CHUNK_SHIFT, CHUNK_SLOTS};
-use crate::feed::ChangeKind;
+use crate::feed::{Argv, ChangeKind};
 
 impl Shard {
     /// Set (`Some`) or clear (`None`) the deadline. Counts as a write (bumps the version).
@@ -36,11 +36,12 @@ impl Shard {
             debug_assert!(false, "record_state on a collection");
             return;
         };
-        let mut argv = vec![b"SET".to_vec(), e.key().to_vec(), value.to_vec()];
-        if e.expire_at_ms != 0 {
-            argv.push(b"PXAT".to_vec());
-            argv.push(e.expire_at_ms.to_string().into_bytes());
-        }
+        let argv = if e.expire_at_ms != 0 {
+            let at = e.expire_at_ms.to_string();
+            Argv::new(&[b"SET".as_slice(), e.key(), value, b"PXAT", at.as_bytes()])
+        } else {
+            Argv::new(&[b"SET".as_slice(), e.key(), value])
+        };
         // The command carries the version and flags the entry ended with (an insert recorded
         // its change before the door set the flags).
         self.feed

@@ -286,3 +286,17 @@ fn golden_files() {
     let err = read_all(&bitflip).expect_err("bit flip in the first record");
     assert_eq!(err.offset, HEADER_LEN as u64);
 }
+
+#[test]
+fn packed_arguments_encode_as_the_command_does() {
+    let long = vec![7u8; 200];
+    let args: Vec<&[u8]> = vec![b"SET", b"k", &long, b""];
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut g = GroupWriter::new(&mut a, 5, 44);
+    g.command(3, &args);
+    g.finish();
+    let mut g = GroupWriter::new(&mut b, 5, 44);
+    g.packed(3, &larder_engine::Argv::new(&args));
+    g.finish();
+    assert_eq!(a, b);
+}

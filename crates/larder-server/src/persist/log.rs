@@ -67,7 +67,13 @@ struct Pending {
     end_offset: u64,
     /// Groups encoded since the writer last took the chunks.
     groups: u64,
+    /// An empty buffer a writer handed back, for the next chunk: a busy log's chunk grows
+    /// to a turn's worth of records once, not again every turn.
+    spare: Vec<u8>,
 }
+
+/// The largest chunk buffer kept for reuse.
+const SPARE_MAX: usize = 4 << 20;
 
 /// The open file and what is on it. Locked by whoever writes (a worker, the fsync thread).
 struct FileState {
@@ -139,6 +145,7 @@ impl Log {
         Arc::new(Log {
             pending: Mutex::new(Pending {
                 chunks: Vec::new(),
+                spare: Vec::new(),
                 end_offset: start_offset,
                 groups: 0,
             }),
@@ -228,19 +235,25 @@ impl Log {
         }
         f.groups_unsynced += groups;
         let mut result = Ok(());
+        let mut spare = Vec::new();
         for chunk in chunks {
             result = match chunk {
-                Chunk::Bytes(bytes) => {
+                Chunk::Bytes(mut bytes) => {
                     self.stats
                         .buffered
                         .fetch_sub(bytes.len() as u64, Ordering::Relaxed);
-                    if f.broken {
+                    let r = if f.broken {
                         // Stopped until a snapshot restarts the log: dropped (its writers got
                         // -MISCONF, or were acknowledged before the failure).
                         Ok(())
                     } else {
                         self.write(&mut f, &bytes)
+                    };
+                    if bytes.capacity() > spare.capacity() && bytes.capacity() <= SPARE_MAX {
+                        bytes.clear();
+                        spare = bytes;
                     }
+                    r
                 }
                 Chunk::Rotate {
                     start_seq,
@@ -249,6 +262,12 @@ impl Log {
             };
             if result.is_err() {
                 break;
+            }
+        }
+        if spare.capacity() > 0 {
+            let mut p = self.pending.lock();
+            if p.spare.capacity() < spare.capacity() {
+                p.spare = spare;
             }
         }
         match result {
@@ -418,7 +437,11 @@ impl Consumer for Appender {
         let log = &self.0;
         let mut p = log.pending.lock();
         if !matches!(p.chunks.last(), Some(Chunk::Bytes(_))) {
-            p.chunks.push(Chunk::Bytes(Vec::with_capacity(16 * 1024)));
+            let buf = match std::mem::take(&mut p.spare) {
+                b if b.capacity() > 0 => b,
+                _ => Vec::with_capacity(16 * 1024),
+            };
+            p.chunks.push(Chunk::Bytes(buf));
         }
         let offset = p.end_offset;
         let Some(Chunk::Bytes(buf)) = p.chunks.last_mut() else {

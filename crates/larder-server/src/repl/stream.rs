@@ -18,9 +18,14 @@ use super::meta::FrameWriter;
 
 /// Append `argv` as a RESP array of bulk strings.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
+    encode_args(out, argv.iter().map(AsRef::as_ref));
+}
+
+/// [`encode_command`] of arguments read one by one (a recorded command's packed ones).
+fn encode_args<'a>(out: &mut Vec<u8>, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
     header(out, b'*', argv.len());
     for a in argv {
-        bulk(out, a.as_ref());
+        bulk(out, a);
     }
 }
 
@@ -91,18 +96,28 @@ impl Encoder {
         }
         impl replay::Sink for Direct<'_> {
             fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
-                self.encoder.select(self.out, db);
-                if self.commands == 0 {
-                    self.first_at = self.out.len();
-                }
+                self.start(db);
                 encode_command(self.out, argv);
-                self.commands += 1;
+            }
+
+            fn recorded(&mut self, db: u32, argv: &larder_engine::Argv) {
+                self.start(db);
+                encode_args(self.out, argv.iter());
             }
 
             fn version(&mut self, c: &Change) {
                 if let Some((out, frame)) = &mut self.meta {
                     frame.entry(out, c.db, &c.key, c.version, c.flags);
                 }
+            }
+        }
+        impl Direct<'_> {
+            fn start(&mut self, db: u32) {
+                self.encoder.select(self.out, db);
+                if self.commands == 0 {
+                    self.first_at = self.out.len();
+                }
+                self.commands += 1;
             }
         }
         let mut d = Direct {
@@ -152,7 +167,7 @@ mod tests {
             value: None,
             event: "",
             class: 0,
-            argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            argv: larder_engine::Argv::new(argv),
             flags: 0,
             entry: Default::default(),
         }

@@ -12,7 +12,7 @@ struct Collect(Mutex<Vec<Vec<Vec<u8>>>>);
 impl Consumer for Collect {
     fn committed(&self, _: u64, changes: &[Change]) {
         let commands = changes.iter().filter(|c| c.kind == ChangeKind::Command);
-        self.0.lock().extend(commands.map(|c| c.argv.clone()));
+        self.0.lock().extend(commands.map(|c| c.argv.to_vecs()));
     }
 }
 
