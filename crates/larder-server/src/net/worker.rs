@@ -117,6 +117,10 @@ pub(super) struct State {
     pub(super) paused: Held,
     /// Connections whose replies wait for the log to be durable (`appendfsync always`).
     pub(super) held_for_log: Vec<usize>,
+    /// Connections a letter served this turn (a blocked client woken, a subscriber's
+    /// messages): settled before the others, so a woken client's reply leaves before the
+    /// reply of the client whose write woke it, whatever their tokens' order.
+    pub(super) woken: Vec<usize>,
     /// The connections the loop is running this turn, each with whether the peer closed.
     pub(super) batch: VecDeque<(usize, bool)>,
     /// Readiness the pump took from the poll for connections it does not serve (the one
@@ -161,6 +165,7 @@ impl Worker {
                 retry: Vec::new(),
                 paused: Held::default(),
                 held_for_log: Vec::new(),
+                woken: Vec::new(),
                 batch: VecDeque::new(),
                 deferred: Vec::new(),
                 letters: Vec::new(),
@@ -257,11 +262,20 @@ impl Worker {
                     p.write_log();
                 }
             }
+            let mut woken = std::mem::take(&mut self.st.borrow_mut().woken);
+            for &t in &woken {
+                self.settle(t);
+            }
+            woken.sort_unstable();
             touched.sort_unstable();
             touched.dedup();
             for &t in &touched {
-                self.settle(t);
+                if woken.binary_search(&t).is_err() {
+                    self.settle(t);
+                }
             }
+            woken.clear();
+            self.st.borrow_mut().woken = woken;
             if last_housekeeping.elapsed() >= Duration::from_millis(100) {
                 last_housekeeping = Instant::now();
                 self.housekeeping(now_ms);
@@ -342,6 +356,7 @@ impl Worker {
                         if c.handler.handle().id == id {
                             c.deliver_mail(&self.server);
                             touched.push(token);
+                            self.st.borrow_mut().woken.push(token);
                         }
                     }
                 }
@@ -351,6 +366,7 @@ impl Worker {
                         if c.handler.handle().id == id && c.blocked {
                             c.on_unblock(&self.server, scratch, now_ms);
                             touched.push(token);
+                            self.st.borrow_mut().woken.push(token);
                         }
                     }
                 }
@@ -505,7 +521,8 @@ impl Worker {
         }
         let until = c.paused_until_ms;
         st.paused.file(&mut c.paused_filed, t, until);
-        if until.is_none() && c.more {
+        // (A connection woken twice in a turn is settled twice: filed once.)
+        if until.is_none() && c.more && !st.retry.contains(&t) {
             st.retry.push(t);
         }
         let want_write = c.want_write;
