@@ -2,10 +2,13 @@
 //! unique, the HTTP door's version) and memcached flags, for replicas that said `REPLCONF
 //! capa larder-meta` (see docs/replication.md).
 //!
-//! After each committed group's stream bytes such a replica gets one frame, a RESP command
-//! `LARDER.META db key version flags [db key version flags ...]` listing the version and
-//! flags every write of the group left (`larder_engine::replay::Sink::version`, as the
-//! append-only log keeps them). Frames are not stream bytes: they are not counted in the
+//! After the stream bytes of a worker's turn of committed groups such a replica gets one
+//! frame, a RESP command `LARDER.META db key version flags [db key version flags ...]`
+//! listing, in commit order, the version and flags every write of those groups left
+//! (`larder_engine::replay::Sink::version`, as the append-only log keeps them): one frame per
+//! turn, as the stream's bytes are posted once per turn, rather than one per group. Until
+//! its frame arrives a key on the replica has the version its own write gave it. Frames are
+//! not stream bytes: they are not counted in the
 //! replication offset, not kept in the backlog and never sent to a redis-server replica, so
 //! every replica, larder or Redis, has the same offsets. The replica recognises a frame
 //! before it executes anything, gives each listed key that exists the version and flags
@@ -13,8 +16,10 @@
 //! larder replicas.
 //!
 //! For partial resyncs the frames are kept in a side log ([`MetaLog`]) keyed by the stream
-//! offset after their group; `+CONTINUE` sends the backlog with them interleaved at their
-//! offsets ([`MetaLog::interleave`]).
+//! offset they were sent after; `+CONTINUE` sends the backlog with them interleaved at their
+//! offsets ([`MetaLog::interleave`]). A replica that continues from inside a turn's groups
+//! gets that turn's whole frame: entries for writes it already has set versions those
+//! writes already left or that later entries of the same frame override.
 
 use std::collections::VecDeque;
 
@@ -28,52 +33,54 @@ pub const NAME: &[u8] = b"LARDER.META";
 /// One key's metadata: (db, key, version, flags).
 pub type Meta<K> = (u32, K, u64, u32);
 
-/// Writes one group's frame into a buffer as its entries come (no copy of the keys).
-pub struct FrameWriter {
-    start: usize,
-    entries: usize,
+/// The entries of the next frame, gathered as groups commit (no copy of the keys beyond
+/// their encoding); [`OpenFrame::finish_into`] makes them one frame.
+#[derive(Debug, Default)]
+pub struct OpenFrame {
+    entries: Vec<u8>,
+    count: usize,
 }
 
-impl FrameWriter {
-    /// A frame that starts at the end of `out`.
-    pub fn new(out: &[u8]) -> FrameWriter {
-        FrameWriter {
-            start: out.len(),
-            entries: 0,
-        }
+impl OpenFrame {
+    pub fn entry(&mut self, db: u32, key: &[u8], version: u64, flags: u32) {
+        bulk_num(&mut self.entries, u64::from(db));
+        bulk(&mut self.entries, key);
+        bulk_num(&mut self.entries, version);
+        bulk_num(&mut self.entries, u64::from(flags));
+        self.count += 1;
     }
 
-    pub fn entry(&mut self, out: &mut Vec<u8>, db: u32, key: &[u8], version: u64, flags: u32) {
-        bulk_num(out, u64::from(db));
-        bulk(out, key);
-        bulk_num(out, version);
-        bulk_num(out, u64::from(flags));
-        self.entries += 1;
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
     }
 
-    /// Put the frame's header before its entries (nothing stays for no entry).
-    pub fn finish(self, out: &mut Vec<u8>) {
-        if self.entries == 0 {
-            out.truncate(self.start);
+    /// Append the frame of the entries gathered (nothing for none) to `out`, and start
+    /// over.
+    pub fn finish_into(&mut self, out: &mut Vec<u8>) {
+        if self.count == 0 {
             return;
         }
-        // The header goes after the entries, then turns to the front.
-        let end = out.len();
-        header(out, b'*', 1 + 4 * self.entries);
+        header(out, b'*', 1 + 4 * self.count);
         bulk(out, NAME);
-        let head = out.len() - end;
-        out[self.start..].rotate_right(head);
+        out.extend_from_slice(&self.entries);
+        self.clear();
+    }
+
+    /// Forget the entries gathered (a new history).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.count = 0;
     }
 }
 
 /// Append the frame of `entries` to `out` (nothing for none).
 #[cfg(test)]
 pub fn encode(out: &mut Vec<u8>, entries: &[Meta<Vec<u8>>]) {
-    let mut frame = FrameWriter::new(out);
+    let mut frame = OpenFrame::default();
     for (db, key, version, flags) in entries {
-        frame.entry(out, *db, key, *version, *flags);
+        frame.entry(*db, key, *version, *flags);
     }
-    frame.finish(out);
+    frame.finish_into(out);
 }
 
 /// Whether `argv` is a frame (by its name).

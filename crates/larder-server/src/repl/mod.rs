@@ -49,7 +49,7 @@ use larder_engine::{Change, Consumer, Interest};
 use parking_lot::Mutex;
 
 use backlog::Backlog;
-use meta::MetaLog;
+use meta::{MetaLog, OpenFrame};
 use stream::Encoder;
 
 /// What a replica said in REPLCONF before it asked to sync.
@@ -112,9 +112,13 @@ struct State {
     limit: Limit,
     /// An online replica has pending bytes to post.
     unposted: bool,
-    /// The last group's encoding and frame (their allocations reused).
+    /// The last group's encoding (its allocation reused).
     encoded: Vec<u8>,
-    frame: Vec<u8>,
+    /// The versions and flags of the groups committed since the last frame went out: sent
+    /// as one frame when the turn's stream bytes are posted ([`State::flush_unposted`]).
+    frame: OpenFrame,
+    /// The last frame's bytes (the allocation reused).
+    frame_bytes: Vec<u8>,
     /// Set while this server is a replica: its stream is its master's, proxied (see
     /// [`Proxy`]), not encoded from its own changes.
     proxy: Option<Proxy>,
@@ -249,7 +253,8 @@ pub fn start(server: &Arc<Server>) -> anyhow::Result<Arc<Master>> {
             waiters: Vec::new(),
             unposted: false,
             encoded: Vec::new(),
-            frame: Vec::new(),
+            frame: OpenFrame::default(),
+            frame_bytes: Vec::new(),
             limit: replica_limit(server),
             proxy: None,
         }),
@@ -418,8 +423,22 @@ impl State {
         self.unposted |= online;
     }
 
-    /// Post every online replica's pending bytes to its outbox.
+    /// Send the frame of the versions gathered since the last one, if any.
+    fn flush_frame(&mut self) {
+        if self.frame.is_empty() {
+            return;
+        }
+        let mut bytes = std::mem::take(&mut self.frame_bytes);
+        bytes.clear();
+        self.frame.finish_into(&mut bytes);
+        self.feed_meta(&bytes);
+        self.frame_bytes = bytes;
+    }
+
+    /// Send the gathered frame, then post every online replica's pending bytes to its
+    /// outbox.
     fn flush_unposted(&mut self) {
+        self.flush_frame();
         if !std::mem::take(&mut self.unposted) {
             return;
         }
@@ -449,18 +468,17 @@ impl Consumer for Feeder {
             m.fed(&mut st);
             return;
         }
-        // Encoded into buffers kept across commits: no allocation per write.
+        // Encoded into buffers kept across commits: no allocation per write. The versions
+        // wait in the open frame for the end of the turn.
         let (mut bytes, mut frame) = (
             std::mem::take(&mut st.encoded),
             std::mem::take(&mut st.frame),
         );
         bytes.clear();
-        frame.clear();
         let recording = st.meta.recording();
         st.encoder
             .group(changes, &mut bytes, recording.then_some(&mut frame));
         st.feed(&bytes);
-        st.feed_meta(&frame);
         (st.encoded, st.frame) = (bytes, frame);
         m.fed(&mut st);
     }
@@ -474,7 +492,7 @@ impl Master {
     /// After `feed`: a worker posts the bytes at the end of its turn; any other thread
     /// (the cron, a replica's link, expiry) posts them now.
     fn fed(&self, st: &mut State) {
-        if !st.unposted {
+        if !st.unposted && st.frame.is_empty() {
             return;
         }
         if crate::net::on_worker_thread() {
@@ -496,6 +514,7 @@ impl Master {
         let size = server.config.num(Param::ReplBacklogSize).max(1) as usize;
         st.backlog = Some(Backlog::new(size, st.offset + 1));
         st.meta.reset();
+        st.frame.clear();
         st.encoder.reselect();
         let feeder = Arc::new(Feeder(self.me.clone()));
         st.feed_id = Some(server.keyspace.feed().subscribe(Interest::COMMANDS, feeder));
@@ -540,6 +559,8 @@ impl Master {
         {
             st.backlog = None;
             st.meta.reset();
+            st.frame.clear();
+            st.frame.clear();
             if let Some(id) = st.feed_id.take() {
                 server.keyspace.feed().unsubscribe(id);
             }
@@ -565,6 +586,8 @@ impl Master {
             .lock()
             .get(&client.id)
             .map_or((0, None, false), |h| (h.port, h.ip.clone(), h.meta));
+        // The versions gathered so far go out first, to the replicas already there.
+        st.flush_frame();
         if meta {
             // It holds every version up to here (its file's, or a covered partial resync's).
             st.meta.start(st.offset);
@@ -632,6 +655,8 @@ impl Master {
             .get(&client.id)
             .map_or((false, false), |h| (h.psync2, h.meta));
         let mut st = self.state.lock();
+        // The versions gathered this turn join the side log, so the interleave has them.
+        st.flush_frame();
         let known = replid == st.replid.as_bytes()
             || (replid == st.replid2.as_bytes() && offset <= st.second_offset);
         let Some(from) = u64::try_from(offset).ok().filter(|_| known) else {

@@ -14,7 +14,7 @@
 use larder_engine::decimal::digits_before;
 use larder_engine::{replay, Change};
 
-use super::meta::FrameWriter;
+use super::meta::OpenFrame;
 
 /// Append `argv` as a RESP array of bulk strings.
 pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
@@ -80,19 +80,20 @@ impl Encoder {
     }
 
     /// Append the commands of one committed group to `out` (nothing for a group that
-    /// changed nothing), and with `meta` its frame of versions and flags (`meta.rs`). The
+    /// changed nothing), and with `meta` add the versions and flags its writes left to the
+    /// next frame (`meta.rs`). The
     /// commands are encoded as replay yields them, straight into `out` (this runs on the
     /// committing thread for every write); a second one puts `MULTI` before the first
     /// (after its SELECT) and `EXEC` after the last.
-    pub fn group(&mut self, changes: &[Change], out: &mut Vec<u8>, meta: Option<&mut Vec<u8>>) {
+    pub fn group(&mut self, changes: &[Change], out: &mut Vec<u8>, meta: Option<&mut OpenFrame>) {
         struct Direct<'a> {
             encoder: &'a mut Encoder,
             out: &'a mut Vec<u8>,
             commands: usize,
             /// Where the first command's own bytes start (after its SELECT).
             first_at: usize,
-            /// The frame of the version and flags each write left, when one is wanted.
-            meta: Option<(&'a mut Vec<u8>, FrameWriter)>,
+            /// The next frame, for the version and flags each write left, when one is wanted.
+            meta: Option<&'a mut OpenFrame>,
         }
         impl replay::Sink for Direct<'_> {
             fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
@@ -106,8 +107,8 @@ impl Encoder {
             }
 
             fn version(&mut self, c: &Change) {
-                if let Some((out, frame)) = &mut self.meta {
-                    frame.entry(out, c.db, &c.key, c.version, c.flags);
+                if let Some(frame) = &mut self.meta {
+                    frame.entry(c.db, &c.key, c.version, c.flags);
                 }
             }
         }
@@ -125,10 +126,7 @@ impl Encoder {
             out,
             commands: 0,
             first_at: 0,
-            meta: meta.map(|out| {
-                let frame = FrameWriter::new(out);
-                (out, frame)
-            }),
+            meta,
         };
         replay::replay(changes, &mut d);
         if d.commands > 1 {
@@ -136,9 +134,6 @@ impl Encoder {
             d.out.extend_from_slice(MULTI);
             d.out[at..].rotate_right(MULTI.len());
             d.out.extend_from_slice(EXEC);
-        }
-        if let Some((out, frame)) = d.meta {
-            frame.finish(out);
         }
     }
 
@@ -248,18 +243,27 @@ mod tests {
             written,
             change(ChangeKind::Command, 2, "", &["SET", "k", "v"]),
         ];
-        let (mut out, mut frame) = (Vec::new(), Vec::new());
+        let (mut out, mut frame) = (Vec::new(), OpenFrame::default());
         e.group(&group, &mut out, Some(&mut frame));
+        let mut bytes = Vec::new();
+        frame.finish_into(&mut bytes);
         let want =
             "*5\r\n$11\r\nLARDER.META\r\n$1\r\n2\r\n$1\r\nk\r\n$7\r\n7340032\r\n$2\r\n42\r\n";
-        assert_eq!(String::from_utf8(frame).expect("ascii"), want);
-        // A group that wrote nothing has no frame.
-        let mut frame = Vec::new();
+        assert_eq!(String::from_utf8(bytes).expect("ascii"), want);
+        // A group that wrote nothing adds nothing.
         e.group(
             &[change(ChangeKind::Notice, 0, "k", &[])],
             &mut out,
             Some(&mut frame),
         );
         assert!(frame.is_empty());
+        // Two groups' writes make one frame, in commit order.
+        e.group(&group, &mut out, Some(&mut frame));
+        e.group(&group, &mut out, Some(&mut frame));
+        let mut bytes = Vec::new();
+        frame.finish_into(&mut bytes);
+        assert!(String::from_utf8(bytes)
+            .expect("ascii")
+            .starts_with("*9\r\n$11\r\nLARDER.META\r\n$1\r\n2\r\n$1\r\nk\r\n"));
     }
 }
