@@ -108,10 +108,22 @@ pub fn parse<'a>(argv: &[&'a [u8]]) -> Option<Vec<Meta<&'a [u8]>>> {
 }
 
 /// Give each listed key that exists its version and flags (a key the group deleted later is
-/// skipped).
+/// skipped). A frame covers a turn of the master's writes, whose keys have left the caches
+/// since their commands ran: each run of them is prefetched first (`Db::prefetch`, in the
+/// run's first database; only a hint).
 pub fn apply(server: &Server, entries: &[Meta<&[u8]>]) {
-    for &(db, key, version, flags) in entries {
-        crate::persist::restore_version(server, db as usize, key, version, flags);
+    let mut keys = [&[][..]; larder_engine::Db::PREFETCH_BATCH];
+    for run in entries.chunks(keys.len()) {
+        let db = run[0].0 as usize;
+        if run.len() > 1 && db < server.keyspace.db_count() {
+            for (k, e) in keys.iter_mut().zip(run) {
+                *k = e.1;
+            }
+            server.keyspace.db(db).prefetch(&keys[..run.len()]);
+        }
+        for &(db, key, version, flags) in run {
+            crate::persist::restore_version(server, db as usize, key, version, flags);
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 //! are applied and passed on beside the stream. When the link drops it reconnects about
 //! once a second.
 
+mod prefetch;
 mod session;
 mod wire;
 

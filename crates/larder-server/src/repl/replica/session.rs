@@ -13,6 +13,7 @@ use larder_commands::state::ClientHandle;
 use larder_commands::{ConnState, Server};
 use larder_resp::{parse_request, Limits, Parsed, Protocol, ReplyBuf};
 
+use super::prefetch;
 use super::wire::{Framing, Payload, Wire, POLL};
 use super::{Link, Phase};
 use crate::repl::{meta, Master};
@@ -302,6 +303,11 @@ fn stream(
     // Where the unparsed bytes start in `wire.buf`: consumed commands are dropped from the
     // buffer only before it is filled again, not one by one (each would move the rest).
     let mut pos = 0usize;
+    // Where the commands whose keys were prefetched end (`prefetch::ahead`).
+    let mut prefetched = 0usize;
+    // The commands of one read chain their clock reads, as a pipeline's do (`batching`);
+    // the chain starts again after each wait for more bytes.
+    conn.batching = true;
     if !pre_psync {
         ack(wire, offset as i64)?;
     }
@@ -316,7 +322,9 @@ fn stream(
         }
         if wire.buf.len() - pos < need {
             turn = None;
+            conn.clock_us = None;
             wire.buf.drain(..pos);
+            prefetched = prefetched.saturating_sub(pos);
             pos = 0;
             let n = wire.fill()?;
             wire.link.read_offset.fetch_add(n as u64, Ordering::Relaxed);
@@ -329,6 +337,9 @@ fn stream(
         } else if link.stopped() {
             // REPLICAOF elsewhere or NO ONE: not one more command from this master.
             return Err("the link was stopped".into());
+        }
+        if pos >= prefetched {
+            prefetched = pos + prefetch::ahead(server.keyspace.db(conn.db), &wire.buf[pos..]);
         }
         let mut argv = Vec::new();
         let consumed = match parse_request(&wire.buf[pos..], &limits, &mut argv) {
