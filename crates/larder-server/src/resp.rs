@@ -214,7 +214,7 @@ const SPARE_ARGS_MAX: usize = 1024;
 
 /// An empty vector with `v`'s allocation, for items of another lifetime: the in-place
 /// `collect` of an empty iterator keeps the buffer, since both item types have one layout.
-fn recycle<A, B>(mut v: Vec<A>) -> Vec<B> {
+pub(crate) fn recycle<A, B>(mut v: Vec<A>) -> Vec<B> {
     v.clear();
     v.into_iter()
         .map(|_| unreachable!("the vector is empty"))

@@ -3,6 +3,7 @@
 //! log): no replies, no ACL check, not held by CLIENT PAUSE, allowed to write on a
 //! read-only replica, and the only one that sees keys past their deadline.
 
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use super::prefetch;
 use super::wire::{Framing, Payload, Wire, POLL};
 use super::{Link, Phase};
 use crate::repl::{meta, Master};
+use crate::resp::recycle;
 
 /// Follow the master until the link is stopped, reconnecting about once a second.
 pub fn run(master: &Arc<Master>, server: &Arc<Server>, link: &Arc<Link>) {
@@ -308,6 +310,9 @@ fn stream(
     // The commands of one read chain their clock reads, as a pipeline's do (`batching`);
     // the chain starts again after each wait for more bytes.
     conn.batching = true;
+    // The argument vectors of one command, kept (empty) for the next.
+    let (mut spare_argv, mut spare_args): (Vec<Cow<'static, [u8]>>, Vec<&'static [u8]>) =
+        (Vec::new(), Vec::new());
     if !pre_psync {
         ack(wire, offset as i64)?;
     }
@@ -341,23 +346,26 @@ fn stream(
         if pos >= prefetched {
             prefetched = pos + prefetch::ahead(server.keyspace.db(conn.db), &wire.buf[pos..]);
         }
-        let mut argv = Vec::new();
+        let mut argv = recycle(std::mem::take(&mut spare_argv));
         let consumed = match parse_request(&wire.buf[pos..], &limits, &mut argv) {
             Ok(Parsed::Complete { consumed }) => consumed,
             Ok(Parsed::Incomplete { min_total }) => {
                 need = min_total;
+                spare_argv = recycle(argv);
                 continue;
             }
             Err(e) => return Err(format!("protocol error from the master: {}", e.message())),
         };
         need = 1;
-        let args: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+        let mut args = recycle(std::mem::take(&mut spare_args));
+        args.extend(argv.iter().map(|a| a.as_ref()));
         if meta::is_frame(&args) {
             // Beside the stream: not counted in the offset, not executed.
             let entries =
                 meta::parse(&args).ok_or("a malformed LARDER.META frame from the master")?;
             meta::apply(server, &entries);
-            drop(args);
+            drop(entries);
+            (spare_args, spare_argv) = (recycle(args), recycle(argv));
             master.proxy_meta(&wire.buf[pos..pos + consumed]);
             let _ = wire
                 .link
@@ -376,8 +384,7 @@ fn stream(
             out.truncate(0);
             larder_commands::execute(server, conn, &args, &mut out);
         }
-        drop(args);
-        drop(argv);
+        (spare_args, spare_argv) = (recycle(args), recycle(argv));
         if getack {
             // The acknowledged offset is the one before the GETACK, as Redis's.
             ack(wire, offset as i64 - i64::from(pre_psync))?;
