@@ -560,7 +560,6 @@ impl Master {
             st.backlog = None;
             st.meta.reset();
             st.frame.clear();
-            st.frame.clear();
             if let Some(id) = st.feed_id.take() {
                 server.keyspace.feed().unsubscribe(id);
             }
