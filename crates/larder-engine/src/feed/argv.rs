@@ -74,18 +74,6 @@ impl Argv {
     }
 }
 
-impl<A: AsRef<[u8]>> From<&[A]> for Argv {
-    fn from(args: &[A]) -> Argv {
-        Argv::new(args)
-    }
-}
-
-impl From<Vec<Vec<u8>>> for Argv {
-    fn from(args: Vec<Vec<u8>>) -> Argv {
-        Argv::new(&args)
-    }
-}
-
 impl fmt::Debug for Argv {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
