@@ -28,7 +28,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::entry::{Entry, Object};
 
 mod argv;
-pub use argv::{Args, Argv};
+pub use argv::{write_args, write_varint, Args, Argv};
 
 /// What happened to a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

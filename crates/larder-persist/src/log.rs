@@ -10,6 +10,8 @@
 //! the caller cuts the file there), or holds a damaged record with valid data after it
 //! (corruption: the caller stops and names the offset).
 
+use larder_engine::feed::{write_args, write_varint};
+
 /// The first eight bytes of every log file.
 pub const MAGIC: &[u8; 8] = b"LARDLOG\0";
 /// The format version this code writes and reads.
@@ -196,27 +198,25 @@ impl<'o> GroupWriter<'o> {
 
     pub fn command<A: AsRef<[u8]>>(&mut self, db: u32, argv: &[A]) {
         self.out.push(TAG_COMMAND);
-        varint(self.out, u64::from(db));
-        varint(self.out, argv.len() as u64);
-        for a in argv {
-            bytes(self.out, a.as_ref());
-        }
+        write_varint(self.out, u64::from(db));
+        write_args(self.out, argv);
         self.items += 1;
     }
 
-    /// [`GroupWriter::command`] for arguments already packed: `Argv`'s encoding is this
-    /// format's (a count, then each argument's length and bytes), so it is copied whole.
+    /// [`GroupWriter::command`] for arguments already packed: `Argv`'s encoding is the one
+    /// `command` writes (`write_args`), so it is copied whole.
     pub fn packed(&mut self, db: u32, argv: &larder_engine::Argv) {
         self.out.push(TAG_COMMAND);
-        varint(self.out, u64::from(db));
+        write_varint(self.out, u64::from(db));
         self.out.extend_from_slice(argv.encoded());
         self.items += 1;
     }
 
     pub fn version(&mut self, db: u32, key: &[u8], version: u64, flags: u32) {
         self.out.push(TAG_VERSION);
-        varint(self.out, u64::from(db));
-        bytes(self.out, key);
+        write_varint(self.out, u64::from(db));
+        write_varint(self.out, key.len() as u64);
+        self.out.extend_from_slice(key);
         self.out.extend_from_slice(&version.to_le_bytes());
         self.out.extend_from_slice(&flags.to_le_bytes());
         self.items += 1;
@@ -254,19 +254,6 @@ pub fn verify_record(record: &[u8]) -> bool {
     let len = u32::from_le_bytes([record[0], record[1], record[2], record[3]]) as usize;
     let crc = u32::from_le_bytes([record[4], record[5], record[6], record[7]]);
     record.len() == RECORD_PREFIX + len && crc32fast::hash(&record[RECORD_PREFIX..]) == crc
-}
-
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn bytes(out: &mut Vec<u8>, b: &[u8]) {
-    varint(out, b.len() as u64);
-    out.extend_from_slice(b);
 }
 
 /// How a log file's bytes ended.

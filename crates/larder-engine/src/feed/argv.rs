@@ -24,12 +24,7 @@ impl Argv {
                 .map(|a| varint_len(a.as_ref().len() as u64) + a.as_ref().len())
                 .sum::<usize>();
         let mut buf = Vec::with_capacity(size);
-        varint(&mut buf, args.len() as u64);
-        for a in args {
-            let a = a.as_ref();
-            varint(&mut buf, a.len() as u64);
-            buf.extend_from_slice(a);
-        }
+        write_args(&mut buf, args);
         Argv {
             buf,
             count: args.len() as u32,
@@ -128,7 +123,19 @@ fn varint_len(mut v: u64) -> usize {
     n
 }
 
-fn varint(out: &mut Vec<u8>, mut v: u64) {
+/// Append `args` in [`Argv`]'s encoding (the append-only log writes a command's arguments
+/// with this too, so both encodings are one).
+pub fn write_args<A: AsRef<[u8]>>(out: &mut Vec<u8>, args: &[A]) {
+    write_varint(out, args.len() as u64);
+    for a in args {
+        let a = a.as_ref();
+        write_varint(out, a.len() as u64);
+        out.extend_from_slice(a);
+    }
+}
+
+/// Append `v` as an LEB128 varint.
+pub fn write_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
