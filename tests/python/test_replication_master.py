@@ -338,3 +338,45 @@ def test_writes_during_the_full_resync_reach_the_replica(start_server, redis_fac
         stop.set()
         t.join()
     until("the replica holds every key", lambda: same_data(master, rep, dbs=(0,)))
+
+
+def test_wait_asks_a_replica_that_is_not_yet_online(start_server) -> None:
+    """WAIT while the only replica has its file but has not acknowledged it yet (so is not
+    online): the master still asks for acknowledgements, and the GETACK reaches the replica
+    behind the writes it was held back with, so WAIT ends at its answer, not at a periodic
+    ACK or the timeout (Redis feeds its GETACK whatever the replicas' state)."""
+    import threading
+
+    master = start_server()
+    m = master.client(protocol=2)
+    with socket.create_connection(("127.0.0.1", master.port), timeout=10) as s:
+        assert call(s, "REPLCONF", "capa", "eof", "capa", "psync2") == b"+OK"
+        head = call(s, "PSYNC", "?", "-1")
+        assert head.startswith(b"+FULLRESYNC ")
+        start = int(head.split()[2])
+        read_eof_file(s)
+        m.set("k", "v")
+        got: list = []
+        waiter = threading.Thread(target=lambda: got.append(
+            master.client(protocol=2).execute_command("WAIT", 1, 10_000)))
+        t0 = time.monotonic()
+        waiter.start()
+        until("WAIT to block", lambda: info(master, "clients")["blocked_clients"] == "1")
+        # The first acknowledgement brings the replica online and starts its stream.
+        s.sendall(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$%d\r\n%d\r\n"
+                  % (len(str(start)), start))
+        getack = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n"
+        stream = b""
+        while getack not in stream:
+            chunk = s.recv(4096)
+            assert chunk, "connection closed"
+            stream += chunk
+        before = stream.index(getack)
+        assert b"$1\r\nk\r\n" in stream[:before]
+        offset = str(start + before)
+        s.sendall(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$%d\r\n%s\r\n"
+                  % (len(offset), offset.encode()))
+        waiter.join(timeout=15)
+        assert got == [1]
+        assert time.monotonic() - t0 < 10
+        assert info(master, "clients")["blocked_clients"] == "0"

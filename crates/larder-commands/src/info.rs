@@ -236,7 +236,8 @@ fn clients_section(cx: &Ctx<'_>, out: &mut String) {
         "client_recent_max_output_buffer",
         max_of(|c| c.output_bytes()),
     );
-    field(out, "blocked_clients", s.blocking.count());
+    let waiting = s.replication.get().map_or(0, |r| r.waiting());
+    field(out, "blocked_clients", s.blocking.count() + waiting);
     field(out, "tracking_clients", s.tracking.info().0);
     field(out, "clients_in_timeout_table", 0);
 }

@@ -135,11 +135,16 @@ pub trait Replication: Send + Sync {
     fn offset(&self) -> u64;
     /// How many replicas acknowledged `offset` or beyond.
     fn acked(&self, offset: u64) -> usize;
-    /// WAIT blocks `client` until acknowledgements reach `offset`: wake it at each one, and
-    /// ask the replicas for theirs (REPLCONF GETACK).
-    fn wait_acks(&self, client: &Arc<ClientHandle>, offset: u64);
+    /// WAIT blocks `client` until acknowledgements reach `offset`: wake it at each one that
+    /// reaches it, and ask the replicas for theirs (REPLCONF GETACK). Unless `want` replicas
+    /// already acknowledged it (counted under the lock acknowledgements take, so none that
+    /// lands between WAIT's first count and this call is missed): then it returns false and
+    /// nothing waits.
+    fn wait_acks(&self, client: &Arc<ClientHandle>, offset: u64, want: usize) -> bool;
     /// The offset client `id` waits for, if it is waiting; it waits no more.
     fn stop_waiting(&self, id: u64) -> Option<u64>;
+    /// How many clients WAIT now (counted in INFO `blocked_clients`, as Redis counts them).
+    fn waiting(&self) -> usize;
     /// Client `id` closed.
     fn client_closed(&self, id: u64);
     /// The master this server replicates (REPLICAOF host port), when it is a replica.
@@ -486,7 +491,10 @@ fn wait(c: &mut Cmd<'_>) -> Result<()> {
         c.out.int(acked as i64);
         return Ok(());
     }
-    r.wait_acks(&c.conn.handle, target);
+    if !r.wait_acks(&c.conn.handle, target, want as usize) {
+        c.out.int(r.acked(target) as i64);
+        return Ok(());
+    }
     c.conn.blocked = Some(deadline);
     c.conn.block_now = true;
     Ok(())

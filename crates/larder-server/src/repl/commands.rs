@@ -11,7 +11,7 @@ use larder_commands::state::ClientHandle;
 
 use super::backlog::Backlog;
 use super::stream::encode_command;
-use super::{disconnect_replicas, guard, ip_of, replica, transfer, Master, Phase, Proxy};
+use super::{disconnect_replicas, guard, ip_of, replica, transfer, Master, Phase, Proxy, State};
 
 impl Replication for Master {
     fn flush_stream(&self) {
@@ -182,23 +182,30 @@ impl Replication for Master {
     }
 
     fn acked(&self, offset: u64) -> usize {
-        let st = self.state.lock();
-        st.replicas
-            .iter()
-            .filter(|r| r.phase == Phase::Online && r.ack_offset >= offset)
-            .count()
+        acked(&self.state.lock(), offset)
     }
 
-    fn wait_acks(&self, client: &Arc<ClientHandle>, offset: u64) {
+    fn wait_acks(&self, client: &Arc<ClientHandle>, offset: u64, want: usize) -> bool {
         let mut st = self.state.lock();
         st.waiters.retain(|(h, _)| h.id != client.id);
+        if acked(&st, offset) >= want {
+            return false;
+        }
         st.waiters.push((Arc::clone(client), offset));
-        if st.proxy.is_none() && st.replicas.iter().any(|r| r.phase == Phase::Online) {
+        // Every attached replica is asked, as Redis feeds its GETACK: one still loading its
+        // file, or waiting for its first ACK to come online, gets it behind the stream it
+        // has not yet been sent, and answers once it has applied that.
+        if st.proxy.is_none() && !st.replicas.is_empty() {
             let mut getack = Vec::new();
             encode_command(&mut getack, &[&b"REPLCONF"[..], b"GETACK", b"*"]);
             st.feed(&getack);
             self.fed(&mut st);
         }
+        true
+    }
+
+    fn waiting(&self) -> usize {
+        self.state.lock().waiters.len()
     }
 
     fn stop_waiting(&self, id: u64) -> Option<u64> {
@@ -283,4 +290,12 @@ impl Replication for Master {
             }
         }
     }
+}
+
+/// How many online replicas acknowledged `offset` or beyond.
+fn acked(st: &State, offset: u64) -> usize {
+    st.replicas
+        .iter()
+        .filter(|r| r.phase == Phase::Online && r.ack_offset >= offset)
+        .count()
 }

@@ -109,7 +109,12 @@ impl larder_commands::replication::Replication for ReplicaOf {
     fn acked(&self, _: u64) -> usize {
         0
     }
-    fn wait_acks(&self, _: &Arc<larder_commands::state::ClientHandle>, _: u64) {}
+    fn wait_acks(&self, _: &Arc<larder_commands::state::ClientHandle>, _: u64, _: usize) -> bool {
+        false
+    }
+    fn waiting(&self) -> usize {
+        0
+    }
     fn stop_waiting(&self, _: u64) -> Option<u64> {
         None
     }
