@@ -142,6 +142,39 @@ class ServerStartError(Exception):
     pass
 
 
+class PortTaken(ServerStartError):
+    pass
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process `pid` holds a socket listening on TCP `port` (from /proc; true where
+    /proc cannot tell)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    # local_address is ADDR:PORT in hex; state 0A is LISTEN.
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(fields[9])
+        except OSError:
+            return True
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return True
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link[8:-1] in inodes:
+            return True
+    return False
+
+
 class Server:
     """One server process on 127.0.0.1, larder or redis-server, with its log in a file."""
 
@@ -205,8 +238,9 @@ class Server:
                 return self
             except ServerStartError as e:
                 last_error = str(e)
-                # Another process may have taken the port between free_port() and bind().
-                if "in use" not in self.log_tail().lower():
+                # Another process may have taken the port between free_port() and bind()
+                # (tests run in parallel workers, each starting servers).
+                if not isinstance(e, PortTaken) and "in use" not in self.log_tail().lower():
                     break
         pytest.fail(f"{self.describe()} did not start: {last_error}\n--- log ---\n"
                     f"{self.log_tail()}", pytrace=False)
@@ -224,6 +258,11 @@ class Server:
             if code is not None:
                 raise ServerStartError(f"exited with code {code} during startup")
             if self._answers_ping():
+                if not _listens(self.proc.pid, self.port):
+                    # What answered is another worker's server, started on the same port
+                    # a moment earlier; ours will fail to bind.
+                    self.kill()
+                    raise PortTaken(f"port {self.port} is another process's")
                 return
             time.sleep(0.02)
         self.kill()
