@@ -41,8 +41,8 @@ def read_command(f) -> list[bytes] | None:
 
 class FakeMaster:
     """Accepts the replica's connections one after another. Connection i answers PSYNC with
-    `psync_replies[i]` (the last one repeats) and SYNC with `rdb` and `STREAM`; every
-    command received is recorded per connection."""
+    `psync_replies[i]` (the last one repeats; a `+FULLRESYNC` one is followed by `rdb`) and
+    SYNC with `rdb` and `STREAM`; every command received is recorded per connection."""
 
     def __init__(self, psync_replies: list[bytes], rdb: bytes) -> None:
         self.psync_replies = psync_replies
@@ -53,6 +53,7 @@ class FakeMaster:
         self.sock.listen(4)
         self.port = self.sock.getsockname()[1]
         self.conns: list[list[list[bytes]]] = []
+        self.times: list[tuple[float, list[bytes]]] = []  # when each command came
         self.current: socket.socket | None = None
         self.lock = threading.Lock()
         self.closed = False
@@ -78,11 +79,14 @@ class FakeMaster:
             while (cmd := read_command(f)) is not None:
                 with self.lock:
                     self.conns[n].append(cmd)
+                    self.times.append((time.monotonic(), cmd))
                 name = cmd[0].upper()
                 if name == b"PING":
                     conn.sendall(b"+PONG\r\n")
                 elif name == b"PSYNC":
                     conn.sendall(reply + b"\r\n")
+                    if reply.startswith(b"+FULLRESYNC"):
+                        conn.sendall(b"$%d\r\n" % len(self.rdb) + self.rdb)
                 elif name == b"SYNC":
                     conn.sendall(b"$%d\r\n" % len(self.rdb) + self.rdb + STREAM)
                 elif name != b"REPLCONF" or cmd[1].upper() != b"ACK":
@@ -201,3 +205,29 @@ def test_loading_master_is_asked_psync_again(start_server, fake_master) -> None:
     assert names(fake.commands(2))[-2:] == [b"PSYNC", b"SYNC"]
     assert "Master is currently unable to PSYNC but should be in the future: -LOADING" \
         in rep.log_text()
+
+
+def test_acks_come_often_in_the_first_second_after_the_file(start_server, fake_master) -> None:
+    """A redis-server master starts a diskless replica's stream at an ACK that finds it
+    online, and the ACK sent right after the file can come too early for that: the replica
+    ACKs every 100 ms for the first second, so the stream waits no longer, then every
+    second."""
+    fake = fake_master([b"+FULLRESYNC " + b"a" * 40 + b" 100"])
+    rep: Server = start_server("--replicaof", f"127.0.0.1 {fake.port}")
+    r = rep.client(protocol=2)
+    until("the file's keys", lambda: r.get("a") == b"1")
+
+    def acks() -> list[float]:
+        with fake.lock:
+            return [t for t, c in fake.times if c[:2] == [b"REPLCONF", b"ACK"]]
+
+    until("three ACKs", lambda: len(acks()) >= 3)
+    first, third = acks()[0], acks()[2]
+    assert third - first < 0.9, acks()
+    assert [c for c in fake.commands(0) if c[:2] == [b"REPLCONF", b"ACK"]][0] == [
+        b"REPLCONF", b"ACK", b"100"]
+    # Then once a second: over 1.5 s after the first second, at most three more.
+    until("the first second to pass", lambda: time.monotonic() - first > 1.2)
+    before = len(acks())
+    time.sleep(1.5)
+    assert len(acks()) - before <= 3

@@ -284,7 +284,8 @@ fn load(server: &Arc<Server>, wire: &mut Wire<'_>, conn: &mut ConnState) -> Resu
     Ok(db)
 }
 
-/// Apply the stream until the link ends; ACK the offset every second and on GETACK. A
+/// Apply the stream until the link ends; ACK the offset every second (every [`POLL`]
+/// in the stream's first second, see [`EARLY_ACKS`]) and on GETACK. A
 /// `pre_psync` master (one that was sent SYNC) gets no periodic ACK, only the answer to a
 /// GETACK, with Redis's count of the stream's bytes from -1 (`master_initial_offset`).
 fn stream(
@@ -300,6 +301,7 @@ fn stream(
     };
     let mut out = ReplyBuf::new(Protocol::Resp2);
     let mut last_ack = Instant::now();
+    let began = last_ack;
     let mut need = 1usize;
     let mut offset = master.offset_now();
     // Where the unparsed bytes start in `wire.buf`: consumed commands are dropped from the
@@ -321,7 +323,12 @@ fn stream(
     // and released while it waits for more.
     let mut turn = None;
     loop {
-        if !pre_psync && last_ack.elapsed() >= Duration::from_secs(1) {
+        let period = if began.elapsed() < EARLY_ACKS {
+            POLL
+        } else {
+            Duration::from_secs(1)
+        };
+        if !pre_psync && last_ack.elapsed() >= period {
             ack(wire, offset as i64)?;
             last_ack = Instant::now();
         }
@@ -394,6 +401,13 @@ fn stream(
         pos += consumed;
     }
 }
+
+/// For this long after a full resync's file (or a partial resync's reply) the replica ACKs
+/// every [`POLL`] instead of every second. A redis-server master starts a diskless
+/// replica's stream at an ACK that finds the replica online, which it marks once it has seen
+/// its fork child finish: the ACK sent right after the file can come before that, and the
+/// stream (and a WAIT's GETACK in it) then waited a second for the next one.
+const EARLY_ACKS: Duration = Duration::from_secs(1);
 
 fn ack(wire: &mut Wire<'_>, offset: i64) -> Result<(), String> {
     wire.send(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()])
