@@ -137,3 +137,23 @@ def test_the_failover_transaction_is_accepted_inside_multi(
     with pytest.raises(redis.ResponseError) as e:
         c.execute_command("SCRIPT", "KILL")
     assert str(e.value) == "NOTBUSY No scripts in execution right now."
+
+
+def test_wait_on_a_replica_is_refused_as_redis_refuses_it(start_server: ServerFactory,
+                                                          redis_factory: ServerFactory) -> None:
+    """WAIT on a replica is Redis's error (checked before its arguments), on a larder replica
+    as on a redis-server one; after REPLICAOF NO ONE it answers again."""
+    texts = []
+    for factory in (start_server, redis_factory):
+        master = start_server()
+        rep = factory("--replicaof", f"127.0.0.1 {master.port}") if factory is start_server \
+            else factory("--replicaof", "127.0.0.1", str(master.port))
+        c = rep.client(protocol=2, decode_responses=True)
+        for args in (("0", "100"), ("1", "0"), ("x", "y")):
+            with pytest.raises(redis.ResponseError) as e:
+                c.execute_command("WAIT", *args)
+            texts.append(str(e.value))
+        c.execute_command("REPLICAOF", "NO", "ONE")
+        assert c.execute_command("WAIT", 0, 100) == 0
+    assert len(set(texts)) == 1, texts
+    assert texts[0].startswith("WAIT cannot be used with replica instances.")

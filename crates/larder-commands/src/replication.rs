@@ -75,6 +75,11 @@ pub struct LinkStatus {
 
 /// The error a write gets on a read-only replica.
 pub const READONLY: &str = "READONLY You can't write against a read only replica.";
+
+/// WAIT on a replica (Redis's text).
+const WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note \
+     that since Redis 4.0 if a replica is configured to be writable (which is not the default) \
+     writes to replicas are just local and are not propagated.";
 /// The error a command without the STALE flag gets while the link is down and
 /// `replica-serve-stale-data` is no.
 pub const MASTERDOWN: &str =
@@ -136,11 +141,11 @@ pub trait Replication: Send + Sync {
     /// How many replicas acknowledged `offset` or beyond.
     fn acked(&self, offset: u64) -> usize;
     /// WAIT blocks `client` until acknowledgements reach `offset`: wake it at each one that
-    /// reaches it, and ask the replicas for theirs (REPLCONF GETACK). Unless `want` replicas
-    /// already acknowledged it (counted under the lock acknowledgements take, so none that
-    /// lands between WAIT's first count and this call is missed): then it returns false and
-    /// nothing waits.
-    fn wait_acks(&self, client: &Arc<ClientHandle>, offset: u64, want: usize) -> bool;
+    /// reaches it, and ask the replicas for theirs (REPLCONF GETACK); None. Unless `want`
+    /// replicas already acknowledged it (counted under the lock acknowledgements take, so
+    /// none that lands between WAIT's first count and this call is missed): then nothing
+    /// waits, and that count is returned.
+    fn wait_acks(&self, client: &Arc<ClientHandle>, offset: u64, want: usize) -> Option<usize>;
     /// The offset client `id` waits for, if it is waiting; it waits no more.
     fn stop_waiting(&self, id: u64) -> Option<u64>;
     /// How many clients WAIT now (counted in INFO `blocked_clients`, as Redis counts them).
@@ -465,6 +470,13 @@ fn role(c: &mut Cmd<'_>) -> Result<()> {
 /// offset as it was when WAIT first ran (which covers every write this client made), once
 /// at least `numreplicas` did or at the timeout (0: none).
 fn wait(c: &mut Cmd<'_>) -> Result<()> {
+    if c.server
+        .gates
+        .replica
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return Err(Error::Static(WAIT_ON_REPLICA));
+    }
     let want = c.args.i64()?;
     let timeout_ms = c.args.i64()?;
     c.args.finish()?;
@@ -491,8 +503,8 @@ fn wait(c: &mut Cmd<'_>) -> Result<()> {
         c.out.int(acked as i64);
         return Ok(());
     }
-    if !r.wait_acks(&c.conn.handle, target, want as usize) {
-        c.out.int(r.acked(target) as i64);
+    if let Some(acked) = r.wait_acks(&c.conn.handle, target, want as usize) {
+        c.out.int(acked as i64);
         return Ok(());
     }
     c.conn.blocked = Some(deadline);

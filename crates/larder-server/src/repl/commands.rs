@@ -185,11 +185,12 @@ impl Replication for Master {
         acked(&self.state.lock(), offset)
     }
 
-    fn wait_acks(&self, client: &Arc<ClientHandle>, offset: u64, want: usize) -> bool {
+    fn wait_acks(&self, client: &Arc<ClientHandle>, offset: u64, want: usize) -> Option<usize> {
         let mut st = self.state.lock();
         st.waiters.retain(|(h, _)| h.id != client.id);
-        if acked(&st, offset) >= want {
-            return false;
+        let acked = acked(&st, offset);
+        if acked >= want {
+            return Some(acked);
         }
         st.waiters.push((Arc::clone(client), offset));
         // Every attached replica is asked, as Redis feeds its GETACK: one still loading its
@@ -201,7 +202,7 @@ impl Replication for Master {
             st.feed(&getack);
             self.fed(&mut st);
         }
-        true
+        None
     }
 
     fn waiting(&self) -> usize {

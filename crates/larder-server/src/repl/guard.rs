@@ -109,8 +109,13 @@ impl larder_commands::replication::Replication for ReplicaOf {
     fn acked(&self, _: u64) -> usize {
         0
     }
-    fn wait_acks(&self, _: &Arc<larder_commands::state::ClientHandle>, _: u64, _: usize) -> bool {
-        false
+    fn wait_acks(
+        &self,
+        _: &Arc<larder_commands::state::ClientHandle>,
+        _: u64,
+        _: usize,
+    ) -> Option<usize> {
+        None
     }
     fn waiting(&self) -> usize {
         0
