@@ -497,13 +497,13 @@ fn wait(c: &mut Cmd<'_>) -> Result<()> {
         0 => 0,
         ms => c.now_ms.saturating_add(ms as u64),
     });
-    let acked = r.acked(target);
     let over = deadline != 0 && c.now_ms >= deadline;
-    if acked as i64 >= want || over || c.conn.in_exec {
-        c.out.int(acked as i64);
+    if over || c.conn.in_exec {
+        c.out.int(r.acked(target) as i64);
         return Ok(());
     }
-    if let Some(acked) = r.wait_acks(&c.conn.handle, target, want as usize) {
+    // Counts, and blocks only when too few acknowledged.
+    if let Some(acked) = r.wait_acks(&c.conn.handle, target, want.max(0) as usize) {
         c.out.int(acked as i64);
         return Ok(());
     }

@@ -323,14 +323,18 @@ fn stream(
     // and released while it waits for more.
     let mut turn = None;
     loop {
-        let period = if began.elapsed() < EARLY_ACKS {
-            POLL
-        } else {
-            Duration::from_secs(1)
-        };
-        if !pre_psync && last_ack.elapsed() >= period {
-            ack(wire, offset as i64)?;
-            last_ack = Instant::now();
+        if !pre_psync {
+            // One clock read per command for both periods.
+            let now = Instant::now();
+            let period = if now - began < EARLY_ACKS {
+                POLL
+            } else {
+                Duration::from_secs(1)
+            };
+            if now - last_ack >= period {
+                ack(wire, offset as i64)?;
+                last_ack = now;
+            }
         }
         if wire.buf.len() - pos < need {
             turn = None;
