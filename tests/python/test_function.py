@@ -71,6 +71,22 @@ def test_fcall_keys_and_args(r):
     assert r.fcall("echo", 2, "k1", "k2") == [b"k1"]
 
 
+def test_a_function_can_keep_its_keys_table_and_the_next_call_gets_a_new_one(rawp):
+    # A library's upvalues outlive a call, so a function's arguments are made afresh for
+    # every call (as in Redis), unlike EVAL's KEYS and ARGV.
+    code = """#!lua name=stash
+local saved
+redis.register_function('keep', function(keys, args)
+  if saved then return {tostring(rawequal(saved, keys)), #saved, saved[1], keys[1]} end
+  saved = keys
+  return 'kept'
+end)
+"""
+    assert rawp.call("FUNCTION", "LOAD", code) == b"stash"
+    assert rawp.call("FCALL", "keep", "1", "a") == b"kept"
+    assert rawp.call("FCALL", "keep", "1", "b") == [b"false", 1, b"a", b"b"]
+
+
 def test_load_replace(r, rawp):
     assert rawp.call("FUNCTION", "LOAD", lib("l1", "f1")) == b"l1"
     assert rawp.call("FUNCTION", "LOAD", lib("l1", "f2")) == Err("ERR Library 'l1' already exists")

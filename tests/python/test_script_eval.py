@@ -49,6 +49,31 @@ def test_eval_keys_and_argv(r):
     assert r.eval("return KEYS", 3, "k1", "k2", "k3") == [b"k1", b"k2", b"k3"]
 
 
+def test_a_script_changes_to_keys_and_argv_do_not_reach_the_next_run(rawp):
+    # Redis makes KEYS and ARGV afresh for every run; larder fills the same two tables again
+    # (one connection: one worker thread, one interpreter), undoing what a script did.
+    assert rawp.call(
+        "EVAL", "KEYS[5] = 'x'; KEYS.extra = 1; rawset(ARGV, 'f', 2); "
+        "setmetatable(ARGV, {__index = function() return 'm' end}); "
+        "return {#KEYS, KEYS[5], ARGV[9]}", "1", "a", "v") == [1, b"x", b"m"]
+    assert rawp.call(
+        "EVAL", "return {#KEYS, #ARGV, tostring(KEYS[5]), tostring(KEYS.extra), "
+        "tostring(ARGV.f), tostring(getmetatable(ARGV)), tostring(ARGV[9]), KEYS[1]}",
+        "1", "b") == [1, 0, b"nil", b"nil", b"nil", b"nil", b"nil", b"b"]
+    assert rawp.call("EVAL", "table.remove(KEYS, 1); KEYS[1] = nil; return #KEYS",
+                     "2", "a", "b") == 0
+    assert rawp.call("EVAL", "return {#KEYS, KEYS[1], KEYS[2]}", "2", "c", "d") == [
+        2, b"c", b"d"]
+    # A table grown past what is filled in place, by the script or by many keys, is
+    # replaced; the next runs see only their own.
+    assert rawp.call("EVAL", "for i = 1, 1000 do KEYS[i] = i end return #KEYS", "0") == 1000
+    assert rawp.call("EVAL", "return {#KEYS, KEYS[1]}", "1", "z") == [1, b"z"]
+    many = [f"k{i}" for i in range(200)]
+    assert rawp.call("EVAL", "return #KEYS", "200", *many) == 200
+    assert rawp.call("EVAL", "return {#KEYS, #ARGV, KEYS[2]}", "2", "x", "y", "a1") == [
+        2, 1, b"y"]
+
+
 def test_eval_arguments_are_binary_safe(r):
     blob = bytes(range(256))
     assert r.eval("return ARGV[1]", 0, blob) == blob

@@ -15,15 +15,18 @@
 
 mod api;
 pub mod call;
+mod enter;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use larder_resp::Protocol;
-use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
+use mlua::{Function, Lua, LuaOptions, RegistryKey, StdLib, Table, Value};
 
 pub use api::{find_raise, VERSION};
 use call::{Exchange, HostSlot};
+pub use enter::Callee;
+use enter::RunTables;
 
 /// The globals a script sees, as Redis 7.0.15 has them (besides KEYS and ARGV, which each
 /// EVAL run sets).
@@ -129,11 +132,10 @@ pub struct Sandbox {
     pub library_api: Option<Table>,
     /// The run's host (see [`call`]); empty outside a run.
     pub host: HostSlot,
-    /// Redis's `__redis__err__handler`.
-    pub handler: Function,
-    /// `runner(f, handler, keys, args)`: runs `f` under the handler with KEYS and ARGV set
-    /// (EVAL) or with `keys, args` as its arguments (functions): `(ok, result)`.
-    pub runner: Function,
+    /// Redis's `__redis__err__handler`, in the registry ([`Sandbox::enter`]).
+    handler_key: RegistryKey,
+    /// EVAL only: KEYS and ARGV, filled again for every run ([`Sandbox::enter`]).
+    tables: Option<RunTables>,
     /// Lua's own pcall of a function without arguments: `(ok, result or error)`.
     plain: Function,
     pub shared: Shared,
@@ -155,7 +157,7 @@ impl Sandbox {
         crate::libs::install(&lua)?;
 
         let host = HostSlot::default();
-        let internal = api::install(&lua, &globals, &shared, &host, &readonly, flavor)?;
+        let internal = api::install(&lua, &globals, &shared, &host, flavor)?;
 
         // Exactly Redis's globals.
         let present: Vec<Value> = globals
@@ -167,11 +169,6 @@ impl Sandbox {
             if !keep {
                 globals.raw_set(k, Value::Nil)?;
             }
-        }
-        if flavor == Flavor::Eval {
-            // Present from the start, so that setting them for a run never allocates.
-            globals.raw_set("KEYS", lua.create_table()?)?;
-            globals.raw_set("ARGV", lua.create_table()?)?;
         }
         globals.set_metatable(Some(internal.error_meta.clone()))?;
 
@@ -197,6 +194,11 @@ impl Sandbox {
             lua.set_globals(visible)?;
             globals_meta = Some(meta);
         }
+        let tables = match flavor {
+            Flavor::Eval => Some(RunTables::new(&lua, &readonly, &globals)?),
+            Flavor::Function => None,
+        };
+        let handler_key = lua.create_registry_value(internal.handler)?;
         call::install_tick_hook(&lua, &shared, &host)?;
         if memory_limit_bytes > 0 {
             lua.set_memory_limit(memory_limit_bytes)?;
@@ -209,8 +211,8 @@ impl Sandbox {
             globals_meta,
             library_api,
             host,
-            handler: internal.handler,
-            runner: internal.runner,
+            handler_key,
+            tables,
             plain: internal.plain,
             shared,
             memory_limit_bytes,

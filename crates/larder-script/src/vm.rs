@@ -66,17 +66,32 @@ pub type ScriptId = [u8; 20];
 /// The [`ScriptId`] of a SHA1 written in hex (either case, as Redis's script dictionary
 /// compares them); `None` for anything else, which names no script.
 pub fn script_id(sha: &str) -> Option<ScriptId> {
-    let hex = sha.as_bytes();
+    script_id_bytes(sha.as_bytes())
+}
+
+/// [`script_id`] of the bytes a client sent.
+pub fn script_id_bytes(hex: &[u8]) -> Option<ScriptId> {
+    fn digit(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
     if hex.len() != 40 {
         return None;
     }
-    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut id = [0u8; 20];
     for (i, pair) in hex.chunks_exact(2).enumerate() {
         id[i] = digit(pair[0])? << 4 | digit(pair[1])?;
     }
     Some(id)
 }
+
+/// A map keyed by [`ScriptId`], with hashbrown's seeded hasher (foldhash): a script is
+/// looked up twice per run, and SipHash of the 20 bytes cost more than the lookups.
+pub type IdMap<V> = hashbrown::HashMap<ScriptId, V>;
 
 /// How long a library's top level may run (Redis's `LOAD_TIMEOUT_MS`).
 const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
@@ -87,7 +102,7 @@ pub struct Vm {
     func: Sandbox,
     /// Compiled scripts, kept in the Lua registry: an mlua `Function` handle takes a slot of
     /// a stack limited to about 8,000, so 10,000 cached scripts would not fit as handles.
-    scripts: HashMap<ScriptId, RegistryKey>,
+    scripts: IdMap<RegistryKey>,
     functions: HashMap<String, Loaded>,
 }
 
@@ -100,7 +115,7 @@ impl Vm {
         Ok(Vm {
             eval: Sandbox::new(Flavor::Eval, opts.memory_limit_bytes)?,
             func: Sandbox::new(Flavor::Function, opts.memory_limit_bytes)?,
-            scripts: HashMap::new(),
+            scripts: IdMap::default(),
             functions: HashMap::new(),
         })
     }
@@ -166,15 +181,11 @@ impl Vm {
         host: &mut dyn Host,
         out: &mut larder_resp::ReplyBuf,
     ) -> Result<(), Abort> {
-        let Some(f) = self
-            .scripts
-            .get(id)
-            .and_then(|key| self.eval.lua.registry_value::<Function>(key).ok())
-        else {
+        let Some(f) = self.scripts.get(id) else {
             out.error("NOSCRIPT No matching script. Please use EVAL.");
             return Ok(());
         };
-        run::run(&self.eval, &f, Origin::Eval { sha }, keys, args, host, out)
+        run::run(&self.eval, f, Origin::Eval { sha }, keys, args, host, out)
     }
 
     /// Load one library's code (shebang line included, already checked by the lead) into
@@ -236,16 +247,12 @@ impl Vm {
         host: &mut dyn Host,
         out: &mut larder_resp::ReplyBuf,
     ) -> Result<(), Abort> {
-        let Some(callback) = self
-            .functions
-            .get(name)
-            .and_then(|l| self.func.lua.registry_value::<Function>(&l.callback).ok())
-        else {
+        let Some(loaded) = self.functions.get(name) else {
             out.error("ERR Function not found");
             return Ok(());
         };
         let origin = Origin::Function { name };
-        run::run(&self.func, &callback, origin, keys, args, host, out)
+        run::run(&self.func, &loaded.callback, origin, keys, args, host, out)
     }
 
     /// Bytes both interpreters use (INFO used_memory_lua / used_memory_vm_functions).

@@ -2,7 +2,7 @@
 
 use larder_engine::DbGuards;
 use larder_script::shebang::{self, ScriptFlags};
-use larder_script::vm::script_id;
+use larder_script::vm::{script_id, script_id_bytes};
 
 use super::interp::Interp;
 use super::run::{self, Job, Target};
@@ -90,16 +90,23 @@ pub(super) fn eval_generic(
     let numkeys = c.args.next_arg()?;
     let rest = c.args.rest();
     let (keys, args) = split_keys(numkeys, rest, crate::error::NOT_INTEGER)?;
-    // EVALSHA's usual lower-case SHA1 is used as it came, without a copy.
-    let sha: std::borrow::Cow<'_, str> = match by {
-        By::Sha => match std::str::from_utf8(named) {
-            Ok(s) if !s.bytes().any(|b| b.is_ascii_uppercase()) => s.into(),
-            _ => String::from_utf8_lossy(named).to_ascii_lowercase().into(),
-        },
-        By::Body => sha1_hex(named).into(),
+    // EVALSHA's usual lower-case SHA1 is used as it came, without a copy. Text that is not
+    // a SHA1 names no script.
+    let (sha, id): (std::borrow::Cow<'_, str>, _) = match by {
+        By::Sha => {
+            let id = script_id_bytes(named).ok_or(Error::Static(NOSCRIPT))?;
+            let sha = match std::str::from_utf8(named) {
+                Ok(s) if !named.iter().any(u8::is_ascii_uppercase) => s.into(),
+                _ => String::from_utf8_lossy(named).to_ascii_lowercase().into(),
+            };
+            (sha, id)
+        }
+        By::Body => {
+            let sha = sha1_hex(named);
+            let id = script_id(&sha).ok_or(Error::Static(NOSCRIPT))?;
+            (sha.into(), id)
+        }
     };
-    // Text that is not a SHA1 names no script.
-    let id = script_id(&sha).ok_or(Error::Static(NOSCRIPT))?;
     let (server, now_ms, argv) = (c.server, c.now_ms, c.args.argv());
     let (conn, out) = (&mut *c.conn, &mut *c.out);
     super::interp::with(server, |interp| {

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use larder_script::vm::{ScriptId, Vm, VmOptions};
+use larder_script::vm::{IdMap, ScriptId, Vm, VmOptions};
 
 use std::sync::atomic::Ordering;
 
@@ -35,7 +35,7 @@ pub(crate) struct LocalFunction {
 pub(crate) struct Interp {
     pub vm: Vm,
     /// Scripts run on this thread since the last SCRIPT FLUSH.
-    scripts: hashbrown::HashMap<ScriptId, Rc<LocalScript>>,
+    scripts: IdMap<Rc<LocalScript>>,
     /// Functions called on this thread since the libraries last changed (lower-cased names).
     functions: hashbrown::HashMap<String, Rc<LocalFunction>>,
     /// Where INFO reads this interpreter's memory.
@@ -92,7 +92,7 @@ impl Interp {
             .map_err(|e| Error::Owned(format!("ERR cannot start the Lua interpreter: {e}")))?;
         Ok(Interp {
             vm,
-            scripts: hashbrown::HashMap::new(),
+            scripts: IdMap::default(),
             functions: hashbrown::HashMap::new(),
             memory: server.scripts.vm_slot(),
             scripts_generation: server.scripts.cache_generation(),

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use larder_script::shebang::ScriptFlags;
-use larder_script::vm::{script_id, FunctionMeta, ScriptId};
+use larder_script::vm::{script_id, FunctionMeta, IdMap, ScriptId};
 use parking_lot::RwLock;
 
 use super::run::Width;
@@ -121,7 +121,7 @@ impl Libraries {
 /// The script cache and the libraries (`Server::scripts`).
 #[derive(Debug, Default)]
 pub struct Scripts {
-    cache: RwLock<HashMap<ScriptId, Arc<Script>>>,
+    cache: RwLock<IdMap<Arc<Script>>>,
     /// Bumped by SCRIPT FLUSH: threads drop their compiled scripts.
     cache_generation: AtomicU64,
     /// Bytes of the cached bodies (INFO `used_memory_scripts_eval`).

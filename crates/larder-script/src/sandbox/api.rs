@@ -1,5 +1,5 @@
 //! The `redis` table, Redis's `pcall`, `math.random` / `math.randomseed`, the error handler
-//! and the runner, as Redis 7.0.15 defines them.
+//! and the library API, as Redis 7.0.15 defines them.
 
 use larder_resp::Protocol;
 use mlua::{Function, Lua, MultiValue, Table, Value, Variadic};
@@ -18,10 +18,10 @@ pub const VERSION: (&str, u32) = ("7.0.15", 0x07_00_0f);
 pub const RAND48_SEED: [u32; 3] = [0x330E, 0xABCD, 0x1234];
 
 /// The Lua half of the API: wrappers that raise what the Rust half returns, Redis's
-/// `pcall`, the protected-table `__index` and the runner.
+/// `pcall`, the protected-table `__index` and a plain pcall.
 const PRELUDE: &str = r#"
-local unwrap, readonly, G = ...
-local type, rawset, rawpcall, rawxpcall, rawresume = type, rawset, pcall, xpcall, coroutine.resume
+local unwrap = ...
+local type, rawpcall, rawxpcall, rawresume = type, pcall, xpcall, coroutine.resume
 local function pcall_result(ok, ...)
   if ok then return true, ... end
   local e = ...
@@ -55,23 +55,6 @@ function api.protected_index(t, k)
   end
   error("Script attempted to access nonexistent global variable '" .. k .. "'", 2)
 end
--- An error before xpcall (the host ending the run, memory) reaches the caller, which
--- makes the globals read-only again.
-function api.eval_runner(f, h, k, a)
-  readonly(G, false)
-  rawset(G, 'KEYS', k)
-  rawset(G, 'ARGV', a)
-  readonly(G, true)
-  return rawxpcall(f, h)
-end
-local F, K, A
-local function call_with_args() return F(K, A) end
-function api.function_runner(f, h, k, a)
-  F, K, A = f, k, a
-  local ok, r = rawxpcall(call_with_args, h)
-  F, K, A = nil, nil, nil
-  return ok, r
-end
 function api.plain(f) return rawpcall(f) end
 api.string_meta = getmetatable('')
 return api
@@ -83,7 +66,6 @@ pub struct Internal {
     pub library_api: Table,
     pub string_meta: Option<Table>,
     pub handler: Function,
-    pub runner: Function,
     pub plain: Function,
 }
 
@@ -200,7 +182,6 @@ pub fn install(
     globals: &Table,
     shared: &Shared,
     host: &HostSlot,
-    readonly: &Function,
     flavor: Flavor,
 ) -> mlua::Result<Internal> {
     // What Lua code sees of an error a Rust function raised: Redis's error table, or the
@@ -209,10 +190,7 @@ pub fn install(
         Value::Error(err) => lua_error_value(lua, err).map(|v| v.unwrap_or(e)),
         _ => Ok(e),
     })?;
-    let prelude: Table = lua
-        .load(PRELUDE)
-        .set_name(INTERNAL_CHUNK)
-        .call((unwrap, readonly, globals))?;
+    let prelude: Table = lua.load(PRELUDE).set_name(INTERNAL_CHUNK).call(unwrap)?;
 
     let redis = lua.create_table()?;
     redis.raw_set(
@@ -290,10 +268,6 @@ pub fn install(
         library_api,
         string_meta: prelude.raw_get("string_meta")?,
         handler,
-        runner: prelude.raw_get(match flavor {
-            Flavor::Eval => "eval_runner",
-            Flavor::Function => "function_runner",
-        })?,
         plain: prelude.raw_get("plain")?,
     })
 }

@@ -2,12 +2,12 @@
 //! and turning the result or the error into the client's reply.
 
 use larder_resp::{Protocol, ReplyBuf};
-use mlua::{Function, Lua, Table, Value};
+use mlua::Value;
 
 use super::{Abort, Origin};
 use crate::convert::{self, format_g};
 use crate::errors::{self, error_table_text};
-use crate::sandbox::{Flavor, Sandbox};
+use crate::sandbox::{Callee, Sandbox};
 
 /// What a script reaches the server through; implemented by larder-commands per run.
 pub trait Host {
@@ -33,7 +33,7 @@ pub trait Host {
 /// run; everything else the run uses is made once per interpreter.
 pub fn run(
     sb: &Sandbox,
-    f: &Function,
+    f: Callee<'_>,
     origin: Origin<'_>,
     keys: &[&[u8]],
     args: &[&[u8]],
@@ -56,8 +56,7 @@ pub fn run(
     // The host is reachable while the script runs, not while its result is turned into the
     // reply: Lua code a metamethod runs there reaches nothing (a command that needed a retry
     // then would leave a reply behind).
-    let outcome = sb.host.lend(host, || start(sb, f, keys, args));
-    sb.lift_cap();
+    let outcome = sb.host.lend(host, || sb.enter(f, keys, args));
     let result = (|| -> mlua::Result<()> {
         let (ok, value) = outcome?;
         let state = sb.shared.borrow();
@@ -73,6 +72,7 @@ pub fn run(
         }
         Ok(())
     })();
+    sb.tidy_tables();
     sb.restore_cap();
     let (abort, place) = {
         let mut state = sb.shared.borrow_mut();
@@ -120,33 +120,6 @@ fn memory_high_water(sb: &Sandbox) -> usize {
         0 => usize::MAX,
         n => n / 2,
     }
-}
-
-/// Sets KEYS and ARGV (EVAL) or makes the function's arguments, and runs `f` under the
-/// error handler, under the memory cap (lifted when this is called).
-fn start(
-    sb: &Sandbox,
-    f: &Function,
-    keys: &[&[u8]],
-    args: &[&[u8]],
-) -> mlua::Result<(bool, Value)> {
-    let keys_t = strings_table(&sb.lua, keys)?;
-    let args_t = strings_table(&sb.lua, args)?;
-    sb.restore_cap();
-    let ran = sb.runner.call((f, &sb.handler, keys_t, args_t));
-    if ran.is_err() && sb.flavor == Flavor::Eval {
-        // The runner stopped before its xpcall, maybe while the globals were writable.
-        sb.readonly.call::<()>((&sb.globals, true))?;
-    }
-    ran
-}
-
-fn strings_table(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, s) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(s)?)?;
-    }
-    Ok(t)
 }
 
 /// Writes the reply for a run that raised `err` (the error handler's table, or whatever

@@ -84,6 +84,36 @@ fn every_run_gets_fresh_keys_and_argv() {
 }
 
 #[test]
+fn keys_and_argv_are_filled_in_place_and_replaced_after_a_big_run() {
+    let mut vm = capped();
+    let mut host = FakeHost::default();
+    let mut eval = |keys: &[&str], body: &str| {
+        let (r, ended) = eval_with(&mut vm, &mut host, body, keys, &[], Protocol::Resp2);
+        assert_eq!(ended, Ok(()));
+        r
+    };
+    let id = "return tostring(KEYS)";
+    let first = eval(&["a"], id);
+    assert_eq!(eval(&["b", "c"], id), first, "filled in place");
+    // Many keys: this run still fills the same table, the next gets a fresh one.
+    let many: Vec<String> = (0..100).map(|i| format!("k{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert_eq!(eval(&many, id), first);
+    let second = eval(&["a"], id);
+    assert_ne!(second, first, "replaced after a big run");
+    // A script that grows the table: its next run clears it, and the one after that gets a
+    // fresh table.
+    assert_eq!(
+        eval(&[], "for i = 1, 1000 do KEYS[i] = i end return #KEYS"),
+        ":1000\r\n"
+    );
+    assert_eq!(eval(&["z"], "return #KEYS"), ":1\r\n");
+    let third = eval(&["a"], id);
+    assert_ne!(third, second);
+    assert_eq!(eval(&["a"], id), third);
+}
+
+#[test]
 fn the_count_hook_comes_back_after_an_abort_and_a_library_load() {
     let mut vm = capped();
     let spin = "local n = 0 for i = 1, 1e6 do n = n + 1 end return n";
