@@ -16,7 +16,7 @@ use crate::errors;
 
 /// How deep a reply from a command may nest before [`reply_to_lua`] refuses it (commands
 /// nest a few levels; the parser recurses, so the bound keeps the thread stack safe).
-const REPLY_DEPTH_MAX: usize = 128;
+pub(crate) const REPLY_DEPTH_MAX: usize = 128;
 
 /// Redis converts a result on the Lua stack, which holds at most this many slots
 /// (`LUAI_MAXCSTACK`); `luaReplyToRedisReply` asks for 4 free ones at every value.
@@ -27,11 +27,11 @@ const FIRST_SLOT: usize = 2;
 /// Decodes the one reply at the start of `bytes` into a Lua value. Returns it, and whether
 /// it was an error reply (which redis.call raises). Malformed bytes are an error, never a
 /// panic: the host wrote them, but nothing here trusts a length field.
+///
+/// redis.call decodes its reply straight onto the Lua stack
+/// ([`crate::sandbox::reply`]); this is the same decoder, its value handed back.
 pub fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<(Value, bool)> {
-    let mut p = Parser { bytes, pos: 0 };
-    let is_error = bytes.first() == Some(&b'-');
-    let value = p.value(lua, 0)?;
-    Ok((value, is_error))
+    crate::sandbox::reply::reply_to_value(lua, bytes)
 }
 
 /// A table `{err = text}` as Redis builds for an error reply, `text` already in
@@ -42,25 +42,25 @@ pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
     Ok(t)
 }
 
-struct Parser<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+pub(crate) struct Parser<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) pos: usize,
 }
 
-fn malformed() -> mlua::Error {
+pub(crate) fn malformed() -> mlua::Error {
     mlua::Error::runtime("malformed reply from a script's command")
 }
 
 impl<'a> Parser<'a> {
     /// The line after the type byte, without its CRLF.
-    fn line(&mut self) -> mlua::Result<&'a [u8]> {
+    pub(crate) fn line(&mut self) -> mlua::Result<&'a [u8]> {
         let rest = &self.bytes[self.pos..];
         let end = memchr_crlf(rest).ok_or_else(malformed)?;
         self.pos += end + 2;
         Ok(&rest[..end])
     }
 
-    fn int(&mut self) -> mlua::Result<i64> {
+    pub(crate) fn int(&mut self) -> mlua::Result<i64> {
         let line = self.line()?;
         std::str::from_utf8(line)
             .ok()
@@ -70,7 +70,7 @@ impl<'a> Parser<'a> {
 
     /// A length that must be no more than what remains (each element takes at least 3
     /// bytes, each byte of a string one).
-    fn len(&mut self, per_item: usize) -> mlua::Result<Option<usize>> {
+    pub(crate) fn len(&mut self, per_item: usize) -> mlua::Result<Option<usize>> {
         let n = self.int()?;
         if n < 0 {
             return Ok(None);
@@ -83,7 +83,7 @@ impl<'a> Parser<'a> {
         Ok(Some(n))
     }
 
-    fn bulk(&mut self, n: usize) -> mlua::Result<&'a [u8]> {
+    pub(crate) fn bulk(&mut self, n: usize) -> mlua::Result<&'a [u8]> {
         let end = self.pos + n;
         if self.bytes.get(end..end + 2) != Some(b"\r\n") {
             return Err(malformed());
@@ -91,123 +91,6 @@ impl<'a> Parser<'a> {
         let s = &self.bytes[self.pos..end];
         self.pos = end + 2;
         Ok(s)
-    }
-
-    fn value(&mut self, lua: &Lua, depth: usize) -> mlua::Result<Value> {
-        if depth > REPLY_DEPTH_MAX {
-            return Err(malformed());
-        }
-        let Some(&kind) = self.bytes.get(self.pos) else {
-            return Err(malformed());
-        };
-        self.pos += 1;
-        match kind {
-            b'*' | b'%' | b'~' | b'|' => self.aggregate(kind, lua, depth),
-            _ => self.scalar(kind, lua),
-        }
-    }
-
-    /// Arrays, maps, sets and attributes: the recursive kinds, kept apart from the scalars
-    /// so each level of nesting costs a small stack frame.
-    #[inline(never)]
-    fn aggregate(&mut self, kind: u8, lua: &Lua, depth: usize) -> mlua::Result<Value> {
-        Ok(match kind {
-            b'*' => match self.len(3)? {
-                None => Value::Boolean(false),
-                Some(n) => {
-                    let t = lua.create_table_with_capacity(n, 0)?;
-                    for i in 1..=n {
-                        t.raw_set(i, self.value(lua, depth + 1)?)?;
-                    }
-                    Value::Table(t)
-                }
-            },
-            b'%' => {
-                let n = self.len(6)?.ok_or_else(malformed)?;
-                let map = lua.create_table_with_capacity(0, n)?;
-                for _ in 0..n {
-                    let k = self.value(lua, depth + 1)?;
-                    let v = self.value(lua, depth + 1)?;
-                    map.raw_set(k, v)?;
-                }
-                wrap(lua, "map", Value::Table(map))?
-            }
-            b'~' => {
-                let n = self.len(3)?.ok_or_else(malformed)?;
-                let set = lua.create_table_with_capacity(0, n)?;
-                for _ in 0..n {
-                    set.raw_set(self.value(lua, depth + 1)?, true)?;
-                }
-                wrap(lua, "set", Value::Table(set))?
-            }
-            _ => {
-                // Attributes are not shown to scripts: skip them, then read the reply.
-                let n = self.len(6)?.ok_or_else(malformed)?;
-                for _ in 0..2 * n {
-                    self.value(lua, depth + 1)?;
-                }
-                return self.value(lua, depth + 1);
-            }
-        })
-    }
-
-    #[inline(never)]
-    fn scalar(&mut self, kind: u8, lua: &Lua) -> mlua::Result<Value> {
-        Ok(match kind {
-            b':' => Value::Number(self.int()? as f64),
-            b'$' => match self.len(1)? {
-                None => Value::Boolean(false),
-                Some(n) => Value::String(lua.create_string(self.bulk(n)?)?),
-            },
-            b'+' => {
-                let t = lua.create_table_with_capacity(0, 1)?;
-                t.raw_set("ok", lua.create_string(self.line()?)?)?;
-                Value::Table(t)
-            }
-            b'-' => {
-                let line = self.line()?;
-                let mut text = String::with_capacity(line.len() + 1);
-                text.push('-');
-                text.push_str(&String::from_utf8_lossy(line));
-                let t = error_table(lua, &errors::error_table_text(&text))?;
-                // Redis marks errors that already counted in the error stats.
-                t.raw_set("ignore_error_stats_update", true)?;
-                Value::Table(t)
-            }
-            b'_' => {
-                self.line()?;
-                Value::Nil
-            }
-            b'#' => match self.line()? {
-                b"t" => Value::Boolean(true),
-                b"f" => Value::Boolean(false),
-                _ => return Err(malformed()),
-            },
-            b',' => {
-                let line = self.line()?;
-                let d = std::str::from_utf8(line)
-                    .ok()
-                    .and_then(|s| s.parse::<f64>().ok())
-                    .ok_or_else(malformed)?;
-                wrap(lua, "double", Value::Number(d))?
-            }
-            b'(' => {
-                let s = lua.create_string(self.line()?)?;
-                wrap(lua, "big_number", Value::String(s))?
-            }
-            b'=' => {
-                let n = self.len(1)?.ok_or_else(malformed)?;
-                let body = self.bulk(n)?;
-                if body.len() < 4 || body[3] != b':' {
-                    return Err(malformed());
-                }
-                let inner = lua.create_table_with_capacity(0, 2)?;
-                inner.raw_set("string", lua.create_string(&body[4..])?)?;
-                inner.raw_set("format", lua.create_string(&body[..3])?)?;
-                wrap(lua, "verbatim_string", Value::Table(inner))?
-            }
-            _ => return Err(malformed()),
-        })
     }
 }
 
@@ -248,13 +131,6 @@ fn strip_zeros(s: &str) -> &str {
     } else {
         s
     }
-}
-
-/// `{name = value}`.
-fn wrap(lua: &Lua, name: &str, value: Value) -> mlua::Result<Value> {
-    let t = lua.create_table_with_capacity(0, 1)?;
-    t.raw_set(name, value)?;
-    Ok(Value::Table(t))
 }
 
 /// What is left to write for [`lua_to_reply`]'s explicit stack (results nest as deep as a

@@ -5,7 +5,8 @@
 //! It is not: the command handlers (EVAL, SCRIPT, FUNCTION, FCALL live in
 //! `larder-commands`, which implements [`vm::Host`] over the executor), nor the keyspace.
 //! A script reaches data only through the host's `call`.
-// `unsafe` only in `sandbox::call` (`HostCell`, `StackArgs`; ARCHITECTURE.md, "Cross-cutting
+// `unsafe` only in `sandbox::{call, enter, reply}` (the host's cell, and the Lua C API where
+// a run starts, redis.call runs and its reply is decoded; ARCHITECTURE.md, "Cross-cutting
 // concerns").
 #![deny(unsafe_code)]
 

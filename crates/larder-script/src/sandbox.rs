@@ -16,6 +16,7 @@
 mod api;
 pub mod call;
 mod enter;
+pub(crate) mod reply;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -141,6 +142,9 @@ pub struct Sandbox {
     pub shared: Shared,
     /// The memory cap (0: none).
     pub memory_limit_bytes: usize,
+    /// What redis.call and redis.pcall point at (it holds a handle to `lua`: the state is
+    /// closed only once it goes).
+    _call_context: Box<call::CallContext>,
 }
 
 impl Sandbox {
@@ -216,6 +220,7 @@ impl Sandbox {
             plain: internal.plain,
             shared,
             memory_limit_bytes,
+            _call_context: internal.call_context,
         })
     }
 

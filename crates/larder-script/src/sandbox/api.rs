@@ -5,7 +5,9 @@ use larder_resp::Protocol;
 use mlua::{Function, Lua, MultiValue, Table, Value, Variadic};
 use sha1::{Digest, Sha1};
 
-use super::call::{call_function, log_function, set_repl_function, HostSlot, REPL_ALL};
+use super::call::{
+    call_functions, log_function, set_repl_function, CallContext, HostSlot, REPL_ALL,
+};
 use super::{Flavor, Shared, INTERNAL_CHUNK};
 use crate::convert::{error_table, format_g};
 use crate::errors::{self, error_table_text};
@@ -67,6 +69,8 @@ pub struct Internal {
     pub string_meta: Option<Table>,
     pub handler: Function,
     pub plain: Function,
+    /// What redis.call and redis.pcall point at: kept as long as the interpreter.
+    pub call_context: Box<CallContext>,
 }
 
 /// An error table returned (not raised), as redis.error_reply's argument errors.
@@ -193,14 +197,9 @@ pub fn install(
     let prelude: Table = lua.load(PRELUDE).set_name(INTERNAL_CHUNK).call(unwrap)?;
 
     let redis = lua.create_table()?;
-    redis.raw_set(
-        "call",
-        call_function(lua, shared.clone(), host.clone(), true)?,
-    )?;
-    redis.raw_set(
-        "pcall",
-        call_function(lua, shared.clone(), host.clone(), false)?,
-    )?;
+    let (call, pcall, call_context) = call_functions(lua, shared.clone(), host.clone())?;
+    redis.raw_set("call", call)?;
+    redis.raw_set("pcall", pcall)?;
     let log = log_function(lua, shared.clone(), host.clone())?;
     add_log_and_version(&redis, &log)?;
     redis.raw_set("setresp", setresp_function(lua, shared.clone())?)?;
@@ -269,6 +268,7 @@ pub fn install(
         string_meta: prelude.raw_get("string_meta")?,
         handler,
         plain: prelude.raw_get("plain")?,
+        call_context,
     })
 }
 

@@ -5,20 +5,27 @@
 //! `vm` fills with the run's host for the length of a run: these functions leave what the
 //! host needs in the run's [`Exchange`] (the argv bytes, the log message) and call it with
 //! an [`Op`]; the host writes the command's reply into the exchange's reply buffer, which
-//! is reused from call to call, and redis.call decodes it straight into Lua values.
+//! is reused from call to call.
+//!
+//! redis.call and redis.pcall are C functions over the Lua API ([`redis_call`]): they read
+//! their arguments off the Lua stack and push the reply decoded straight from its bytes
+//! ([`super::reply`]), where an `mlua` function would make a value (a registry handle for
+//! a string or a table) of each argument and of the reply, and wrap the call in its own
+//! machinery.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
+use std::ffi::c_int;
 use std::io::Write;
 use std::ptr::NonNull;
 use std::rc::Rc;
 
 use larder_resp::ReplyBuf;
-use mlua::state::RawLua;
-use mlua::{ffi, FromLuaMulti, Function, HookTriggers, Lua, MultiValue, Value, Variadic, VmState};
+use mlua::{ffi, FromLua, Function, HookTriggers, Lua, Value, Variadic, VmState};
 
-use super::api::{raise, to_lua_bytes, to_number, Raise};
+use super::api::{raise, to_lua_bytes, to_number};
+use super::reply::{push_bytes, push_error_table, push_reply};
 use super::Shared;
-use crate::convert::{error_table, format_g, reply_to_lua};
+use crate::convert::format_g;
 use crate::errors::{self, error_table_text};
 use crate::vm::{Abort, Host};
 
@@ -146,93 +153,49 @@ fn exact_integer(n: f64) -> Option<i64> {
     ((i as f64).to_bits() == n.to_bits()).then_some(i)
 }
 
-/// Reads redis.call's arguments as Redis's `luaArgsToRedisArgv`: strings as they are,
-/// numbers as `%.17g`; the error for anything else or no argument at all. The arguments'
-/// bytes end up one after the other in `argv`, each one's end in `ends`.
-fn load_values(
-    values: &MultiValue,
+/// An argument buffer bigger than this (after a call with large arguments) is let go.
+const ARGV_KEPT_BYTES: usize = 64 * 1024;
+
+/// Reads a C function's `nargs` arguments (stack slots 1..=nargs) as Redis's
+/// `luaArgsToRedisArgv`: strings as they are, numbers as `%.17g`; the error for anything
+/// else or no argument at all. The arguments' bytes end up one after the other in `argv`,
+/// each one's end in `ends`.
+///
+/// # Safety
+/// `state` is the Lua thread running the C function, with `nargs` arguments.
+#[allow(unsafe_code)]
+unsafe fn read_args(
+    state: *mut ffi::lua_State,
+    nargs: c_int,
     argv: &mut Vec<u8>,
     ends: &mut Vec<usize>,
 ) -> Result<(), &'static str> {
     argv.clear();
     ends.clear();
-    if values.is_empty() {
+    if nargs <= 0 {
         return Err(errors::NO_ARGUMENTS);
     }
-    for v in values {
-        match v {
-            Value::String(s) => argv.extend_from_slice(&s.as_bytes()),
-            Value::Integer(i) => push_number(argv, *i as f64, Some(*i)),
-            Value::Number(n) => push_number(argv, *n, exact_integer(*n)),
-            _ => return Err(errors::BAD_ARGUMENT),
+    for idx in 1..=nargs {
+        // SAFETY: the caller's; reading a value's type, a string's bytes (which Lua keeps
+        // while the value is on the stack, copied out at once) or a number neither changes
+        // the stack nor raises.
+        unsafe {
+            match ffi::lua_type(state, idx) {
+                ffi::LUA_TSTRING => {
+                    let mut len = 0;
+                    let p = ffi::lua_tolstring(state, idx, &mut len);
+                    argv.extend_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), len));
+                }
+                ffi::LUA_TNUMBER => {
+                    let n = ffi::lua_tonumber(state, idx);
+                    push_number(argv, n, exact_integer(n));
+                }
+                _ => return Err(errors::BAD_ARGUMENT),
+            }
         }
         ends.push(argv.len());
     }
     Ok(())
-}
-
-/// A scratch buffer bigger than this (after a call with large arguments) is let go.
-const SCRATCH_KEPT_BYTES: usize = 64 * 1024;
-
-thread_local! {
-    /// Where [`StackArgs`] reads redis.call's arguments; swapped with the run's exchange.
-    static SCRATCH: RefCell<(Vec<u8>, Vec<usize>)> = const { RefCell::new((Vec::new(), Vec::new())) };
-}
-
-/// redis.call's arguments, read straight off the Lua stack into this thread's [`SCRATCH`]:
-/// no `Value` (and no registry handle to make and release) per argument. The result of
-/// the read: the error text for no argument or one of another type.
-struct StackArgs(Result<(), &'static str>);
-
-impl FromLuaMulti for StackArgs {
-    fn from_lua_multi(values: MultiValue, _: &Lua) -> mlua::Result<Self> {
-        Ok(StackArgs(SCRATCH.with(|s| {
-            let (argv, ends) = &mut *s.borrow_mut();
-            load_values(&values, argv, ends)
-        })))
-    }
-
-    /// What `mlua` calls for a Rust function's arguments: the top `nargs` values of the
-    /// stack of `lua`'s current state.
-    #[allow(unsafe_code)]
-    unsafe fn from_stack_args(
-        nargs: std::ffi::c_int,
-        _: usize,
-        _: Option<&str>,
-        lua: &RawLua,
-    ) -> mlua::Result<Self> {
-        let state = lua.state();
-        Ok(StackArgs(SCRATCH.with(|s| {
-            let (argv, ends) = &mut *s.borrow_mut();
-            argv.clear();
-            ends.clear();
-            if nargs <= 0 {
-                return Err(errors::NO_ARGUMENTS);
-            }
-            for idx in -nargs..0 {
-                // SAFETY: `mlua` calls this with `nargs` arguments on top of `state`'s stack
-                // (indices -nargs..-1); reading a value's type, a string's bytes (which Lua
-                // keeps while the value is on the stack, copied out at once) or a number
-                // neither changes the stack nor raises.
-                unsafe {
-                    match ffi::lua_type(state, idx) {
-                        ffi::LUA_TSTRING => {
-                            let mut len = 0;
-                            let p = ffi::lua_tolstring(state, idx, &mut len);
-                            argv.extend_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), len));
-                        }
-                        ffi::LUA_TNUMBER => {
-                            let n = ffi::lua_tonumber(state, idx);
-                            push_number(argv, n, exact_integer(n));
-                        }
-                        _ => return Err(errors::BAD_ARGUMENT),
-                    }
-                }
-                ends.push(argv.len());
-            }
-            Ok(())
-        })))
-    }
 }
 
 /// The error a run raises once the host has asked it to end. The error handler replaces it
@@ -313,75 +276,211 @@ pub fn raise_on_every_instruction(lua: &Lua) -> mlua::Result<()> {
     })
 }
 
-/// redis.call (`raising`) or redis.pcall: the reply as a Lua value; a command's error
-/// reply is raised by redis.call and returned by redis.pcall, as are argument errors.
-pub fn call_function(
+/// What redis.call and redis.pcall reach through their one upvalue, a light userdata: made
+/// once per interpreter and kept by the sandbox, which outlives every call of them.
+pub struct CallContext {
+    lua: Lua,
+    shared: Shared,
+    host: HostSlot,
+}
+
+/// redis.call and redis.pcall, and the context they point at (which the caller keeps for
+/// as long as the interpreter lives).
+#[allow(unsafe_code)]
+pub fn call_functions(
     lua: &Lua,
     shared: Shared,
     host: HostSlot,
-    raising: bool,
-) -> mlua::Result<Function> {
-    lua.create_function(move |lua, args: StackArgs| {
-        let loaded = {
-            let mut state = shared.borrow_mut();
-            if !state.running {
-                return Err(raise(errors::CALL_OUTSIDE_RUN));
-            }
-            if state.abort.is_some() {
-                return Err(aborted());
-            }
-            let proto = state.proto;
-            let ex = &mut state.exchange;
-            ex.reply.buf.clear();
-            ex.reply.attached.clear();
-            ex.reply.proto = proto;
-            SCRATCH.with(|s| {
-                let (argv, ends) = &mut *s.borrow_mut();
-                std::mem::swap(&mut ex.argv, argv);
-                std::mem::swap(&mut ex.ends, ends);
-                // The exchange keeps one large buffer, not two.
-                if argv.capacity() > SCRATCH_KEPT_BYTES {
-                    *argv = Vec::new();
-                }
-            });
-            args.0
-        };
-        if let Err(msg) = loaded {
-            let text = error_table_text(msg);
-            if raising {
-                return Err(mlua::Error::external(Raise {
-                    text,
-                    from_command: false,
-                    positioned: false,
-                }));
-            }
-            return Ok(Value::Table(error_table(lua, &text)?));
-        }
-        reach_host(lua, &host, &shared, Op::Call)?;
-        // Out of the shared state while Lua allocates the value, and without the memory
-        // cap (see `Sandbox::lift_cap`): the value is as big as the reply, already in memory.
-        let reply = std::mem::take(&mut shared.borrow_mut().exchange.reply);
+) -> mlua::Result<(Function, Function, Box<CallContext>)> {
+    let ctx = Box::new(CallContext {
+        lua: lua.clone(),
+        shared,
+        host,
+    });
+    let ptr = std::ptr::from_ref::<CallContext>(&ctx)
+        .cast_mut()
+        .cast::<std::ffi::c_void>();
+    let make = |f: ffi::lua_CFunction| -> mlua::Result<Function> {
         let cap = lua.set_memory_limit(0)?;
-        let decoded = if reply.attached.is_empty() {
-            reply_to_lua(lua, &reply.buf)
-        } else {
-            reply_to_lua(lua, &reply.attached.splice(&reply.buf))
-        };
+        let made = lua.exec_raw_lua(|raw| {
+            let state = raw.state();
+            // SAFETY: the interpreter's current thread, outside any callback, with the cap
+            // lifted (nothing raises); the stack is put back as it was.
+            unsafe {
+                if ffi::lua_checkstack(state, 2) == 0 {
+                    return Err(mlua::Error::StackError);
+                }
+                ffi::lua_pushlightuserdata(state, ptr);
+                ffi::lua_pushcclosure(state, f, 1);
+                let f = Function::from_stack(-1, raw);
+                ffi::lua_pop(state, 1);
+                f
+            }
+        });
         lua.set_memory_limit(cap)?;
-        shared.borrow_mut().exchange.reply = reply;
-        let (value, is_error) = decoded?;
-        if raising && is_error {
-            if let Value::Table(t) = &value {
-                let text: mlua::LuaString = t.raw_get("err")?;
-                return Err(mlua::Error::external(Raise {
-                    text: text.to_string_lossy(),
-                    from_command: true,
-                    positioned: false,
-                }));
+        made
+    };
+    Ok((make(redis_call)?, make(redis_pcall)?, ctx))
+}
+
+/// redis.call: the reply as Lua values; a command's error reply, or an argument error, is
+/// raised (as Redis's table `{err = ...}`).
+#[allow(unsafe_code)]
+unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this with its upvalue, as `call_functions` made it.
+    unsafe { call_entry(state, true) }
+}
+
+/// redis.pcall: as redis.call, but errors are returned.
+#[allow(unsafe_code)]
+unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: as `redis_call`.
+    unsafe { call_entry(state, false) }
+}
+
+/// The body of redis.call and redis.pcall. Everything is done in [`call_guarded`], whose
+/// frame (with every value that has a destructor) is gone before `lua_error` jumps out of
+/// this one; the memory cap is lifted meanwhile, so no push can raise.
+///
+/// # Safety
+/// `state` is running the C function `call_functions` made, its upvalue the context.
+#[allow(unsafe_code)]
+unsafe fn call_entry(state: *mut ffi::lua_State, raising: bool) -> c_int {
+    // SAFETY: the upvalue is the pointer to the sandbox's `CallContext`, which outlives
+    // the interpreter's every call.
+    let ctx = unsafe {
+        &*ffi::lua_touserdata(state, ffi::lua_upvalueindex(1))
+            .cast_const()
+            .cast::<CallContext>()
+    };
+    let cap = ctx.lua.set_memory_limit(0).unwrap_or(0);
+    // SAFETY: the caller's.
+    let returned = unsafe { call_guarded(state, ctx, raising) };
+    let _ = ctx.lua.set_memory_limit(cap);
+    match returned {
+        Some(n) => n,
+        // SAFETY: the error value is on top; no frame with a destructor is left between
+        // here and Lua's protected call.
+        None => unsafe { ffi::lua_error(state) },
+    }
+}
+
+/// Runs [`call_body`], turning a panic into an error (the run then ends with it: a panic
+/// is a bug, and a server thread must not unwind through Lua).
+///
+/// # Safety
+/// As [`call_entry`], with the cap lifted.
+#[allow(unsafe_code)]
+#[inline(never)]
+unsafe fn call_guarded(
+    state: *mut ffi::lua_State,
+    ctx: &CallContext,
+    raising: bool,
+) -> Option<c_int> {
+    let top = {
+        // SAFETY: the caller's.
+        unsafe { ffi::lua_gettop(state) }
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the caller's.
+        unsafe { call_body(state, ctx, raising) }
+    }))
+    .unwrap_or_else(|_| {
+        // SAFETY: as above; the stack goes back to the arguments.
+        unsafe {
+            ffi::lua_settop(state, top);
+            push_error_table(state, "ERR internal error in redis.call", false);
+        }
+        None
+    })
+}
+
+/// redis.call's work: `Some(n)` to return the `n` values on top, `None` to raise the one on
+/// top.
+///
+/// # Safety
+/// As [`call_guarded`].
+#[allow(unsafe_code)]
+unsafe fn call_body(state: *mut ffi::lua_State, ctx: &CallContext, raising: bool) -> Option<c_int> {
+    // SAFETY (every block below): the caller's; a C function has 20 free slots
+    // (LUA_MINSTACK), more than an error table takes, and the reply's decoder checks for
+    // its own.
+    let nargs = unsafe { ffi::lua_gettop(state) };
+    let loaded = {
+        let mut st = ctx.shared.borrow_mut();
+        if !st.running {
+            drop(st);
+            let text = error_table_text(errors::CALL_OUTSIDE_RUN);
+            unsafe { push_error_table(state, &text, false) };
+            return None;
+        }
+        if st.abort.is_some() {
+            drop(st);
+            unsafe { push_bytes(state, errors::KILLED.as_bytes()) };
+            return None;
+        }
+        let proto = st.proto;
+        let ex = &mut st.exchange;
+        ex.reply.buf.clear();
+        ex.reply.attached.clear();
+        ex.reply.proto = proto;
+        unsafe { read_args(state, nargs, &mut ex.argv, &mut ex.ends) }
+    };
+    if let Err(msg) = loaded {
+        unsafe { push_error_table(state, &error_table_text(msg), false) };
+        return if raising { None } else { Some(1) };
+    }
+    if let Err(e) = reach_host(&ctx.lua, &ctx.host, &ctx.shared, Op::Call) {
+        if ctx.shared.borrow().abort.is_some() {
+            // `reach_host` made every instruction of the interpreter's current thread
+            // raise; a coroutine running this call is another thread.
+            let current = ctx.lua.exec_raw_lua(|raw| raw.state());
+            if current != state {
+                unsafe { ffi::lua_sethook(state, Some(raise_hook), ffi::LUA_MASKCOUNT, 1) };
             }
         }
-        Ok(value)
-    })
+        let text = e.to_string();
+        unsafe { push_bytes(state, text.as_bytes()) };
+        return None;
+    }
+    let reply = {
+        let mut st = ctx.shared.borrow_mut();
+        let ex = &mut st.exchange;
+        if ex.argv.capacity() > ARGV_KEPT_BYTES {
+            ex.argv = Vec::new();
+        }
+        std::mem::take(&mut ex.reply)
+    };
+    let decoded = if reply.attached.is_empty() {
+        unsafe { push_reply(state, &reply.buf) }
+    } else {
+        unsafe { push_reply(state, &reply.attached.splice(&reply.buf)) }
+    };
+    ctx.shared.borrow_mut().exchange.reply = reply;
+    match decoded {
+        Ok(is_error) if raising && is_error => None,
+        Ok(_) => Some(1),
+        Err(e) => {
+            unsafe {
+                ffi::lua_settop(state, nargs);
+                push_error_table(state, &error_table_text(&e.to_string()), false);
+            }
+            None
+        }
+    }
+}
+
+/// The count hook of a coroutine whose run was ended: every instruction raises.
+#[allow(unsafe_code)]
+unsafe extern "C-unwind" fn raise_hook(state: *mut ffi::lua_State, _: *mut ffi::lua_Debug) {
+    // SAFETY: Lua calls hooks with their thread, which may raise from them. Under the
+    // memory cap the push may raise a memory error instead, which ends the coroutine all
+    // the same (the error handler writes the killed error whatever it gets); this frame
+    // holds nothing to drop.
+    unsafe {
+        push_bytes(state, errors::KILLED.as_bytes());
+        ffi::lua_error(state)
+    }
 }
 
 /// redis.log(level, ...): the message is the arguments after the level that are strings
@@ -441,6 +540,8 @@ pub fn set_repl_function(lua: &Lua, shared: Shared, host: HostSlot) -> mlua::Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mlua::MultiValue;
+    use std::cell::RefCell;
 
     /// A host that counts its ticks.
     #[derive(Default)]
@@ -502,36 +603,64 @@ mod tests {
         assert_eq!((outer.0, inner.0), (2, 1));
     }
 
-    /// What `StackArgs` left in this thread's scratch: the arguments, or the error.
-    fn scratch(read: Result<(), &'static str>) -> Result<Vec<Vec<u8>>, &'static str> {
-        read?;
-        Ok(SCRATCH.with(|s| {
-            let (argv, ends) = &*s.borrow();
-            let mut start = 0;
-            ends.iter()
-                .map(|&end| {
-                    let a = argv[start..end].to_vec();
-                    start = end;
-                    a
-                })
-                .collect()
-        }))
+    /// The arguments as `read_args` lays them out, or its error.
+    type Read = Result<Vec<Vec<u8>>, &'static str>;
+
+    fn split(argv: &[u8], ends: &[usize]) -> Vec<Vec<u8>> {
+        let mut start = 0;
+        ends.iter()
+            .map(|&end| {
+                let a = argv[start..end].to_vec();
+                start = end;
+                a
+            })
+            .collect()
     }
 
-    /// The stack reader (what `mlua` uses for a Rust function's arguments) and the reader
-    /// of values agree, argument for argument and on the errors.
+    /// Redis's `luaArgsToRedisArgv` over `mlua` values: the reference `read_args` is
+    /// checked against.
+    fn read_values(values: &MultiValue) -> Read {
+        if values.is_empty() {
+            return Err(errors::NO_ARGUMENTS);
+        }
+        let mut out = Vec::new();
+        for v in values {
+            let mut argv = Vec::new();
+            match v {
+                Value::String(s) => argv.extend_from_slice(&s.as_bytes()),
+                Value::Integer(i) => push_number(&mut argv, *i as f64, Some(*i)),
+                Value::Number(n) => push_number(&mut argv, *n, exact_integer(*n)),
+                _ => return Err(errors::BAD_ARGUMENT),
+            }
+            out.push(argv);
+        }
+        Ok(out)
+    }
+
+    thread_local! {
+        static READ: RefCell<Vec<Read>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// A C function that records what `read_args` reads of its arguments.
+    #[allow(unsafe_code)]
+    unsafe extern "C-unwind" fn record(state: *mut ffi::lua_State) -> c_int {
+        let (mut argv, mut ends) = (Vec::new(), Vec::new());
+        // SAFETY: Lua calls this with its arguments on the stack.
+        let read = unsafe { read_args(state, ffi::lua_gettop(state), &mut argv, &mut ends) };
+        READ.with(|r| r.borrow_mut().push(read.map(|()| split(&argv, &ends))));
+        0
+    }
+
+    /// The stack reader and the reader of values agree, argument for argument and on the
+    /// errors, called directly, from a coroutine and through pcall.
     #[test]
+    #[allow(unsafe_code)]
     fn arguments_read_off_the_stack_are_the_values_read() {
         let lua = Lua::new();
-        let seen = Rc::new(RefCell::new(Vec::new()));
-        let record = Rc::clone(&seen);
-        let f = lua
-            .create_function(move |_, args: StackArgs| {
-                record.borrow_mut().push(scratch(args.0));
-                Ok(())
-            })
-            .expect("function");
+        // SAFETY: `record` is a C function that only reads its arguments.
+        let f = unsafe { lua.create_c_function(record) }.expect("function");
         lua.globals().set("f", f).expect("set");
+        let last = || READ.with(|r| r.borrow_mut().pop()).expect("called");
         let lists = [
             "'GET', 'k'",
             "'x', 0 * -1, 2^63, -2^63, 1e17, 1e17 - 16, math.huge, 0.1, 3, -7",
@@ -544,23 +673,18 @@ mod tests {
         ];
         for list in lists {
             lua.load(format!("f({list})")).exec().expect("call");
-            let direct = seen.borrow_mut().pop().expect("called");
-            // Through a coroutine and through pcall: still the arguments on top of the
-            // calling thread's stack.
+            let direct = last();
             lua.load(format!("coroutine.wrap(function() f({list}) end)()"))
                 .exec()
                 .expect("coroutine");
-            assert_eq!(seen.borrow_mut().pop(), Some(direct.clone()), "{list}");
+            assert_eq!(last(), direct, "{list}");
             let sep = if list.is_empty() { "" } else { ", " };
             lua.load(format!("assert(pcall(f{sep}{list}))"))
                 .exec()
                 .expect("pcall");
-            assert_eq!(seen.borrow_mut().pop(), Some(direct.clone()), "{list}");
-            seen.borrow_mut().push(direct);
+            assert_eq!(last(), direct, "{list}");
             let values: MultiValue = lua.load(format!("return {list}")).eval().expect("values");
-            let by_values = scratch(StackArgs::from_lua_multi(values, &lua).expect("read").0);
-            let off_stack = seen.borrow_mut().pop().expect("called");
-            assert_eq!(off_stack, by_values, "{list}");
+            assert_eq!(direct, read_values(&values), "{list}");
         }
     }
 

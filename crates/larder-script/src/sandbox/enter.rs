@@ -16,10 +16,11 @@
 //! them.
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 
 use mlua::{ffi, FromLua, RegistryKey, Table, Value};
 
+use super::reply::push_bytes;
 use super::Sandbox;
 
 // Redis's read-only tables, from the patched Lua in `vendor/lua-src` (`lapi.c`).
@@ -172,26 +173,10 @@ impl Sandbox {
     }
 }
 
-/// Pushes `s` as a Lua string.
-///
-/// # Safety
-/// `state` has a free stack slot, and the memory cap is lifted.
-#[allow(unsafe_code)]
-unsafe fn push_bytes(state: *mut ffi::lua_State, s: &[u8]) {
-    // An empty slice's pointer is dangling: give Lua a real one, as `mlua` does.
-    let p = if s.is_empty() {
-        b"".as_ptr()
-    } else {
-        s.as_ptr()
-    };
-    // SAFETY: the caller's; Lua copies the bytes.
-    unsafe { ffi::lua_pushlstring_(state, p.cast::<c_char>(), s.len()) }
-}
-
 /// Pushes a new table of `items`.
 ///
 /// # Safety
-/// As [`push_bytes`], with two free slots; `items.len()` fits a `c_int`.
+/// `state` has two free slots and the memory cap is lifted; `items.len()` fits a `c_int`.
 #[allow(unsafe_code)]
 unsafe fn fresh_table(state: *mut ffi::lua_State, items: &[&[u8]]) {
     // SAFETY: the caller's.
