@@ -71,22 +71,31 @@ pub fn script_id(sha: &str) -> Option<ScriptId> {
 
 /// [`script_id`] of the bytes a client sent.
 pub fn script_id_bytes(hex: &[u8]) -> Option<ScriptId> {
-    fn digit(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            b'A'..=b'F' => Some(c - b'A' + 10),
-            _ => None,
+    /// Each byte's value as a hex digit; 0xff for a byte that is not one.
+    const DIGITS: [u8; 256] = {
+        let mut t = [0xffu8; 256];
+        let mut c = 0;
+        while c < 256 {
+            t[c] = match c as u8 {
+                b @ b'0'..=b'9' => b - b'0',
+                b @ b'a'..=b'f' => b - b'a' + 10,
+                b @ b'A'..=b'F' => b - b'A' + 10,
+                _ => 0xff,
+            };
+            c += 1;
         }
-    }
-    if hex.len() != 40 {
-        return None;
-    }
+        t
+    };
+    let hex: &[u8; 40] = hex.try_into().ok()?;
     let mut id = [0u8; 20];
-    for (i, pair) in hex.chunks_exact(2).enumerate() {
-        id[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+    let mut bad = 0u8;
+    for (i, out) in id.iter_mut().enumerate() {
+        let (hi, lo) = (DIGITS[hex[2 * i] as usize], DIGITS[hex[2 * i + 1] as usize]);
+        bad |= hi | lo;
+        *out = hi << 4 | (lo & 0x0f);
     }
-    Some(id)
+    // A digit is at most 0x0f: any high bit set came from a byte that is not one.
+    (bad & 0xf0 == 0).then_some(id)
 }
 
 /// A map keyed by [`ScriptId`], with hashbrown's seeded hasher (foldhash): a script is
