@@ -524,7 +524,7 @@ pub(crate) fn lock_plan(mut plan: Plan, keyspace: &larder_engine::Keyspace) -> D
             .collect();
     }
     plan.shards.retain(|&(d, _)| d < keyspace.db_count());
-    keyspace.lock_many(plan.shards)
+    keyspace.lock_many(&mut plan.shards)
 }
 
 #[cfg(test)]

@@ -123,7 +123,35 @@ pub struct Db {
 
 /// Several shards of one or more databases locked at once, in a fixed global order.
 pub struct DbGuards<'a> {
-    guards: Vec<((usize, usize), ShardRef<'a>)>,
+    guards: Guards<'a>,
+}
+
+/// A locked shard with its `(db, shard)`.
+type Guard<'a> = ((usize, usize), ShardRef<'a>);
+
+/// The locked shards, sorted: one (most commands and scripts) without a list to allocate.
+enum Guards<'a> {
+    One(Guard<'a>),
+    Many(Vec<Guard<'a>>),
+}
+
+impl<'a> std::ops::Deref for Guards<'a> {
+    type Target = [Guard<'a>];
+    fn deref(&self) -> &[Guard<'a>] {
+        match self {
+            Guards::One(g) => std::slice::from_ref(g),
+            Guards::Many(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Guards<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Guards::One(g) => std::slice::from_mut(g),
+            Guards::Many(v) => v,
+        }
+    }
 }
 
 impl<'a> DbGuards<'a> {
@@ -372,24 +400,33 @@ impl Keyspace {
         &self.dbs[index]
     }
 
-    /// Lock the given `(db, shard)` pairs in global order (deadlock-free), deduplicated.
-    pub fn lock_many(&self, mut which: Vec<(usize, usize)>) -> DbGuards<'_> {
+    /// Lock the given `(db, shard)` pairs in global order (deadlock-free: `which` is sorted
+    /// in place), each once.
+    pub fn lock_many(&self, which: &mut [(usize, usize)]) -> DbGuards<'_> {
         which.sort_unstable();
-        which.dedup();
-        let guards = which
-            .into_iter()
-            .map(|(d, s)| ((d, s), self.dbs[d].lock(s)))
-            .collect();
+        let lock = |&(d, s): &(usize, usize)| ((d, s), self.dbs[d].lock(s));
+        let guards = match which {
+            [one] => Guards::One(lock(one)),
+            _ => {
+                let mut guards = Vec::with_capacity(which.len());
+                for (i, k) in which.iter().enumerate() {
+                    if i == 0 || which[i - 1] != *k {
+                        guards.push(lock(k));
+                    }
+                }
+                Guards::Many(guards)
+            }
+        };
         DbGuards { guards }
     }
 
     /// Lock every shard of the given databases (SWAPDB).
     pub fn lock_dbs(&self, dbs: &[usize]) -> DbGuards<'_> {
-        let which = dbs
+        let mut which: Vec<_> = dbs
             .iter()
             .flat_map(|&d| (0..SHARDS_PER_DB).map(move |s| (d, s)))
             .collect();
-        self.lock_many(which)
+        self.lock_many(&mut which)
     }
 
     /// Swap the contents of two databases. Connections that selected either see the other's

@@ -38,8 +38,8 @@ pub enum Abort {
 
 /// What the script ran as, for error texts.
 pub enum Origin<'a> {
-    /// An EVAL script: its SHA1 in lower-case hex.
-    Eval { sha: &'a str },
+    /// An EVAL script: its SHA1 (written in hex in error texts).
+    Eval { id: &'a ScriptId },
     /// FCALL: the function's name.
     Function { name: &'a str },
 }
@@ -96,6 +96,16 @@ pub fn script_id_bytes(hex: &[u8]) -> Option<ScriptId> {
     }
     // A digit is at most 0x0f: any high bit set came from a byte that is not one.
     (bad & 0xf0 == 0).then_some(id)
+}
+
+/// The SHA1 of `id` in lower-case hex, as scripts are named in error texts.
+pub fn script_hex(id: &ScriptId) -> String {
+    let mut s = String::with_capacity(40);
+    for b in id {
+        s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        s.push(char::from(b"0123456789abcdef"[usize::from(b & 0x0f)]));
+    }
+    s
 }
 
 /// A map keyed by [`ScriptId`], with hashbrown's seeded hasher (foldhash): a script is
@@ -177,14 +187,12 @@ impl Vm {
         self.eval.collect_garbage();
     }
 
-    /// Run compiled script `id` (`sha` in hex, for its error texts) with KEYS and ARGV; the
-    /// result or Redis's error reply is written into `out` (the client's protocol is
-    /// `out.proto`). A script error is an error reply and `Ok(())`; a script that is not
-    /// compiled gets Redis's NOSCRIPT error.
+    /// Run compiled script `id` with KEYS and ARGV; the result or Redis's error reply is
+    /// written into `out` (the client's protocol is `out.proto`). A script error is an
+    /// error reply and `Ok(())`; a script that is not compiled gets Redis's NOSCRIPT error.
     pub fn run_script(
         &mut self,
         id: &ScriptId,
-        sha: &str,
         keys: &[&[u8]],
         args: &[&[u8]],
         host: &mut dyn Host,
@@ -194,7 +202,7 @@ impl Vm {
             out.error("NOSCRIPT No matching script. Please use EVAL.");
             return Ok(());
         };
-        run::run(&self.eval, f, Origin::Eval { sha }, keys, args, host, out)
+        run::run(&self.eval, f, Origin::Eval { id }, keys, args, host, out)
     }
 
     /// Load one library's code (shebang line included, already checked by the lead) into

@@ -2,7 +2,7 @@
 
 use larder_engine::DbGuards;
 use larder_script::shebang::{self, ScriptFlags};
-use larder_script::vm::{script_id, script_id_bytes};
+use larder_script::vm::{script_hex, script_id, script_id_bytes};
 
 use super::interp::Interp;
 use super::run::{self, Job, Target};
@@ -90,23 +90,13 @@ pub(super) fn eval_generic(
     let numkeys = c.args.next_arg()?;
     let rest = c.args.rest();
     let (keys, args) = split_keys(numkeys, rest, crate::error::NOT_INTEGER)?;
-    // EVALSHA's usual lower-case SHA1 is used as it came, without a copy. Text that is not
-    // a SHA1 names no script.
-    let (sha, id): (std::borrow::Cow<'_, str>, _) = match by {
-        By::Sha => {
-            let id = script_id_bytes(named).ok_or(Error::Static(NOSCRIPT))?;
-            let sha = match std::str::from_utf8(named) {
-                Ok(s) if !named.iter().any(u8::is_ascii_uppercase) => s.into(),
-                _ => String::from_utf8_lossy(named).to_ascii_lowercase().into(),
-            };
-            (sha, id)
-        }
-        By::Body => {
-            let sha = sha1_hex(named);
-            let id = script_id(&sha).ok_or(Error::Static(NOSCRIPT))?;
-            (sha.into(), id)
-        }
-    };
+    // Text that is not a SHA1 names no script. EVALSHA's SHA1 is used as its 20 bytes: the
+    // hex is written again only where a script is made or an error names it.
+    let id = match by {
+        By::Sha => script_id_bytes(named),
+        By::Body => script_id(&sha1_hex(named)),
+    }
+    .ok_or(Error::Static(NOSCRIPT))?;
     let (server, now_ms, argv) = (c.server, c.now_ms, c.args.argv());
     let (conn, out) = (&mut *c.conn, &mut *c.out);
     super::interp::with(server, |interp| {
@@ -114,7 +104,7 @@ pub(super) fn eval_generic(
             (Some(s), _) => s,
             (None, By::Sha) => return Err(Error::Static(NOSCRIPT)),
             (None, By::Body) => {
-                create(interp, server, &sha, named)?;
+                create(interp, server, &script_hex(&id), named)?;
                 interp.script(server, &id).ok_or(Error::Static(NOSCRIPT))?
             }
         };
@@ -123,7 +113,6 @@ pub(super) fn eval_generic(
         let job = Job {
             argv,
             target: Target::Script {
-                sha: &sha,
                 id: &id,
                 body: &shared.body,
             },

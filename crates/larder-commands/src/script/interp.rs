@@ -42,6 +42,8 @@ pub(crate) struct Interp {
     memory: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     scripts_generation: u64,
     libraries_generation: u64,
+    /// A run's buffers, kept from run to run.
+    pub(super) scratch: super::run::Scratch,
 }
 
 thread_local! {
@@ -97,6 +99,7 @@ impl Interp {
             memory: server.scripts.vm_slot(),
             scripts_generation: server.scripts.cache_generation(),
             libraries_generation: u64::MAX,
+            scratch: super::run::Scratch::default(),
         })
     }
 

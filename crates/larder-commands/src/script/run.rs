@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use larder_engine::{feed, Db, DbGuards, KeyImage};
 use larder_resp::ReplyBuf;
 use larder_script::shebang::ScriptFlags;
-use larder_script::vm::{Abort, Host, ScriptId, Vm};
+use larder_script::vm::{script_hex, Abort, Host, ScriptId, Vm};
 
 use crate::error::{self, Error, Result};
 use crate::exec::{self, ConnState};
@@ -60,11 +60,7 @@ const IMAGE_MAX_BYTES: usize = 64 * 1024;
 #[derive(Clone, Copy)]
 pub(crate) enum Target<'a> {
     /// A cached EVAL script, by SHA1, with its body (compiled on first use on a thread).
-    Script {
-        sha: &'a str,
-        id: &'a ScriptId,
-        body: &'a [u8],
-    },
+    Script { id: &'a ScriptId, body: &'a [u8] },
     /// A function, by name.
     Function { name: &'a str },
 }
@@ -119,15 +115,23 @@ pub(crate) fn run(
         Some(guards) => run_once(server, conn, out, job, Width::All, guards, &mut runs).map(|_| ()),
         None => loop {
             let width = Width::from_u8(job.width.get());
-            let mut plan = Plan::default();
-            match width {
-                Width::Keys => plan
-                    .shards
-                    .extend(job.keys.iter().map(|k| (db, Db::route(k).0))),
-                Width::Db => plan.add(&crate::table::KeySpec::NONE.with_scope(Scope::Db), &[], db),
-                Width::All => plan.all = true,
-            }
-            let mut guards = exec::lock_plan(plan, &server.keyspace);
+            let mut guards = match (width, job.keys) {
+                // The usual script: one key, one shard, no list to build.
+                (Width::Keys, [key]) => server.keyspace.lock_many(&mut [(db, Db::route(key).0)]),
+                _ => {
+                    let mut plan = Plan::default();
+                    match width {
+                        Width::Keys => plan
+                            .shards
+                            .extend(job.keys.iter().map(|k| (db, Db::route(k).0))),
+                        Width::Db => {
+                            plan.add(&crate::table::KeySpec::NONE.with_scope(Scope::Db), &[], db)
+                        }
+                        Width::All => plan.all = true,
+                    }
+                    exec::lock_plan(plan, &server.keyspace)
+                }
+            };
             let group = server.keyspace.feed().group();
             let outcome = run_once(server, conn, out, job, width, &mut guards, &mut runs);
             // Commits the run's group (or, after a rollback, only its expirations) while
@@ -148,6 +152,13 @@ pub(crate) fn run(
     conn.db = db;
     conn.in_exec = was_in_exec;
     result
+}
+
+/// Buffers a run fills and empties, kept by the thread from run to run.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    plan: Plan,
+    images: Vec<(usize, KeyImage)>,
 }
 
 /// What the runs of one request share: the thread's interpreter and the busy state.
@@ -183,7 +194,7 @@ fn run_once(
         conn,
         guards,
         width,
-        images: (width != Width::All).then(Vec::new),
+        images: (width != Width::All).then(|| std::mem::take(&mut runs.interp.scratch.images)),
         read_only: job.read_only,
         allow_oom: job.flags.has(ScriptFlags::ALLOW_OOM)
             && !job.flags.has(ScriptFlags::EVAL_COMPAT_MODE),
@@ -192,7 +203,7 @@ fn run_once(
         now_ms: job.now_ms,
         wider: width,
         running: &mut *runs.running,
-        plan: Plan::default(),
+        plan: std::mem::take(&mut runs.interp.scratch.plan),
         clock_us: runs.clock_us.take().unwrap_or_else(larder_engine::now_us),
         function: match job.target {
             Target::Function { name } => Some((name, job.argv)),
@@ -202,37 +213,43 @@ fn run_once(
     let ran = (|| -> std::result::Result<(), Abort> {
         let vm: &mut Vm = &mut runs.interp.vm;
         match job.target {
-            Target::Script { sha, id, body } => {
+            Target::Script { id, body } => {
                 if !vm.has_script(id) {
                     // Compiled on another thread (or before SCRIPT FLUSH ... LOAD): it
                     // compiled there, so it compiles here.
-                    if let Err(e) = vm.compile_script(sha, body) {
+                    if let Err(e) = vm.compile_script(&script_hex(id), body) {
                         out.error(&e);
                         return Ok(());
                     }
                 }
-                vm.run_script(id, sha, job.keys, job.args, &mut host, out)
+                vm.run_script(id, job.keys, job.args, &mut host, out)
             }
             Target::Function { name } => vm.run_function(name, job.keys, job.args, &mut host, out),
         }
     })();
-    match ran {
+    let ended = match ran {
         Ok(()) | Err(Abort::Killed) => Ok(Ran::Done),
         Err(Abort::Shutdown) => {
             // The server stops: leave nothing of the run behind (its reply is written).
             host.undo(mark);
             Ok(Ran::Done)
         }
-        Err(Abort::Retry) => {
-            let wider = host.wider;
-            if host.images.is_none() {
-                // At `All` every shard is held: no command can need more.
-                return Err(Error::Static("ERR script needed a shard it could not hold"));
-            }
-            host.undo(mark);
-            Ok(Ran::Wider(wider))
+        Err(Abort::Retry) if host.images.is_none() => {
+            // At `All` every shard is held: no command can need more.
+            Err(Error::Static("ERR script needed a shard it could not hold"))
         }
+        Err(Abort::Retry) => {
+            host.undo(mark);
+            Ok(Ran::Wider(host.wider))
+        }
+    };
+    // The buffers go back for the thread's next run.
+    runs.interp.scratch.plan = std::mem::take(&mut host.plan);
+    if let Some(mut images) = host.images.take() {
+        images.clear();
+        runs.interp.scratch.images = images;
     }
+    ended
 }
 
 /// A script's way to the keyspace for one run.
@@ -482,18 +499,26 @@ fn script_acl_error(denied: &crate::acl::Denied) -> &'static str {
 }
 
 /// The keys a command may write: its key arguments, the keys after a `numkeys`, and the keys
-/// after option words (STORE destinations, XREADGROUP's streams).
-fn command_keys<'a>(spec: &CommandSpec, argv: &[&'a [u8]]) -> Vec<&'a [u8]> {
-    let mut keys = spec.keys.keys(argv);
-    keys.extend(spec.keys.scope.option_keys(argv));
-    if let Scope::NumKeys { at } = spec.keys.scope {
-        let at = usize::from(at);
-        let n = argv
-            .get(at)
-            .and_then(|a| crate::args::parse_i64(a))
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(0);
-        keys.extend(argv.iter().skip(at + 1).take(n));
-    }
-    keys
+/// after option words (STORE destinations, XREADGROUP's streams). Not collected: a script's
+/// every write asks.
+fn command_keys<'a, 'b>(
+    spec: &'b CommandSpec,
+    argv: &'b [&'a [u8]],
+) -> impl Iterator<Item = &'a [u8]> + use<'a, 'b> {
+    let after_numkeys = match spec.keys.scope {
+        Scope::NumKeys { at } => {
+            let at = usize::from(at);
+            let n = argv
+                .get(at)
+                .and_then(|a| crate::args::parse_i64(a))
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(0);
+            argv.get(at + 1..).unwrap_or_default().iter().take(n)
+        }
+        _ => [].iter().take(0),
+    };
+    spec.keys
+        .key_iter(argv)
+        .chain(spec.keys.scope.option_keys(argv))
+        .chain(after_numkeys.copied())
 }

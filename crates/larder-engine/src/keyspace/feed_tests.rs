@@ -98,8 +98,8 @@ fn a_group_over_several_shards_commits_whole() {
     let c = Arc::new(Collect::default());
     ks.feed().subscribe(Interest::CHANGES, c.clone());
     let keys: Vec<Vec<u8>> = (0..20).map(|i| format!("k{i}").into_bytes()).collect();
-    let which = keys.iter().map(|k| (0, Db::route(k).0)).collect();
-    let mut guards = ks.lock_many(which);
+    let mut which: Vec<_> = keys.iter().map(|k| (0, Db::route(k).0)).collect();
+    let mut guards = ks.lock_many(&mut which);
     {
         let _group = ks.feed().group();
         for k in &keys {

@@ -286,7 +286,7 @@ fn swapdb_swaps() {
 #[test]
 fn guards_lend_a_subset_of_their_shards() {
     let ks = Keyspace::new(2);
-    let mut guards = ks.lock_many(vec![(0, 3), (1, 0), (0, 1), (0, 7)]);
+    let mut guards = ks.lock_many(&mut [(0, 3), (1, 0), (0, 1), (0, 7), (0, 3)]);
     assert!(guards.holds(0, 3) && guards.holds(1, 0));
     assert!(!guards.holds(0, 2));
     let lent: Vec<(usize, usize)> = guards
@@ -300,4 +300,12 @@ fn guards_lend_a_subset_of_their_shards() {
         "the unlocked (0, 2) is left out"
     );
     assert!(guards.subset(&[]).is_empty());
+    let held: Vec<(usize, usize)> = guards.iter_keyed().map(|(k, _)| k).collect();
+    assert_eq!(held, [(0, 1), (0, 3), (0, 7), (1, 0)], "sorted, each once");
+    drop(guards);
+    // One shard: the same answers.
+    let mut one = ks.lock_many(&mut [(1, 5)]);
+    assert!(one.holds(1, 5) && !one.holds(0, 5));
+    assert_eq!(one.subset(&[(0, 5), (1, 5)]).len(), 1);
+    assert_eq!(one.iter_mut().count(), 1);
 }

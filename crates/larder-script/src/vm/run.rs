@@ -40,9 +40,10 @@ pub fn run(
     host: &mut dyn Host,
     out: &mut ReplyBuf,
 ) -> Result<(), Abort> {
-    let funcname = match origin {
-        Origin::Eval { sha } => sha,
-        Origin::Function { name } => name,
+    // Only an error names the script: an EVAL script's hex is written then.
+    let funcname = || match origin {
+        Origin::Eval { id } => std::borrow::Cow::Owned(crate::vm::script_hex(id)),
+        Origin::Function { name } => std::borrow::Cow::Borrowed(name),
     };
     {
         let mut state = sb.shared.borrow_mut();
@@ -68,7 +69,7 @@ pub fn run(
         if ok {
             convert::lua_to_reply(value, proto, out)?;
         } else {
-            write_error(value, funcname, out);
+            write_error(value, &funcname(), out);
         }
         Ok(())
     })();
@@ -87,14 +88,14 @@ pub fn run(
             out.truncate(start_len);
             return Err(Abort::Retry);
         }
-        // The error may have been raised again on its way out of the runner: the reply is
+        // The error may have been raised again on its way out of the script: the reply is
         // the killed error, where the handler last saw it.
         let place = place.as_ref().map(|(s, l)| (s.as_str(), l.as_str()));
         out.truncate(start_len);
         out.error(&errors::run_failed(
             &error_table_text(errors::KILLED),
             place,
-            funcname,
+            &funcname(),
         ));
         return Err(a);
     }
@@ -103,7 +104,7 @@ pub fn run(
             mlua::Error::MemoryError(m) => m,
             other => other.to_string(),
         };
-        out.error(&errors::run_failed_plain(&msg, funcname));
+        out.error(&errors::run_failed_plain(&msg, &funcname()));
     }
     if sb.lua.used_memory() > memory_high_water(sb) {
         // A script that ran into the memory cap leaves its garbage: collect it now so the

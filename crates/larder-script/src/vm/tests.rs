@@ -97,7 +97,7 @@ pub(crate) fn eval_with(
     let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
     let args: Vec<&[u8]> = args.iter().map(|k| k.as_bytes()).collect();
     let id = script_id(&sha).expect("a SHA1");
-    let r = vm.run_script(&id, &sha, &keys, &args, host, &mut out);
+    let r = vm.run_script(&id, &keys, &args, host, &mut out);
     (String::from_utf8_lossy(&out.take_bytes()).into_owned(), r)
 }
 
@@ -561,7 +561,7 @@ fn script_cache() {
     assert!(!vm.has_script(&id));
     let mut out = ReplyBuf::new(Protocol::Resp2);
     assert_eq!(
-        vm.run_script(&id, &hex, &[], &[], &mut FakeHost::default(), &mut out),
+        vm.run_script(&id, &[], &[], &mut FakeHost::default(), &mut out),
         Ok(())
     );
     assert_eq!(
@@ -584,7 +584,6 @@ fn ten_thousand_cached_scripts() {
         let hex = sha(&format!("return {i}"));
         let r = vm.run_script(
             &script_id(&hex).expect("a SHA1"),
-            &hex,
             &[],
             &[],
             &mut FakeHost::default(),
@@ -713,6 +712,7 @@ fn script_ids_are_the_sha1_bytes_in_either_case() {
     assert_eq!(id[0], 0x6f);
     assert_eq!(id[19], 0x23);
     assert_eq!(script_id(&lower.to_uppercase()), Some(id));
+    assert_eq!(script_hex(&id), lower);
     for bad in [
         "",
         "6f460df31e5dbaaea1b9713d087820cf949eca2",
