@@ -60,12 +60,34 @@ impl<'a> Parser<'a> {
         Ok(&rest[..end])
     }
 
+    /// An integer line as `str::parse::<i64>` reads one (an optional sign, then digits).
     pub(crate) fn int(&mut self) -> mlua::Result<i64> {
         let line = self.line()?;
-        std::str::from_utf8(line)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(malformed)
+        let (negative, digits) = match line {
+            [b'-', rest @ ..] => (true, rest),
+            [b'+', rest @ ..] => (false, rest),
+            _ => (false, line),
+        };
+        if digits.is_empty() {
+            return Err(malformed());
+        }
+        let mut n: i64 = 0;
+        for &c in digits {
+            if !c.is_ascii_digit() {
+                return Err(malformed());
+            }
+            let d = i64::from(c - b'0');
+            // Built negative: i64::MIN has no positive twin.
+            n = n
+                .checked_mul(10)
+                .and_then(|n| n.checked_sub(d))
+                .ok_or_else(malformed)?;
+        }
+        if negative {
+            Ok(n)
+        } else {
+            n.checked_neg().ok_or_else(malformed)
+        }
     }
 
     /// A length that must be no more than what remains (each element takes at least 3
@@ -146,8 +168,13 @@ struct Pending {
 /// redis.setresp: under RESP2 `true` is `:1` and `false` a null; under RESP3 they are
 /// booleans (which a RESP2 client sees as `:1` / `:0`).
 pub fn lua_to_reply(value: Value, script_proto: Protocol, out: &mut ReplyBuf) -> mlua::Result<()> {
+    let Value::Table(t) = value else {
+        // A plain value (most results): no stack to make.
+        scalar_to_reply(value, script_proto, out);
+        return Ok(());
+    };
     let mut stack = vec![Pending {
-        value,
+        value: Value::Table(t),
         slot: FIRST_SLOT,
     }];
     while let Some(Pending { value, slot }) = stack.pop() {
@@ -156,19 +183,26 @@ pub fn lua_to_reply(value: Value, script_proto: Protocol, out: &mut ReplyBuf) ->
             continue;
         }
         match value {
-            Value::String(s) => out.bulk(&s.as_bytes()),
-            Value::Boolean(b) => match script_proto {
-                Protocol::Resp2 if b => out.int(1),
-                Protocol::Resp2 => out.null(),
-                Protocol::Resp3 => out.boolean(b),
-            },
-            Value::Number(n) => out.int(number_to_int(n)),
-            Value::Integer(n) => out.int(n),
             Value::Table(t) => table_to_reply(t, slot, out, &mut stack)?,
-            _ => out.null(),
+            other => scalar_to_reply(other, script_proto, out),
         }
     }
     Ok(())
+}
+
+/// [`lua_to_reply`] of anything but a table.
+fn scalar_to_reply(value: Value, script_proto: Protocol, out: &mut ReplyBuf) {
+    match value {
+        Value::String(s) => out.bulk(&s.as_bytes()),
+        Value::Boolean(b) => match script_proto {
+            Protocol::Resp2 if b => out.int(1),
+            Protocol::Resp2 => out.null(),
+            Protocol::Resp3 => out.boolean(b),
+        },
+        Value::Number(n) => out.int(number_to_int(n)),
+        Value::Integer(n) => out.int(n),
+        _ => out.null(),
+    }
 }
 
 /// A Lua number as C's `(long long)` cast on x86-64 gives it: truncated toward zero, and

@@ -86,11 +86,13 @@ pub fn script_id_bytes(hex: &[u8]) -> Option<ScriptId> {
         }
         t
     };
-    let hex: &[u8; 40] = hex.try_into().ok()?;
+    if hex.len() != 40 {
+        return None;
+    }
     let mut id = [0u8; 20];
     let mut bad = 0u8;
-    for (i, out) in id.iter_mut().enumerate() {
-        let (hi, lo) = (DIGITS[hex[2 * i] as usize], DIGITS[hex[2 * i + 1] as usize]);
+    for (out, pair) in id.iter_mut().zip(hex.chunks_exact(2)) {
+        let (hi, lo) = (DIGITS[usize::from(pair[0])], DIGITS[usize::from(pair[1])]);
         bad |= hi | lo;
         *out = hi << 4 | (lo & 0x0f);
     }

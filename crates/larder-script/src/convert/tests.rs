@@ -247,3 +247,34 @@ fn printf_g() {
         assert_eq!(format_g(n, p), want, "{n} %.{p}g");
     }
 }
+
+#[test]
+fn integer_lines_read_as_str_parse_reads_them() {
+    for line in [
+        "0",
+        "42",
+        "-7",
+        "+5",
+        "-0",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "99999999999999999999",
+        "",
+        "-",
+        "+",
+        "1a",
+        " 1",
+        "1 ",
+        "--1",
+        "0x10",
+    ] {
+        let bytes = format!("{line}\r\n");
+        let mut p = Parser {
+            bytes: bytes.as_bytes(),
+            pos: 0,
+        };
+        assert_eq!(p.int().ok(), line.parse::<i64>().ok(), "{line:?}");
+    }
+}
