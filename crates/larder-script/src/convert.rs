@@ -10,7 +10,7 @@
 //! - [`lua_to_reply`]: a script's result to the client's reply, as `luaReplyToRedisReply`.
 
 use larder_resp::{Protocol, ReplyBuf};
-use mlua::{Lua, Table, Value};
+use mlua::{Lua, LuaString, Table, Value};
 
 use crate::errors;
 
@@ -163,11 +163,47 @@ struct Pending {
     slot: usize,
 }
 
+/// The field names [`lua_to_reply`] looks up in every table, made once per interpreter: a
+/// name made for each lookup cost more than the lookup.
+pub struct FieldNames {
+    err: LuaString,
+    ok: LuaString,
+    double: LuaString,
+    big_number: LuaString,
+    verbatim_string: LuaString,
+    format: LuaString,
+    string: LuaString,
+    map: LuaString,
+    set: LuaString,
+}
+
+impl FieldNames {
+    pub fn new(lua: &Lua) -> mlua::Result<FieldNames> {
+        Ok(FieldNames {
+            err: lua.create_string("err")?,
+            ok: lua.create_string("ok")?,
+            double: lua.create_string("double")?,
+            big_number: lua.create_string("big_number")?,
+            verbatim_string: lua.create_string("verbatim_string")?,
+            format: lua.create_string("format")?,
+            string: lua.create_string("string")?,
+            map: lua.create_string("map")?,
+            set: lua.create_string("set")?,
+        })
+    }
+}
+
 /// Writes a script's result `value` into `out` (the client's protocol) as Redis's
-/// `luaReplyToRedisReply`. `script_proto` is the protocol the script chose with
+/// `luaReplyToRedisReply`; `names` are the interpreter's [`FieldNames`]. `script_proto` is the protocol the script chose with
 /// redis.setresp: under RESP2 `true` is `:1` and `false` a null; under RESP3 they are
 /// booleans (which a RESP2 client sees as `:1` / `:0`).
-pub fn lua_to_reply(value: Value, script_proto: Protocol, out: &mut ReplyBuf) -> mlua::Result<()> {
+pub fn lua_to_reply(
+    lua: &Lua,
+    value: Value,
+    script_proto: Protocol,
+    out: &mut ReplyBuf,
+    names: &FieldNames,
+) -> mlua::Result<()> {
     let Value::Table(t) = value else {
         // A plain value (most results): no stack to make.
         scalar_to_reply(value, script_proto, out);
@@ -183,7 +219,7 @@ pub fn lua_to_reply(value: Value, script_proto: Protocol, out: &mut ReplyBuf) ->
             continue;
         }
         match value {
-            Value::Table(t) => table_to_reply(t, slot, out, &mut stack)?,
+            Value::Table(t) => table_to_reply(lua, t, slot, out, &mut stack, names)?,
             other => scalar_to_reply(other, script_proto, out),
         }
     }
@@ -234,91 +270,103 @@ fn double_reply(d: f64, out: &mut ReplyBuf) {
 }
 
 fn table_to_reply(
+    lua: &Lua,
     t: Table,
     slot: usize,
     out: &mut ReplyBuf,
     stack: &mut Vec<Pending>,
+    names: &FieldNames,
 ) -> mlua::Result<()> {
-    if let Value::String(err) = t.raw_get::<Value>("err")? {
-        out.error(&format!("-{}", err.to_string_lossy()));
-        return Ok(());
-    }
-    if let Value::String(ok) = t.raw_get::<Value>("ok")? {
-        out.simple(&ok.to_string_lossy());
-        return Ok(());
-    }
-    let double = match t.raw_get::<Value>("double")? {
-        Value::Number(d) => Some(d),
-        Value::Integer(n) => Some(n as f64),
-        _ => None,
-    };
-    if let Some(d) = double {
-        double_reply(d, out);
-        return Ok(());
-    }
-    if let Value::String(digits) = t.raw_get::<Value>("big_number")? {
-        let digits = digits.to_string_lossy().replace(['\r', '\n'], " ");
-        out.big_number(&digits);
-        return Ok(());
-    }
-    if let Value::Table(v) = t.raw_get::<Value>("verbatim_string")? {
-        if let (Value::String(format), Value::String(text)) =
-            (v.raw_get::<Value>("format")?, v.raw_get::<Value>("string")?)
-        {
-            let format = format.to_string_lossy();
-            out.verbatim(
-                if format.len() == 3 { &format } else { "txt" },
-                &text.as_bytes(),
-            );
-            return Ok(());
-        }
-    }
-    if let Value::Table(map) = t.raw_get::<Value>("map")? {
-        let pairs: Vec<(Value, Value)> = map.pairs().collect::<mlua::Result<_>>()?;
-        out.map(pairs.len());
-        // Key before value, first pair first: push in reverse.
-        for (k, v) in pairs.into_iter().rev() {
-            stack.push(Pending {
-                value: v,
-                slot: slot + 3,
-            });
-            stack.push(Pending {
-                value: k,
-                slot: slot + 4,
-            });
-        }
-        return Ok(());
-    }
-    if let Value::Table(set) = t.raw_get::<Value>("set")? {
-        let members: Vec<Value> = set
-            .pairs::<Value, Value>()
-            .map(|kv| kv.map(|(k, _)| k))
-            .collect::<mlua::Result<_>>()?;
-        out.set(members.len());
-        for m in members.into_iter().rev() {
-            stack.push(Pending {
-                value: m,
-                slot: slot + 3,
-            });
-        }
-        return Ok(());
-    }
-    // An array, cut at the first nil.
-    let mut items = Vec::new();
+    use crate::sandbox::reply::{table_shape, Shape};
+    use mlua::ffi::{LUA_TNUMBER, LUA_TSTRING, LUA_TTABLE};
+    // Redis's checks, in its order, each for a field of one type.
+    const ERR: usize = 0;
+    const OK: usize = 1;
+    const DOUBLE: usize = 2;
+    const BIG_NUMBER: usize = 3;
+    const VERBATIM: usize = 4;
+    const MAP: usize = 5;
+    const SET: usize = 6;
+    let fields = [
+        (&names.err, LUA_TSTRING),
+        (&names.ok, LUA_TSTRING),
+        (&names.double, LUA_TNUMBER),
+        (&names.big_number, LUA_TSTRING),
+        (&names.verbatim_string, LUA_TTABLE),
+        (&names.map, LUA_TTABLE),
+        (&names.set, LUA_TTABLE),
+    ];
+    let mut start = 0;
     loop {
-        match t.raw_get::<Value>(items.len() + 1)? {
-            Value::Nil => break,
-            v => items.push(v),
+        match table_shape(lua, &t, &fields, start)? {
+            Shape::Field(ERR, Value::String(err)) => {
+                out.error(&format!("-{}", err.to_string_lossy()));
+            }
+            Shape::Field(OK, Value::String(ok)) => out.simple(&ok.to_string_lossy()),
+            Shape::Field(DOUBLE, Value::Number(d)) => double_reply(d, out),
+            Shape::Field(DOUBLE, Value::Integer(n)) => double_reply(n as f64, out),
+            Shape::Field(BIG_NUMBER, Value::String(digits)) => {
+                let digits = digits.to_string_lossy().replace(['\r', '\n'], " ");
+                out.big_number(&digits);
+            }
+            Shape::Field(VERBATIM, Value::Table(v)) => {
+                let (format, text) = (
+                    v.raw_get::<Value>(&names.format)?,
+                    v.raw_get::<Value>(&names.string)?,
+                );
+                let (Value::String(format), Value::String(text)) = (format, text) else {
+                    // Not a verbatim string after all: Redis goes on to the next checks.
+                    start = VERBATIM + 1;
+                    continue;
+                };
+                let format = format.to_string_lossy();
+                out.verbatim(
+                    if format.len() == 3 { &format } else { "txt" },
+                    &text.as_bytes(),
+                );
+            }
+            Shape::Field(MAP, Value::Table(map)) => {
+                let pairs: Vec<(Value, Value)> = map.pairs().collect::<mlua::Result<_>>()?;
+                out.map(pairs.len());
+                // Key before value, first pair first: push in reverse.
+                for (k, v) in pairs.into_iter().rev() {
+                    stack.push(Pending {
+                        value: v,
+                        slot: slot + 3,
+                    });
+                    stack.push(Pending {
+                        value: k,
+                        slot: slot + 4,
+                    });
+                }
+            }
+            Shape::Field(SET, Value::Table(set)) => {
+                let members: Vec<Value> = set
+                    .pairs::<Value, Value>()
+                    .map(|kv| kv.map(|(k, _)| k))
+                    .collect::<mlua::Result<_>>()?;
+                out.set(members.len());
+                for m in members.into_iter().rev() {
+                    stack.push(Pending {
+                        value: m,
+                        slot: slot + 3,
+                    });
+                }
+            }
+            Shape::Field(..) => return Err(mlua::Error::runtime("unexpected result field")),
+            Shape::Array(items) => {
+                // An array, cut at the first nil.
+                out.array(items.len());
+                for v in items.into_iter().rev() {
+                    stack.push(Pending {
+                        value: v,
+                        slot: slot + 1,
+                    });
+                }
+            }
         }
+        return Ok(());
     }
-    out.array(items.len());
-    for v in items.into_iter().rev() {
-        stack.push(Pending {
-            value: v,
-            slot: slot + 1,
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -142,6 +142,8 @@ pub struct Sandbox {
     pub shared: Shared,
     /// The memory cap (0: none).
     pub memory_limit_bytes: usize,
+    /// The names a script's result is looked up by (`convert::lua_to_reply`).
+    pub field_names: crate::convert::FieldNames,
     /// What redis.call and redis.pcall point at (it holds a handle to `lua`: the state is
     /// closed only once it goes).
     _call_context: Box<call::CallContext>,
@@ -203,6 +205,7 @@ impl Sandbox {
             Flavor::Function => None,
         };
         let handler_key = lua.create_registry_value(internal.handler)?;
+        let field_names = crate::convert::FieldNames::new(&lua)?;
         call::install_tick_hook(&lua, &shared, &host)?;
         if memory_limit_bytes > 0 {
             lua.set_memory_limit(memory_limit_bytes)?;
@@ -220,6 +223,7 @@ impl Sandbox {
             plain: internal.plain,
             shared,
             memory_limit_bytes,
+            field_names,
             _call_context: internal.call_context,
         })
     }

@@ -122,6 +122,7 @@ pub(super) fn eval_generic(
             read_only,
             width: &script.width,
             shared_width: &shared.width,
+            hints: &script.hints,
             now_ms,
         };
         run::run(server, conn, out, &job, lent, interp)

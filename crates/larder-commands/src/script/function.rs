@@ -377,6 +377,7 @@ pub(super) fn fcall_generic(
             read_only,
             width: &local.width,
             shared_width: &f.width,
+            hints: &local.hints,
             now_ms,
         };
         run::run(server, conn, out, &job, lent, interp)

@@ -21,6 +21,7 @@ use crate::state::Server;
 pub(crate) struct LocalScript {
     pub shared: Arc<Script>,
     pub width: Cell<u8>,
+    pub hints: CallHints,
 }
 
 /// A function as this thread knows it (see [`LocalScript`]).
@@ -29,6 +30,18 @@ pub(crate) struct LocalFunction {
     /// The function's position in `lib.functions`.
     pub index: usize,
     pub width: Cell<u8>,
+    pub hints: CallHints,
+}
+
+/// The command a script's first redis.calls named in its last run, by position: a script
+/// mostly runs the same commands in the same order, and checking the command it ran there
+/// last (`Registry::resolve_hinted`) is cheaper than lowering and hashing the name.
+pub(crate) struct CallHints(pub [Cell<usize>; 8]);
+
+impl Default for CallHints {
+    fn default() -> Self {
+        CallHints(std::array::from_fn(|_| Cell::new(usize::MAX)))
+    }
 }
 
 /// A thread's interpreter and the generations it was built at.
@@ -138,6 +151,7 @@ impl Interp {
         let local = Rc::new(LocalScript {
             width: Cell::new(shared.width.load(Ordering::Relaxed)),
             shared,
+            hints: CallHints::default(),
         });
         self.scripts.insert(*id, Rc::clone(&local));
         Some(local)
@@ -159,6 +173,7 @@ impl Interp {
             lib: Arc::clone(lib),
             index,
             width: Cell::new(f.width.load(Ordering::Relaxed)),
+            hints: CallHints::default(),
         });
         self.functions.insert(lower, Rc::clone(&local));
         Some(local)

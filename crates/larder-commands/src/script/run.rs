@@ -79,6 +79,8 @@ pub(crate) struct Job<'a> {
     pub width: &'a Cell<u8>,
     /// The width every thread learns from (new threads start from it).
     pub shared_width: &'a AtomicU8,
+    /// The commands its redis.calls named last time, by position.
+    pub hints: &'a super::interp::CallHints,
     /// When the command started (Unix ms).
     pub now_ms: u64,
 }
@@ -204,6 +206,8 @@ fn run_once(
         wider: width,
         running: &mut *runs.running,
         plan: std::mem::take(&mut runs.interp.scratch.plan),
+        hints: job.hints,
+        calls: 0,
         clock_us: runs.clock_us.take().unwrap_or_else(larder_engine::now_us),
         function: match job.target {
             Target::Function { name } => Some((name, job.argv)),
@@ -273,6 +277,9 @@ struct RunHost<'r, 'g, 'k, 's> {
     running: &'g mut crate::busy::Running<'s>,
     /// Scratch: the shards of the command being checked.
     plan: Plan,
+    hints: &'r super::interp::CallHints,
+    /// redis.calls so far in this run.
+    calls: usize,
     /// When the script's last command ended (Unix µs).
     clock_us: u64,
     /// A function's name and FCALL request, shown by FUNCTION STATS once it is busy; taken
@@ -379,7 +386,14 @@ impl Host for RunHost<'_, '_, '_, '_> {
             out.error("ERR Please specify at least one argument for this redis lib call");
             return Ok(());
         };
-        let resolved = match server.registry.resolve(argv) {
+        let hint = self.hints.0.get(self.calls);
+        self.calls += 1;
+        let mut last = hint.map_or(usize::MAX, Cell::get);
+        let resolved = server.registry.resolve_hinted(argv, &mut last);
+        if let Some(hint) = hint {
+            hint.set(last);
+        }
+        let resolved = match resolved {
             Ok(r) => r,
             Err(_) => {
                 let known = server.registry.top(name).is_some_and(|(_, spec)| {

@@ -118,7 +118,8 @@ fn encoded(expr: &str, script: Protocol, client: Protocol) -> String {
     let lua = Lua::new();
     let v: Value = lua.load(expr).eval().expect("expr");
     let mut out = ReplyBuf::new(client);
-    lua_to_reply(v, script, &mut out).expect("converts");
+    let names = FieldNames::new(&lua).expect("names");
+    lua_to_reply(&lua, v, script, &mut out, &names).expect("converts");
     String::from_utf8_lossy(&out.take_bytes()).into_owned()
 }
 

@@ -284,3 +284,60 @@ unsafe fn wrap(state: *mut ffi::lua_State, name: &[u8]) {
         ffi::lua_replace(state, -2);
     }
 }
+
+/// What [`crate::convert`] needs of a script's result table: the first of Redis's special
+/// fields (from `fields[start..]`, each a name and the Lua type it must have) that is
+/// there, or else the array part up to its first nil.
+pub(crate) enum Shape {
+    /// `fields[i]`'s value.
+    Field(usize, Value),
+    Array(Vec<Value>),
+}
+
+/// Looks `t`'s shape up through the Lua C API: one push of the table, a raw lookup per
+/// field and per item (an `mlua` `raw_get` of each cost several times the lookup).
+///
+/// Called with the memory cap lifted.
+#[allow(unsafe_code)]
+pub(crate) fn table_shape(
+    lua: &Lua,
+    t: &mlua::Table,
+    fields: &[(&mlua::LuaString, c_int)],
+    start: usize,
+) -> mlua::Result<Shape> {
+    use mlua::IntoLua;
+    lua.exec_raw_lua(|raw| {
+        let state = raw.state();
+        // SAFETY: `state` is the interpreter's current thread, not in a callback, with the
+        // cap lifted (no push raises); raw gets run no metamethod; the stack is put back.
+        unsafe {
+            let top = ffi::lua_gettop(state);
+            if ffi::lua_checkstack(state, 4) == 0 {
+                return Err(mlua::Error::StackError);
+            }
+            let shape = (|| {
+                t.push_into_stack(raw)?;
+                for (i, &(name, kind)) in fields.iter().enumerate().skip(start) {
+                    name.push_into_stack(raw)?;
+                    ffi::lua_rawget(state, -2);
+                    if ffi::lua_type(state, -1) == kind {
+                        return Ok(Shape::Field(i, Value::from_stack(-1, raw)?));
+                    }
+                    ffi::lua_pop(state, 1);
+                }
+                let mut items = Vec::new();
+                loop {
+                    ffi::lua_rawgeti_(state, -1, lua_size(items.len() + 1)?);
+                    if ffi::lua_type(state, -1) == ffi::LUA_TNIL {
+                        break;
+                    }
+                    items.push(Value::from_stack(-1, raw)?);
+                    ffi::lua_pop(state, 1);
+                }
+                Ok(Shape::Array(items))
+            })();
+            ffi::lua_settop(state, top);
+            shape
+        }
+    })
+}

@@ -67,7 +67,7 @@ pub fn run(
         let proto = state.proto;
         drop(state);
         if ok {
-            convert::lua_to_reply(value, proto, out)?;
+            convert::lua_to_reply(&sb.lua, value, proto, out, &sb.field_names)?;
         } else {
             write_error(value, &funcname(), out);
         }

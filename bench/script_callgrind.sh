@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# User-space instructions per EVALSHA, larder and redis-server side by side, under valgrind's
+# callgrind (issue 14). Instruction counts do not depend on the machine's load, so a change of
+# a few percent to the script path shows where timings on a shared 2-vCPU machine cannot show
+# it; they leave out the kernel, cache misses and the generator, so the timed comparison
+# (bench/script_compare.py) stays the measure of the targets.
+#
+#   bench/script_callgrind.sh [LARDER_BIN] [PIPELINE] [REQUESTS]
+#
+# Each server runs under callgrind with instrumentation off; 20,000 requests warm it up, then
+# instrumentation is on for REQUESTS (default 100,000) requests of `EVALSHA getincr 1
+# g:{10000}` from 50 connections at PIPELINE (default 16), sent by scriptgen (bench/scriptgen.c).
+# BODY=<lua> runs another script (one key, no arguments); KEEP=<dir> keeps the callgrind files
+# there for callgrind_annotate. Needs valgrind and redis-server.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LARDER=${1:-$ROOT/target/release/larder}
+PIPE=${2:-16}
+REQS=${3:-100000}
+BODY=${BODY:-$'redis.call(\'GET\', KEYS[1])\nreturn redis.call(\'INCR\', KEYS[1])'}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+for tool in valgrind callgrind_control callgrind_annotate redis-server redis-cli cc; do
+    command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
+done
+cc -O2 -o "$WORK/scriptgen" "$ROOT/bench/scriptgen.c"
+
+# Prints the instructions per request of one server: $1 its name, then its command line.
+measure() {
+    local name=$1 port
+    shift
+    rm -f "${KEEP:-$WORK}/$name".cg.*
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="${KEEP:-$WORK}/$name.cg.%p" \
+        "$@" --port "$port" >"$WORK/$name.log" 2>&1 &
+    local pid=$!
+    for _ in $(seq 300); do
+        redis-cli -p "$port" ping >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    local sha
+    sha=$(redis-cli -p "$port" script load "$BODY")
+    "$WORK/scriptgen" 127.0.0.1 "$port" 50 "$PIPE" 20000 0 1 EVALSHA "$sha" 1 'g:{10000}' >/dev/null
+    callgrind_control -i on "$pid" >/dev/null
+    "$WORK/scriptgen" 127.0.0.1 "$port" 50 "$PIPE" "$REQS" 0 2 EVALSHA "$sha" 1 'g:{10000}' >/dev/null
+    callgrind_control -i off "$pid" >/dev/null
+    callgrind_control -d "$pid" >/dev/null
+    sleep 1
+    kill "$pid"
+    wait "$pid" 2>/dev/null || true
+    local total
+    # The dump asked for and the one at exit (after instrumentation went off): the larger
+    # holds the measured requests.
+    total=$(for f in "${KEEP:-$WORK}/$name".cg.*; do callgrind_annotate "$f" 2>/dev/null || true; done |
+        awk '/PROGRAM TOTALS/ { gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0 } END { printf "%.0f\n", max }')
+    printf '%-7s %12d instructions  %7d per request\n' "$name" "$total" $((total / REQS))
+}
+
+echo "EVALSHA at pipeline $PIPE, $REQS requests, 50 connections; script: ${BODY//$'\n'/ }"
+measure larder "$LARDER" --memcached-port 0 --http-port 0 --appendonly no --save "" --threads 1
+measure redis redis-server --save "" --appendonly no
