@@ -527,6 +527,16 @@ pub(crate) fn lock_plan(mut plan: Plan, keyspace: &larder_engine::Keyspace) -> D
     keyspace.lock_many(&mut plan.shards)
 }
 
+/// Lock one shard of database `db` (< `db_count`) the way [`lock_plan`] would, without a
+/// plan to build: a one-key script's run.
+pub(crate) fn lock_one(
+    db: usize,
+    shard: usize,
+    keyspace: &larder_engine::Keyspace,
+) -> DbGuards<'_> {
+    keyspace.lock_many(&mut [(db, shard)])
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testing::*;

@@ -119,7 +119,7 @@ pub(crate) fn run(
             let width = Width::from_u8(job.width.get());
             let mut guards = match (width, job.keys) {
                 // The usual script: one key, one shard, no list to build.
-                (Width::Keys, [key]) => server.keyspace.lock_many(&mut [(db, Db::route(key).0)]),
+                (Width::Keys, [key]) => exec::lock_one(db, Db::route(key).0, &server.keyspace),
                 _ => {
                     let mut plan = Plan::default();
                     match width {

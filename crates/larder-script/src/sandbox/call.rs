@@ -402,20 +402,23 @@ unsafe fn call_guarded(
 /// As [`call_guarded`].
 #[allow(unsafe_code)]
 unsafe fn call_body(state: *mut ffi::lua_State, ctx: &CallContext, raising: bool) -> Option<c_int> {
-    // SAFETY (every block below): the caller's; a C function has 20 free slots
-    // (LUA_MINSTACK), more than an error table takes, and the reply's decoder checks for
-    // its own.
+    // Every block below relies on the caller's guarantees; a C function has 20 free stack
+    // slots (LUA_MINSTACK), more than an error table takes, and the reply's decoder checks
+    // for its own.
+    // SAFETY: reads the stack top.
     let nargs = unsafe { ffi::lua_gettop(state) };
     let loaded = {
         let mut st = ctx.shared.borrow_mut();
         if !st.running {
             drop(st);
             let text = error_table_text(errors::CALL_OUTSIDE_RUN);
+            // SAFETY: a push into the free slots, the cap lifted.
             unsafe { push_error_table(state, &text, false) };
             return None;
         }
         if st.abort.is_some() {
             drop(st);
+            // SAFETY: as above.
             unsafe { push_bytes(state, errors::KILLED.as_bytes()) };
             return None;
         }
@@ -424,9 +427,11 @@ unsafe fn call_body(state: *mut ffi::lua_State, ctx: &CallContext, raising: bool
         ex.reply.buf.clear();
         ex.reply.attached.clear();
         ex.reply.proto = proto;
+        // SAFETY: the function's `nargs` arguments are on the stack.
         unsafe { read_args(state, nargs, &mut ex.argv, &mut ex.ends) }
     };
     if let Err(msg) = loaded {
+        // SAFETY: a push into the free slots, the cap lifted.
         unsafe { push_error_table(state, &error_table_text(msg), false) };
         return if raising { None } else { Some(1) };
     }
@@ -436,10 +441,12 @@ unsafe fn call_body(state: *mut ffi::lua_State, ctx: &CallContext, raising: bool
             // raise; a coroutine running this call is another thread.
             let current = ctx.lua.exec_raw_lua(|raw| raw.state());
             if current != state {
+                // SAFETY: a hook on this live thread; `raise_hook` only raises.
                 unsafe { ffi::lua_sethook(state, Some(raise_hook), ffi::LUA_MASKCOUNT, 1) };
             }
         }
         let text = e.to_string();
+        // SAFETY: a push into the free slots, the cap lifted.
         unsafe { push_bytes(state, text.as_bytes()) };
         return None;
     }
@@ -451,16 +458,20 @@ unsafe fn call_body(state: *mut ffi::lua_State, ctx: &CallContext, raising: bool
         }
         std::mem::take(&mut ex.reply)
     };
-    let decoded = if reply.attached.is_empty() {
-        unsafe { push_reply(state, &reply.buf) }
-    } else {
-        unsafe { push_reply(state, &reply.attached.splice(&reply.buf)) }
+    // SAFETY: the cap is lifted; the decoder makes its own slots.
+    let decoded = unsafe {
+        if reply.attached.is_empty() {
+            push_reply(state, &reply.buf)
+        } else {
+            push_reply(state, &reply.attached.splice(&reply.buf))
+        }
     };
     ctx.shared.borrow_mut().exchange.reply = reply;
     match decoded {
         Ok(is_error) if raising && is_error => None,
         Ok(_) => Some(1),
         Err(e) => {
+            // SAFETY: back to the arguments, then a push into the free slots.
             unsafe {
                 ffi::lua_settop(state, nargs);
                 push_error_table(state, &error_table_text(&e.to_string()), false);
