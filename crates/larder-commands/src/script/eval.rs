@@ -2,7 +2,7 @@
 
 use larder_engine::DbGuards;
 use larder_script::shebang::{self, ScriptFlags};
-use larder_script::vm::{script_hex, script_id, script_id_bytes};
+use larder_script::vm::{script_hex, script_id_bytes, ScriptId};
 
 use super::interp::Interp;
 use super::run::{self, Job, Target};
@@ -21,13 +21,13 @@ const OOM_FLAG: &str =
 
 /// The SHA1 of `body` in lower-case hex, as scripts are named.
 pub(crate) fn sha1_hex(body: &[u8]) -> String {
+    script_hex(&sha1_id(body))
+}
+
+/// The SHA1 of `body`, as the script maps key it.
+fn sha1_id(body: &[u8]) -> ScriptId {
     use sha1::{Digest, Sha1};
-    let digest = Sha1::digest(body);
-    let mut s = String::with_capacity(40);
-    for b in digest {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    Sha1::digest(body).into()
 }
 
 pub(super) fn eval(c: &mut Cmd<'_>) -> Result<()> {
@@ -93,10 +93,9 @@ pub(super) fn eval_generic(
     // Text that is not a SHA1 names no script. EVALSHA's SHA1 is used as its 20 bytes: the
     // hex is written again only where a script is made or an error names it.
     let id = match by {
-        By::Sha => script_id_bytes(named),
-        By::Body => script_id(&sha1_hex(named)),
-    }
-    .ok_or(Error::Static(NOSCRIPT))?;
+        By::Sha => script_id_bytes(named).ok_or(Error::Static(NOSCRIPT))?,
+        By::Body => sha1_id(named),
+    };
     let (server, now_ms, argv) = (c.server, c.now_ms, c.args.argv());
     let (conn, out) = (&mut *c.conn, &mut *c.out);
     super::interp::with(server, |interp| {
