@@ -1,8 +1,9 @@
 //! Conversions between RESP replies and Lua values, as Redis 7.0's `script_lua.c` does them.
 //!
-//! - [`reply_to_lua`]: the bytes of one reply a command wrote (in the script's protocol) to
-//!   the Lua value redis.call returns, decoded straight from the bytes as Redis's
-//!   `redisProtocolToLuaType` does: integers to numbers, bulk strings to strings, nil bulk and
+//! - replies to Lua ([`crate::sandbox::reply`], which pushes them onto the Lua stack; the
+//!   integer and length parsing here): the bytes of one reply a command wrote (in the
+//!   script's protocol) to the Lua value redis.call returns, decoded straight from the bytes
+//!   as Redis's `redisProtocolToLuaType` does: integers to numbers, bulk strings to strings, nil bulk and
 //!   nil array to `false`, status to `{ok=...}`, errors to `{err=...}`, and under RESP3 null
 //!   to `nil`, booleans to booleans, doubles to `{double=n}`, maps to `{map={...}}`, sets to
 //!   `{set={...}}`, big numbers to `{big_number=s}`, verbatim strings to
@@ -14,7 +15,7 @@ use mlua::{Lua, LuaString, Table, Value};
 
 use crate::errors;
 
-/// How deep a reply from a command may nest before [`reply_to_lua`] refuses it (commands
+/// How deep a reply from a command may nest before its decoder refuses it (commands
 /// nest a few levels; the parser recurses, so the bound keeps the thread stack safe).
 pub(crate) const REPLY_DEPTH_MAX: usize = 128;
 
@@ -23,16 +24,6 @@ pub(crate) const REPLY_DEPTH_MAX: usize = 128;
 const LUA_STACK_SLOTS: usize = 8000;
 /// Slots in use when the conversion of a script's result starts (error handler, result).
 const FIRST_SLOT: usize = 2;
-
-/// Decodes the one reply at the start of `bytes` into a Lua value. Returns it, and whether
-/// it was an error reply (which redis.call raises). Malformed bytes are an error, never a
-/// panic: the host wrote them, but nothing here trusts a length field.
-///
-/// redis.call decodes its reply straight onto the Lua stack
-/// ([`crate::sandbox::reply`]); this is the same decoder, its value handed back.
-pub fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<(Value, bool)> {
-    crate::sandbox::reply::reply_to_value(lua, bytes)
-}
 
 /// A table `{err = text}` as Redis builds for an error reply, `text` already in
 /// [`errors::error_table_text`] form.

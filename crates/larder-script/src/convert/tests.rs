@@ -1,9 +1,10 @@
 use super::*;
+use crate::sandbox::reply::reply_to_value;
 
 /// Decodes `bytes` and evaluates the Lua expression `check` with the result as `r`.
 fn decoded(bytes: &[u8], check: &str) -> (String, bool) {
     let lua = Lua::new();
-    let (v, is_error) = reply_to_lua(&lua, bytes).expect("decodes");
+    let (v, is_error) = reply_to_value(&lua, bytes).expect("decodes");
     lua.globals().set("r", v).expect("set");
     let s: String = lua.load(check).eval().expect("check runs");
     (s, is_error)
@@ -106,10 +107,10 @@ fn malformed_replies_are_errors_not_panics() {
         b"#x\r\n",
         b"%1\r\n",
     ] {
-        assert!(reply_to_lua(&lua, bad).is_err(), "{bad:?}");
+        assert!(reply_to_value(&lua, bad).is_err(), "{bad:?}");
     }
     let deep = "*1\r\n".repeat(REPLY_DEPTH_MAX + 2) + ":1\r\n";
-    assert!(reply_to_lua(&lua, deep.as_bytes()).is_err());
+    assert!(reply_to_value(&lua, deep.as_bytes()).is_err());
 }
 
 /// Converts the value of the Lua expression `expr` for a client of `client` with the

@@ -65,7 +65,9 @@ pub(super) unsafe fn push_reply(state: *mut ffi::lua_State, bytes: &[u8]) -> mlu
     Ok(bytes.first() == Some(&b'-'))
 }
 
-/// [`push_reply`] as an `mlua` value (the conversion's tests and [`crate::convert`]).
+/// [`push_reply`] as an `mlua` value, and whether it was an error reply: what the
+/// conversion's tests check.
+#[cfg(test)]
 #[allow(unsafe_code)]
 pub(crate) fn reply_to_value(lua: &Lua, bytes: &[u8]) -> mlua::Result<(Value, bool)> {
     let cap = lua.set_memory_limit(0)?;
