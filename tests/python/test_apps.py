@@ -115,13 +115,21 @@ def test_rq_worker_registry_and_stop_command(server):
                 break
             time.sleep(0.05)
         assert [w.name for w in rq.Worker.all(connection=conn)] == ["w1"]
-        # Wait for its pub/sub subscription, then tell it to stop.
+        # Wait for its pub/sub subscription and for it to block on its queue, then tell it to
+        # stop. RQ subscribes before it installs its signal handlers, and the shutdown command
+        # is a SIGINT to itself: sent in between, it would end the worker with exit code 1. The
+        # worker turns "idle" only after the handlers are in.
         while time.monotonic() < deadline:
-            if conn.pubsub_numsub("rq:pubsub:w1") == [(b"rq:pubsub:w1", 1)]:
+            if (conn.pubsub_numsub("rq:pubsub:w1") == [(b"rq:pubsub:w1", 1)]
+                    and conn.hget("rq:worker:w1", "state") == b"idle"
+                    and conn.info("clients")["blocked_clients"] == 1):
                 break
             time.sleep(0.05)
+        else:
+            raise AssertionError("the worker never blocked on its queue")
         rq.command.send_shutdown_command(conn, "w1")
-        assert p.wait(timeout=30) == 0
+        code = p.wait(timeout=30)
+        assert code == 0, p.stdout.read().decode(errors="replace")
         assert rq.Worker.all(connection=conn) == []
     finally:
         if p.poll() is None:
