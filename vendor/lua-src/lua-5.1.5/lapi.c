@@ -1114,3 +1114,34 @@ LUA_API int lua_isreadonlytable (lua_State *L, int objindex) {
   api_check(L, ttistable(o));
   return hvalue(o)->readonly;
 }
+
+/* larder: empties the table at objindex down to the integer keys 1..n and removes its
+   metatable, as `t[k] = nil` for every other key and `setmetatable(t, nil)` would; returns
+   how many fields it held before. EVAL's KEYS and ARGV tables are refilled in place with it
+   instead of a walk with lua_next. Sets no field to a non-nil value (no write barrier). */
+LUA_API int lua_trimarray (lua_State *L, int objindex, int n) {
+  const TValue *o = index2adr(L, objindex);
+  Table *t;
+  int i, size, held = 0;
+  api_check(L, ttistable(o));
+  t = hvalue(o);
+  t->metatable = NULL;
+  for (i = 0; i < t->sizearray; i++) {
+    if (!ttisnil(&t->array[i])) {
+      held++;
+      if (i >= n) setnilvalue(&t->array[i]);
+    }
+  }
+  size = sizenode(t);
+  for (i = 0; i < size; i++) {
+    Node *nd = gnode(t, i);
+    if (!ttisnil(gval(nd))) {
+      const TValue *k = key2tval(nd);
+      held++;
+      if (!(ttisnumber(k) && nvalue(k) >= 1 && nvalue(k) <= n &&
+            (lua_Number)(int)nvalue(k) == nvalue(k)))
+        setnilvalue(gval(nd));
+    }
+  }
+  return held;
+}

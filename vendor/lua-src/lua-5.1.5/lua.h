@@ -301,6 +301,7 @@ LUA_API void lua_setlevel	(lua_State *from, lua_State *to);
 /* larder: Redis's read-only tables */
 LUA_API void lua_enablereadonlytable (lua_State *L, int index, int enabled);
 LUA_API int lua_isreadonlytable (lua_State *L, int index);
+LUA_API int lua_trimarray (lua_State *L, int index, int n);
 
 
 /*

@@ -27,6 +27,10 @@ use super::Sandbox;
 #[allow(unsafe_code)]
 extern "C" {
     fn lua_enablereadonlytable(state: *mut ffi::lua_State, index: c_int, enabled: c_int);
+    /// The vendored Lua's (vendor/lua-src/PATCHES.md): sets to nil every field of the table
+    /// at `index` whose key is not an integer in 1..=n, removes its metatable, and returns
+    /// how many fields it held. Allocates nothing and raises nothing.
+    fn lua_trimarray(state: *mut ffi::lua_State, index: c_int, n: c_int) -> c_int;
 }
 
 /// A table that held more than this many entries in a run is replaced by a fresh one after
@@ -194,37 +198,17 @@ unsafe fn fresh_table(state: *mut ffi::lua_State, items: &[&[u8]]) {
 /// entries.
 ///
 /// # Safety
-/// As [`fresh_table`], with four free slots; the table is not read-only.
+/// As [`fresh_table`]; the table is not read-only.
 #[allow(unsafe_code)]
 unsafe fn refill(state: *mut ffi::lua_State, t: c_int, items: &[&[u8]]) -> bool {
-    // SAFETY: the caller's. Clearing the field `lua_next` stands on is allowed during a
-    // traversal (Lua's manual, `lua_next`); keys are only read as numbers when they are.
+    // SAFETY: the caller's; `lua_trimarray` only clears fields of the table at `t`.
     unsafe {
-        if ffi::lua_getmetatable(state, t) != 0 {
-            ffi::lua_pop(state, 1);
-            ffi::lua_pushnil(state);
-            ffi::lua_setmetatable(state, t);
-        }
         let n = items.len();
-        let mut seen = 0usize;
-        ffi::lua_pushnil(state);
-        while ffi::lua_next(state, t) != 0 {
-            ffi::lua_pop(state, 1);
-            seen += 1;
-            let kept = ffi::lua_type(state, -1) == ffi::LUA_TNUMBER && {
-                let k = ffi::lua_tonumber(state, -1);
-                k >= 1.0 && k <= n as f64 && k.fract() == 0.0
-            };
-            if !kept {
-                ffi::lua_pushvalue(state, -1);
-                ffi::lua_pushnil(state);
-                ffi::lua_rawset(state, t);
-            }
-        }
+        let held = lua_trimarray(state, t, n as c_int) as usize;
         for (i, s) in items.iter().enumerate() {
             push_bytes(state, s);
             ffi::lua_rawseti_(state, t, (i + 1) as c_int);
         }
-        seen.max(n) > REFILL_MAX
+        held.max(n) > REFILL_MAX
     }
 }

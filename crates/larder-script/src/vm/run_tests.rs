@@ -114,6 +114,32 @@ fn keys_and_argv_are_filled_in_place_and_replaced_after_a_big_run() {
 }
 
 #[test]
+fn a_refill_clears_every_field_a_script_added_and_the_metatable() {
+    let mut vm = capped();
+    let mut host = FakeHost::default();
+    let mut eval = |keys: &[&str], body: &str| {
+        let (r, ended) = eval_with(&mut vm, &mut host, body, keys, &[], Protocol::Resp2);
+        assert_eq!(ended, Ok(()));
+        r
+    };
+    let spoil = "KEYS.x = 1 KEYS[0] = 2 KEYS[-1] = 3 KEYS[1.5] = 4 KEYS[3] = 5 KEYS[2^40] = 6 \
+                 KEYS[true] = 7 KEYS[KEYS] = 8 KEYS[2] = nil \
+                 setmetatable(KEYS, {__index = function() return 'meta' end}) return 1";
+    assert_eq!(eval(&["a", "b"], spoil), ":1\r\n");
+    let look = "local n = 0 for k, v in pairs(KEYS) do n = n + 1 end \
+                return {n, KEYS[1], KEYS[2] or 'nil', KEYS[3] or 'nil', tostring(getmetatable(KEYS))}";
+    assert_eq!(
+        eval(&["p", "q"], look),
+        "*5\r\n:2\r\n$1\r\np\r\n$1\r\nq\r\n$3\r\nnil\r\n$3\r\nnil\r\n"
+    );
+    assert_eq!(eval(&["a", "b", "c"], spoil), ":1\r\n");
+    assert_eq!(
+        eval(&["p"], look),
+        "*5\r\n:1\r\n$1\r\np\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n"
+    );
+}
+
+#[test]
 fn the_count_hook_comes_back_after_an_abort_and_a_library_load() {
     let mut vm = capped();
     let spin = "local n = 0 for i = 1, 1e6 do n = n + 1 end return n";
