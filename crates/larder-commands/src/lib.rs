@@ -100,6 +100,29 @@ mod tests {
         }
     }
 
+    /// The hinted compare (two words per name) agrees with a byte-by-byte one whatever one
+    /// byte of the name is, and whatever is appended to it.
+    #[test]
+    fn a_hinted_name_matches_only_its_own_name_in_any_case() {
+        let r = super::registry();
+        for (idx, spec) in r.commands().iter().enumerate() {
+            let name = spec.name.as_bytes();
+            for pos in 0..name.len() {
+                for b in 0..=255u8 {
+                    let mut other = name.to_vec();
+                    other[pos] = b;
+                    let same = other.eq_ignore_ascii_case(name);
+                    let found = r.top_hinted(&other, idx).map(|(i, _)| i);
+                    assert_eq!(found == Some(idx), same, "{:?} as {}", other, spec.name);
+                }
+            }
+            for tail in [&b"\0"[..], b"x", b" "] {
+                let longer = [name, tail].concat();
+                assert_ne!(r.top_hinted(&longer, idx).map(|(i, _)| i), Some(idx));
+            }
+        }
+    }
+
     /// A hint only saves work: whatever it is, the command found is the one named.
     #[test]
     fn hinted_lookup_finds_what_the_plain_one_does() {

@@ -282,6 +282,32 @@ pub struct Resolved {
     pub is_sub: bool,
 }
 
+/// An ASCII name of at most 16 bytes lower-cased into two little-endian words, zero-padded
+/// (so equal words mean equal names only for names of equal length); `None` for a longer
+/// name or one with a byte of 0x80 or more, which no command name has.
+fn name_words(name: &[u8]) -> Option<[u64; 2]> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    if name.len() > 16 {
+        return None;
+    }
+    let mut buf = [0u8; 16];
+    buf[..name.len()].copy_from_slice(name);
+    let lower = |x: u64| {
+        // With every byte below 0x80, adding up to 0x7f to each cannot carry into the
+        // next: `x + (0x80 - c) * ONES` has a byte's high bit set where it is >= c.
+        let at_least = |c: u64| x.wrapping_add((0x80 - c) * ONES) & HIGH;
+        let upper = at_least(u64::from(b'A')) & !at_least(u64::from(b'Z') + 1);
+        x | (upper >> 2)
+    };
+    let (lo, hi) = buf.split_at(8);
+    let words = [lo, hi].map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()));
+    if (words[0] | words[1]) & HIGH != 0 {
+        return None;
+    }
+    Some(words.map(lower))
+}
+
 /// All commands, by lower-case name.
 pub struct Registry {
     /// hashbrown's default hasher (foldhash): this lookup runs once per command, and std's
@@ -293,6 +319,9 @@ pub struct Registry {
     /// Stats index of the first subcommand of each top-level command (or of itself).
     sub_base: Vec<usize>,
     full_names: Vec<&'static str>,
+    /// Each top-level name as [`name_words`] has it (`None` past 16 bytes), for the hinted
+    /// compare.
+    words: Vec<Option<[u64; 2]>>,
 }
 
 impl Registry {
@@ -307,6 +336,7 @@ impl Registry {
             all: Vec::new(),
             sub_base: Vec::new(),
             full_names: Vec::new(),
+            words: Vec::new(),
         };
         for table in tables {
             for spec in table.iter() {
@@ -317,6 +347,7 @@ impl Registry {
                     spec.name
                 );
                 r.top.push(spec);
+                r.words.push(name_words(spec.name.as_bytes()));
                 r.sub_base.push(r.all.len());
                 if spec.subcommands.is_empty() {
                     r.all.push((spec.name.to_string(), spec));
@@ -349,7 +380,11 @@ impl Registry {
     #[inline]
     pub fn top_hinted(&self, name: &[u8], hint: usize) -> Option<(usize, &'static CommandSpec)> {
         if let Some(&spec) = self.top.get(hint) {
-            if spec.name.as_bytes().eq_ignore_ascii_case(name) {
+            let same = match self.words[hint] {
+                Some(words) => name.len() == spec.name.len() && name_words(name) == Some(words),
+                None => spec.name.as_bytes().eq_ignore_ascii_case(name),
+            };
+            if same {
                 return Some((hint, spec));
             }
         }

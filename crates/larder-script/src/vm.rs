@@ -69,35 +69,44 @@ pub fn script_id(sha: &str) -> Option<ScriptId> {
     script_id_bytes(sha.as_bytes())
 }
 
-/// [`script_id`] of the bytes a client sent.
+/// [`script_id`] of the bytes a client sent: eight digits at a time, each byte of a word
+/// one digit (EVALSHA decodes its name on every call).
 pub fn script_id_bytes(hex: &[u8]) -> Option<ScriptId> {
-    /// Each byte's value as a hex digit; 0xff for a byte that is not one.
-    const DIGITS: [u8; 256] = {
-        let mut t = [0xffu8; 256];
-        let mut c = 0;
-        while c < 256 {
-            t[c] = match c as u8 {
-                b @ b'0'..=b'9' => b - b'0',
-                b @ b'a'..=b'f' => b - b'a' + 10,
-                b @ b'A'..=b'F' => b - b'A' + 10,
-                _ => 0xff,
-            };
-            c += 1;
-        }
-        t
-    };
     if hex.len() != 40 {
         return None;
     }
     let mut id = [0u8; 20];
-    let mut bad = 0u8;
-    for (out, pair) in id.iter_mut().zip(hex.chunks_exact(2)) {
-        let (hi, lo) = (DIGITS[usize::from(pair[0])], DIGITS[usize::from(pair[1])]);
-        bad |= hi | lo;
-        *out = hi << 4 | (lo & 0x0f);
+    for (out, chunk) in id.chunks_exact_mut(4).zip(hex.chunks_exact(8)) {
+        let word = u64::from_le_bytes(chunk.try_into().ok()?);
+        out.copy_from_slice(&hex_word(word)?.to_le_bytes());
     }
-    // A digit is at most 0x0f: any high bit set came from a byte that is not one.
-    (bad & 0xf0 == 0).then_some(id)
+    Some(id)
+}
+
+/// The four bytes eight hex digits stand for (the first digit in the lowest byte of `x`,
+/// the first byte in the lowest byte of the result), or `None` if a byte is not a digit.
+fn hex_word(x: u64) -> Option<u32> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    if x & HIGH != 0 {
+        return None;
+    }
+    // Every byte is below 0x80, so adding up to 0x7f to each cannot carry into the next:
+    // `x + (0x80 - c) * ONES` has a byte's high bit set exactly where that byte is >= c.
+    let at_least = |v: u64, c: u64| v.wrapping_add((0x80 - c) * ONES) & HIGH;
+    let digit = at_least(x, 0x30) & !at_least(x, 0x3a);
+    // Letters in either case; bit 5 forced on maps 'A'..='F' to 'a'..='f'.
+    let lower = x | (0x20 * ONES);
+    let letter = at_least(lower, 0x61) & !at_least(lower, 0x67);
+    if digit | letter != HIGH {
+        return None;
+    }
+    // A digit's value is its low nibble, a letter's its low nibble plus 9.
+    let nibbles = (x & (0x0f * ONES)) + (letter >> 7) * 9;
+    // Byte 2i: digit 2i in its high nibble, digit 2i+1 in its low one.
+    let pairs = ((nibbles << 4) | (nibbles >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let packed = (pairs | (pairs >> 8)) & 0x0000_ffff_0000_ffff;
+    Some((packed | (packed >> 16)) as u32)
 }
 
 /// The SHA1 of `id` in lower-case hex, as scripts are named in error texts.

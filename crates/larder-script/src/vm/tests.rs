@@ -718,3 +718,27 @@ fn script_ids_are_the_sha1_bytes_in_either_case() {
         assert_eq!(script_id(bad), None, "{bad}");
     }
 }
+
+#[test]
+fn every_byte_at_every_position_decodes_as_a_hex_digit_or_is_refused() {
+    let digit = |b: u8| {
+        char::from(b)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    };
+    let base = *b"0123456789abcdefABCDEF0123456789aBcDeF01";
+    for pos in 0..40 {
+        for b in 0..=255u8 {
+            let mut hex = base;
+            hex[pos] = b;
+            let expected: Option<ScriptId> = (|| {
+                let mut id = [0u8; 20];
+                for (i, pair) in hex.chunks_exact(2).enumerate() {
+                    id[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+                }
+                Some(id)
+            })();
+            assert_eq!(script_id_bytes(&hex), expected, "byte {b:#04x} at {pos}");
+        }
+    }
+}
