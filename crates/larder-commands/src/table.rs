@@ -291,8 +291,12 @@ fn name_words(name: &[u8]) -> Option<[u64; 2]> {
     if name.len() > 16 {
         return None;
     }
-    let mut buf = [0u8; 16];
-    buf[..name.len()].copy_from_slice(name);
+    // Byte by byte rather than a copy into a buffer: names are a few bytes, and the copy
+    // of a length not known at compile time is a call to `memcpy`.
+    let mut words = [0u64; 2];
+    for (i, &b) in name.iter().enumerate() {
+        words[i / 8] |= u64::from(b) << (8 * (i % 8));
+    }
     let lower = |x: u64| {
         // With every byte below 0x80, adding up to 0x7f to each cannot carry into the
         // next: `x + (0x80 - c) * ONES` has a byte's high bit set where it is >= c.
@@ -300,8 +304,6 @@ fn name_words(name: &[u8]) -> Option<[u64; 2]> {
         let upper = at_least(u64::from(b'A')) & !at_least(u64::from(b'Z') + 1);
         x | (upper >> 2)
     };
-    let (lo, hi) = buf.split_at(8);
-    let words = [lo, hi].map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()));
     if (words[0] | words[1]) & HIGH != 0 {
         return None;
     }

@@ -134,6 +134,10 @@ pub struct Vm {
     /// a stack limited to about 8,000, so 10,000 cached scripts would not fit as handles.
     scripts: IdMap<RegistryKey>,
     functions: HashMap<String, Loaded>,
+    /// The function interpreter's memory when last read; `None` once anything used it since.
+    /// [`Vm::used_memory`] runs after every script, and reading the idle interpreter's count
+    /// would touch its state (out of the CPU caches while only EVAL runs) each time.
+    func_memory: std::cell::Cell<Option<usize>>,
 }
 
 impl Vm {
@@ -147,6 +151,7 @@ impl Vm {
             func: Sandbox::new(Flavor::Function, opts.memory_limit_bytes)?,
             scripts: IdMap::default(),
             functions: HashMap::new(),
+            func_memory: std::cell::Cell::new(None),
         })
     }
 
@@ -222,6 +227,7 @@ impl Vm {
     /// returns what it registered, or Redis's error text. Replaces a library of the same
     /// name; on error nothing changes.
     pub fn load_library(&mut self, name: &str, code: &str) -> Result<Vec<FunctionMeta>, String> {
+        self.func_memory.set(None);
         let body = skip_shebang(code.as_bytes())?;
         let sb = &self.func;
         let Some(api) = sb.library_api.clone() else {
@@ -261,6 +267,7 @@ impl Vm {
 
     /// Forget every library (FUNCTION FLUSH / DELETE rebuilds from the registry).
     pub fn clear_libraries(&mut self) {
+        self.func_memory.set(None);
         self.functions.clear();
         self.func.lua.expire_registry_values();
         self.func.collect_garbage();
@@ -280,12 +287,18 @@ impl Vm {
             return Ok(());
         };
         let origin = Origin::Function { name };
+        self.func_memory.set(None);
         run::run(&self.func, &loaded.callback, origin, keys, args, host, out)
     }
 
     /// Bytes both interpreters use (INFO used_memory_lua / used_memory_vm_functions).
     pub fn used_memory(&self) -> usize {
-        self.eval.lua.used_memory() + self.func.lua.used_memory()
+        let func = self.func_memory.get().unwrap_or_else(|| {
+            let used = self.func.lua.used_memory();
+            self.func_memory.set(Some(used));
+            used
+        });
+        self.eval.lua.used_memory() + func
     }
 }
 

@@ -114,6 +114,36 @@ fn keys_and_argv_are_filled_in_place_and_replaced_after_a_big_run() {
 }
 
 #[test]
+fn used_memory_follows_the_function_interpreter() {
+    let mut vm = capped();
+    let mut host = FakeHost::default();
+    let mut out = ReplyBuf::new(Protocol::Resp2);
+    let start = vm.used_memory();
+    let code = "#!lua name=grow\nlocal kept = {}\n\
+                redis.register_function('grow', function() \
+                  for i = 1, 20000 do kept[#kept + 1] = 'v' .. i end return #kept end)";
+    vm.load_library("grow", code).expect("loads");
+    let loaded = vm.used_memory();
+    assert!(loaded > start, "{loaded} after loading, {start} before");
+    // EVAL runs between: the function interpreter's count is kept, not stale after it.
+    let (r, _) = eval_with(&mut vm, &mut host, "return 1", &[], &[], Protocol::Resp2);
+    assert_eq!(r, ":1\r\n");
+    vm.run_function("grow", &[], &[], &mut host, &mut out)
+        .expect("runs");
+    let grown = vm.used_memory();
+    assert!(
+        grown > loaded + 200_000,
+        "{grown} after growing, {loaded} before"
+    );
+    vm.clear_libraries();
+    let cleared = vm.used_memory();
+    assert!(
+        cleared < grown - 200_000,
+        "{cleared} after clearing, {grown} before"
+    );
+}
+
+#[test]
 fn a_refill_clears_every_field_a_script_added_and_the_metatable() {
     let mut vm = capped();
     let mut host = FakeHost::default();
