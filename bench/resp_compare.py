@@ -16,6 +16,7 @@ See bench/README.md for method and pitfalls.
 import argparse
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -195,12 +196,17 @@ def free_port():
         return s.getsockname()[1]
 
 
-def proc_cpu_seconds(pid):
-    """utime+stime of the whole process (all threads), in seconds."""
+def proc_cpu_split(pid):
+    """(utime, stime) of the whole process (all threads), in seconds."""
     with open("/proc/%d/stat" % pid) as f:
         data = f.read()
     rest = data[data.rindex(")") + 2:].split()
-    return (int(rest[11]) + int(rest[12])) / CLK_TCK
+    return int(rest[11]) / CLK_TCK, int(rest[12]) / CLK_TCK
+
+
+def proc_cpu_seconds(pid):
+    """utime+stime of the whole process (all threads), in seconds."""
+    return sum(proc_cpu_split(pid))
 
 
 def proc_status(pid, field):
@@ -272,6 +278,9 @@ class Server:
 
     def cpu_seconds(self):
         return proc_cpu_seconds(self.pid)
+
+    def cpu_split(self):
+        return proc_cpu_split(self.pid)
 
     def rss_bytes(self):
         return (proc_status(self.pid, "VmRSS") or 0) * 1024
@@ -519,7 +528,7 @@ def tool_command(tool, workload, port, a, pipeline, size, requests, keyspace, se
 def measured_run(server, cmd, raw, parse, timeout):
     """Run one load-generator command against server and measure the server around it."""
     st0 = server.info("stats")
-    cpu0, busy0 = server.cpu_seconds(), machine_busy_seconds()
+    (user0, sys0), busy0 = server.cpu_split(), machine_busy_seconds()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     try:
@@ -532,7 +541,7 @@ def measured_run(server, cmd, raw, parse, timeout):
                            % (cmd[0], timeout)) from None
     wall = time.perf_counter() - t0
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu1, busy1 = server.cpu_seconds(), machine_busy_seconds()
+    (user1, sys1), busy1 = server.cpu_split(), machine_busy_seconds()
     rss = server.rss_bytes()
     st1 = server.info("stats")
     raw.write("\n==== %s: %s\n%s\n%s\n" % (server.label, shlex.join(cmd), p.stdout, p.stderr))
@@ -540,11 +549,13 @@ def measured_run(server, cmd, raw, parse, timeout):
     if p.returncode != 0:
         raise RuntimeError("%s failed (rc %s): %s" % (cmd[0], p.returncode, p.stderr[-500:]))
     res = parse(p.stdout)
-    cpu = cpu1 - cpu0
+    cpu = (user1 + sys1) - (user0 + sys0)
     hits = int(st1.get("keyspace_hits", 0)) - int(st0.get("keyspace_hits", 0))
     misses = int(st1.get("keyspace_misses", 0)) - int(st0.get("keyspace_misses", 0))
     client = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
-    res.update(wall_s=round(wall, 4), server_cpu_s=round(cpu, 3), server_rss_bytes=rss,
+    res.update(wall_s=round(wall, 4), server_cpu_s=round(cpu, 3),
+               server_user_s=round(user1 - user0, 3), server_sys_s=round(sys1 - sys0, 3),
+               server_rss_bytes=rss,
                server_threads=server.threads(), client_cpu_s=round(client, 3),
                # CPU that neither this server nor the generator used: other processes (the
                # idle server is ~1%); much of it means the run is not trustworthy.
@@ -590,6 +601,27 @@ def ratio_cell(pairs):
     if len(rs) == 1 or "%.2f" % min(rs) == "%.2f" % max(rs):
         return "%.2f×" % med
     return "%.2f× [%.2f–%.2f]" % (med, min(rs), max(rs))
+
+
+def sign_p(k, n):
+    """One-sided sign test: the chance of k or more of n rounds at or above a line if each
+    round were as likely below it."""
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+
+
+def target_cell(ratios, target):
+    """A target column: ✓ when the median per-round ratio reaches `target`, then how many
+    rounds reached it and the sign test's p for that count (a median inside the
+    round-to-round spread shows as a large p)."""
+    if not ratios:
+        return "–"
+    mark = ("≥ %.1f× ✓" if statistics.median(ratios) >= target else "≥ %.1f× **✗**") % target
+    k = sum(r >= target for r in ratios)
+    return "%s (%d/%d rounds, p=%.3f)" % (mark, k, len(ratios), sign_p(k, len(ratios)))
+
+
+TARGET_NOTE = ("(k/n rounds, p): rounds whose ratio reached the target, and the one-sided sign "
+               "test's chance of that many if each round were a coin flip")
 
 
 def size_label(n):

@@ -48,7 +48,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
     REPO, RESULTS, Resp, RespError, Server, build_tool, cell, default_larder_bin, encode,
-    fmt_num, machine_busy_seconds, machine_line, measured_run, ratio_cell, run_lines)
+    TARGET_NOTE, fmt_num, machine_busy_seconds, machine_line, measured_run, ratio_cell,
+    run_lines, target_cell)
 
 SCRIPTGEN_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scriptgen.c")
 FANOUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_fanout.py")
@@ -303,13 +304,21 @@ def both(pairs, metric, fmt=fmt_num, with_ratio=True):
                                              else [])
 
 
+def per_request(pairs, metric, fmt):
+    """Both servers' `metric` (seconds) per request in µs, and their ratio per round (b/a, so
+    that above 1 means `a` spent less, as in the throughput table)."""
+    def side(i):
+        return [x[i][metric] * 1e6 / x[i]["requests"]
+                if x[i] and "error" not in x[i] and x[i].get(metric) is not None
+                and x[i].get("requests") else None for x in pairs]
+    av, bv = side(0), side(1)
+    return [cell(av, fmt), cell(bv, fmt), ratio_cell(list(zip(bv, av)))]
+
+
 def verdict(pairs, pipeline):
     rs = [x / y for x, y in zip(col(pairs, 0, "ops_per_server_cpu_s"),
                                 col(pairs, 1, "ops_per_server_cpu_s")) if x and y]
-    t = TARGETS.get(pipeline, TARGETS[16])
-    if not rs:
-        return "–"
-    return ("≥ %.1f× ✓" if statistics.median(rs) >= t else "≥ %.1f× **✗**") % t
+    return target_cell(rs, TARGETS.get(pipeline, TARGETS[16]))
 
 
 def ms(v):
@@ -349,7 +358,8 @@ def render(meta, runs, cache_runs):
           "{:,}".format(meta["latency_requests"]), "{:,}".format(meta["keys"]),
           meta["taskset_server"] or "none", meta["taskset_client"] or "none"))
     w("- cells: median [min–max] over rounds; ratio = %s/%s per round, median [min–max]; "
-      "target: ops/CPU-s ratio ≥ 1.0× at pipeline 1, ≥ 1.3× at pipeline 16.\n" % (a, b))
+      "target: ops/CPU-s ratio ≥ 1.0× at pipeline 1, ≥ 1.3× at pipeline 16; %s.\n"
+      % (a, b, TARGET_NOTE))
     rows = pair_rows(runs, "throughput", a, b)
     if rows:
         table(w, "Throughput and efficiency (closed loop)", rows,
@@ -365,6 +375,13 @@ def render(meta, runs, cache_runs):
               lambda ps, p: both(ps, "p50_ms", ms, False) + both(ps, "p99_ms", ms, False)
               + both(ps, "server_rss_bytes", mib, False) + both(ps, "check_value", pct, False)
               + [cell(col(ps, 0, "foreign_cpu_frac") + col(ps, 1, "foreign_cpu_frac"), pct)])
+        if any(r.get("server_user_s") is not None for r in runs):
+            us = lambda v: "%.2f" % v  # noqa: E731
+            table(w, "Server CPU per request (µs): user space and kernel", rows,
+                  ["%s user" % a, "%s user" % b, "ratio", "%s system" % a, "%s system" % b,
+                   "ratio"],
+                  lambda ps, p: per_request(ps, "server_user_s", us)
+                  + per_request(ps, "server_sys_s", us))
     rows = pair_rows(runs, "latency", a, b)
     if rows:
         table(w, "Latency (ms), open loop at %s requests/s offered" % "{:,}".format(meta["rate"]),

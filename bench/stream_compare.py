@@ -45,8 +45,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resp_compare import (  # noqa: E402
-    REPO, RESULTS, Resp, RespError, Server, cell, default_larder_bin, fmt_num,
-    machine_busy_seconds, machine_line, measured_run, ratio_cell, run_lines)
+    REPO, RESULTS, Resp, RespError, Server, TARGET_NOTE, cell, default_larder_bin, fmt_num,
+    machine_busy_seconds, machine_line, measured_run, ratio_cell, run_lines, target_cell)
 from datatype_compare import build_dtgen  # noqa: E402
 from datatype_memory import cmd, pipe_file, protocol_file, short_error  # noqa: E402
 
@@ -403,9 +403,10 @@ def throughput_tables(meta, runs, w):
           "the runs and up to %.0f%% during one (column 'other CPU/wall'); treat these numbers "
           "as noisy." % (100 * meta.get("background_cpu_frac", 0), 100 * worst))
     w("- cells: median [min–max] over rounds; ratio = %s/%s, per round, median [min–max]; "
-      "target: ops/CPU-s ratio ≥ 1.3× at pipeline 16, ≥ 1.0× at pipeline 1. xreadgroup@C: C "
-      "consumers, \"pipeline\" = COUNT (entries per XREADGROUP, IDs per XACK), ops = entries "
-      "acked, latency = one XREADGROUP + XACK cycle.\n" % (a, b))
+      "target: ops/CPU-s ratio ≥ 1.3× at pipeline 16, ≥ 1.0× at pipeline 1; %s. "
+      "xreadgroup@C: C consumers, \"pipeline\" = COUNT (entries per XREADGROUP, IDs per "
+      "XACK), ops = entries acked, latency = one XREADGROUP + XACK cycle.\n"
+      % (a, b, TARGET_NOTE))
 
     rows, order = {}, []
     for r in runs:
@@ -427,10 +428,7 @@ def throughput_tables(meta, runs, w):
     def verdict(pairs, pipeline):
         rs = [x / y for x, y in zip(col(pairs, 0, "ops_per_server_cpu_s"),
                                     col(pairs, 1, "ops_per_server_cpu_s")) if x and y]
-        t = TARGETS.get(pipeline, TARGETS[16])
-        if not rs:
-            return "–"
-        return ("≥ %.1f× ✓" if statistics.median(rs) >= t else "≥ %.1f× **✗**") % t
+        return target_cell(rs, TARGETS.get(pipeline, TARGETS[16]))
 
     def table(title, cols, fn):
         w("### " + title + "\n")
