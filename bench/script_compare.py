@@ -40,7 +40,6 @@ import json
 import os
 import shlex
 import shutil
-import statistics
 import sys
 import tempfile
 import time
