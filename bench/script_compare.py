@@ -307,9 +307,8 @@ def per_request(pairs, metric, fmt):
     """Both servers' `metric` (seconds) per request in µs, and their ratio per round (b/a, so
     that above 1 means `a` spent less, as in the throughput table)."""
     def side(i):
-        return [x[i][metric] * 1e6 / x[i]["requests"]
-                if x[i] and "error" not in x[i] and x[i].get(metric) is not None
-                and x[i].get("requests") else None for x in pairs]
+        return [v * 1e6 / n if v is not None and n else None
+                for v, n in zip(col(pairs, i, metric), col(pairs, i, "requests"))]
     av, bv = side(0), side(1)
     return [cell(av, fmt), cell(bv, fmt), ratio_cell(list(zip(bv, av)))]
 

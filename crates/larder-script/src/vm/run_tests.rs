@@ -83,15 +83,18 @@ fn every_run_gets_fresh_keys_and_argv() {
     assert_eq!(out.buf, b":1\r\n:2\r\n*1\r\n$5\r\nfirst\r\n");
 }
 
+/// EVAL of `body` with `keys` (no arguments, RESP2): its reply, the run having ended normally.
+fn eval_ok(vm: &mut Vm, host: &mut FakeHost, keys: &[&str], body: &str) -> String {
+    let (r, ended) = eval_with(vm, host, body, keys, &[], Protocol::Resp2);
+    assert_eq!(ended, Ok(()));
+    r
+}
+
 #[test]
 fn keys_and_argv_are_filled_in_place_and_replaced_after_a_big_run() {
     let mut vm = capped();
     let mut host = FakeHost::default();
-    let mut eval = |keys: &[&str], body: &str| {
-        let (r, ended) = eval_with(&mut vm, &mut host, body, keys, &[], Protocol::Resp2);
-        assert_eq!(ended, Ok(()));
-        r
-    };
+    let mut eval = |keys: &[&str], body: &str| eval_ok(&mut vm, &mut host, keys, body);
     let id = "return tostring(KEYS)";
     let first = eval(&["a"], id);
     assert_eq!(eval(&["b", "c"], id), first, "filled in place");
@@ -147,11 +150,7 @@ fn used_memory_follows_the_function_interpreter() {
 fn a_refill_clears_every_field_a_script_added_and_the_metatable() {
     let mut vm = capped();
     let mut host = FakeHost::default();
-    let mut eval = |keys: &[&str], body: &str| {
-        let (r, ended) = eval_with(&mut vm, &mut host, body, keys, &[], Protocol::Resp2);
-        assert_eq!(ended, Ok(()));
-        r
-    };
+    let mut eval = |keys: &[&str], body: &str| eval_ok(&mut vm, &mut host, keys, body);
     let spoil = "KEYS.x = 1 KEYS[0] = 2 KEYS[-1] = 3 KEYS[1.5] = 4 KEYS[3] = 5 KEYS[2^40] = 6 \
                  KEYS[true] = 7 KEYS[KEYS] = 8 KEYS[2] = nil \
                  setmetatable(KEYS, {__index = function() return 'meta' end}) return 1";
