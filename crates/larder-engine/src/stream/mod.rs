@@ -20,7 +20,7 @@ use std::ops::Bound;
 
 pub use id::{IdSpec, IdText, InvalidId, StreamId};
 pub use node::Fields;
-use node::{Node, Slot, DELETED};
+use node::{Node, Slot, Slots, DELETED};
 
 /// Heap bytes a node costs beside its buffer: its share of the ordered map (key and value).
 const NODE_OVERHEAD: usize = std::mem::size_of::<(StreamId, Node)>() + 16;
@@ -395,9 +395,11 @@ impl Stream {
 /// Live entries of a range; see [`Stream::range`].
 pub struct Range<'a> {
     nodes: btree_map::Range<'a, StreamId, Node>,
-    /// The node being read, with its master ID.
-    current: Option<(StreamId, &'a Node)>,
-    /// The current node's entries not yet visited, in the order they are visited last first.
+    /// The node being read: forward, the cursor over its entries.
+    current: Option<Slots<'a>>,
+    /// Backward only: the current node's entries up to `end` not yet visited, oldest first
+    /// (popped from the back). Forward reads decode entries one at a time from the cursor,
+    /// so a read of a few entries from the middle of a node decodes no more than it needs.
     slots: Vec<Slot>,
     start: StreamId,
     end: StreamId,
@@ -405,25 +407,46 @@ pub struct Range<'a> {
     done: bool,
 }
 
+impl<'a> Range<'a> {
+    /// The next entry of the current node in the range's direction, deleted or not.
+    fn next_slot(&mut self) -> Option<Slot> {
+        if self.rev {
+            self.slots.pop()
+        } else {
+            self.current.as_mut()?.next()
+        }
+    }
+
+    /// Move to the next node; false when there is none.
+    fn enter_next_node(&mut self) -> bool {
+        let next = if self.rev {
+            self.nodes.next_back()
+        } else {
+            self.nodes.next()
+        };
+        let Some((&master, node)) = next else {
+            self.current = None;
+            return false;
+        };
+        if self.rev {
+            let end = self.end;
+            self.slots.clear();
+            self.slots
+                .extend(node.slots(master).take_while(|s| s.id <= end));
+        }
+        self.current = Some(node.slots(master));
+        true
+    }
+}
+
 impl<'a> Iterator for Range<'a> {
     type Item = (StreamId, Fields<'a>);
 
     fn next(&mut self) -> Option<(StreamId, Fields<'a>)> {
         while !self.done {
-            let Some(slot) = self.slots.pop() else {
-                let next = if self.rev {
-                    self.nodes.next_back()
-                } else {
-                    self.nodes.next()
-                };
-                let Some((&master, node)) = next else {
+            let Some(slot) = self.next_slot() else {
+                if !self.enter_next_node() {
                     self.done = true;
-                    break;
-                };
-                self.current = Some((master, node));
-                self.slots.extend(node.slots(master));
-                if !self.rev {
-                    self.slots.reverse();
                 }
                 continue;
             };
@@ -444,7 +467,7 @@ impl<'a> Iterator for Range<'a> {
             if before || slot.flags & DELETED != 0 {
                 continue;
             }
-            let (_, node) = self.current?;
+            let node = self.current.as_ref()?.node();
             return Some((slot.id, node.fields(&slot)));
         }
         None

@@ -192,9 +192,11 @@ impl Node {
 
     /// The entries, oldest first, deleted ones included; `master` is the node's key.
     pub fn slots(&self, master: StreamId) -> Slots<'_> {
+        let mut at = 0;
         Slots {
             node: self,
             master,
+            master_fields: read_varint(&self.buf, &mut at) as usize,
             pos: self.entries_at as usize,
         }
     }
@@ -224,32 +226,28 @@ impl Node {
         self.live -= 1;
         self.deleted += 1;
     }
-
-    /// Skip the field data of an entry with `flags` starting at `pos`.
-    fn skip_body(&self, flags: u8, pos: &mut usize) {
-        let count = if flags & SAME_FIELDS != 0 {
-            let mut m = 0;
-            read_varint(&self.buf, &mut m) as usize
-        } else {
-            2 * read_varint(&self.buf, pos) as usize
-        };
-        for _ in 0..count {
-            let len = read_varint(&self.buf, pos) as usize;
-            *pos += len;
-        }
-    }
 }
 
 /// Iterator over a node's entries, oldest first.
 pub struct Slots<'a> {
     node: &'a Node,
     master: StreamId,
+    /// How many master fields the node has: the values a [`SAME_FIELDS`] entry holds.
+    master_fields: usize,
     pos: usize,
+}
+
+impl<'a> Slots<'a> {
+    /// The node these are the entries of.
+    pub fn node(&self) -> &'a Node {
+        self.node
+    }
 }
 
 impl Iterator for Slots<'_> {
     type Item = Slot;
 
+    #[inline]
     fn next(&mut self) -> Option<Slot> {
         let buf = &self.node.buf;
         if self.pos >= buf.len() {
@@ -264,7 +262,16 @@ impl Iterator for Slots<'_> {
             .seq
             .wrapping_add(unzigzag(read_varint(buf, &mut pos)) as u64);
         let body = pos;
-        self.node.skip_body(flags, &mut pos);
+        // Skip the field data: the values alone, or a count and the pairs.
+        let count = if flags & SAME_FIELDS != 0 {
+            self.master_fields
+        } else {
+            2 * read_varint(buf, &mut pos) as usize
+        };
+        for _ in 0..count {
+            let len = read_varint(buf, &mut pos) as usize;
+            pos += len;
+        }
         self.pos = pos;
         Some(Slot {
             id: StreamId::new(ms, seq),
@@ -283,10 +290,23 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// A varint the node wrote at `pos`; advances `pos`.
+/// A varint the node wrote at `pos`; advances `pos`. Most are one byte (IDs' deltas within a
+/// node, short values' lengths), read inline; the rest in [`read_varint_long`].
+#[inline(always)]
 fn read_varint(buf: &[u8], pos: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
+    let b = buf[*pos];
+    *pos += 1;
+    if b < 0x80 {
+        return u64::from(b);
+    }
+    read_varint_long(buf, pos, b)
+}
+
+/// The rest of a varint whose first byte, `first`, had its high bit set.
+#[inline(never)]
+fn read_varint_long(buf: &[u8], pos: &mut usize, first: u8) -> u64 {
+    let mut v = u64::from(first & 0x7f);
+    let mut shift = 7;
     loop {
         let b = buf[*pos];
         *pos += 1;
