@@ -24,10 +24,10 @@ pub use info::{reply_full_groups, xinfo_consumers, xinfo_groups};
 
 use larder_engine::feed::class;
 use larder_engine::stream::group::{Group, Groups, StreamMeta};
-use larder_engine::stream::{Fields, Stream, StreamId};
+use larder_engine::stream::{Stream, StreamId};
 use larder_engine::{Object, Shard, SlotId};
-use larder_resp::ReplyBuf;
 
+use super::{reply_entry, reply_id};
 use crate::error::{self, Error, Result};
 use crate::exec::Cmd;
 use crate::table::{flags::*, CommandSpec, Group as CmdGroup, KeySpec, Scope};
@@ -202,22 +202,6 @@ fn meta(s: &Stream) -> StreamMeta {
         last_id: s.last_id(),
         first_id: s.first_id(),
         max_deleted_id: s.max_deleted_id(),
-    }
-}
-
-/// A stream ID as a bulk string.
-fn reply_id(out: &mut ReplyBuf, id: StreamId) {
-    out.bulk(id.text().as_bytes());
-}
-
-/// One entry: its ID and its field-value pairs.
-fn reply_entry(out: &mut ReplyBuf, id: StreamId, fields: Fields<'_>) {
-    out.array(2);
-    reply_id(out, id);
-    out.array(fields.len() * 2);
-    for (f, v) in fields {
-        out.bulk(f);
-        out.bulk(v);
     }
 }
 

@@ -129,6 +129,44 @@ fn parse_generic(
     missing_seq: u64,
     strict: bool,
 ) -> Result<(StreamId, bool), InvalidId> {
+    match parse_plain(arg, missing_seq) {
+        Some(id) => Ok((id, true)),
+        None => parse_general(arg, missing_seq, strict),
+    }
+}
+
+/// The common form, `<ms>-<seq>` or `<ms>` in plain digits, 1 to 19 of each (so no overflow),
+/// in one pass: what [`parse_general`] returns for it. `None` for anything else.
+fn parse_plain(arg: &[u8], missing_seq: u64) -> Option<StreamId> {
+    let (ms, rest) = plain_digits(arg)?;
+    match rest {
+        [] => Some(StreamId::new(ms, missing_seq)),
+        [b'-', seq @ ..] => match plain_digits(seq)? {
+            (seq, []) => Some(StreamId::new(ms, seq)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The value of the 1 to 19 ASCII digits that start `s`, and what follows them.
+fn plain_digits(s: &[u8]) -> Option<(u64, &[u8])> {
+    let n = s.iter().take(20).take_while(|b| b.is_ascii_digit()).count();
+    if n == 0 || n > 19 {
+        return None;
+    }
+    let v = s[..n]
+        .iter()
+        .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
+    Some((v, &s[n..]))
+}
+
+/// [`parse_generic`] for every form.
+fn parse_general(
+    arg: &[u8],
+    missing_seq: u64,
+    strict: bool,
+) -> Result<(StreamId, bool), InvalidId> {
     if arg.len() > 127 {
         return Err(InvalidId);
     }
@@ -257,6 +295,58 @@ mod tests {
             assert_eq!(text.as_str(), format!("{}-{}", id.ms, id.seq));
             assert_eq!(StreamId::parse(text.as_bytes(), 0), Ok(id));
         }
+    }
+
+    /// The one-pass parse agrees with the general one on every input it accepts, and leaves
+    /// every other input to it: strings of digits, `-`, `*`, `+`, a space and a NUL up to 42
+    /// bytes long, digit runs around the 19 and 20 digits where the fast path hands over.
+    #[test]
+    fn plain_parse_matches_the_general_one() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let alphabet = b"0123456789000999---*+ \0";
+        let mut accepted = 0;
+        for i in 0..200_000 {
+            let mut arg = Vec::new();
+            if i % 4 == 0 {
+                // Two digit runs of 1..=21 digits, the sort of ID the fast path takes.
+                for part in 0..2 {
+                    if part == 1 {
+                        arg.push(b'-');
+                    }
+                    for _ in 0..=rng() % 21 {
+                        arg.push(b"0123456789"[(rng() % 10) as usize]);
+                    }
+                }
+            } else {
+                for _ in 0..rng() % 43 {
+                    arg.push(alphabet[(rng() as usize) % alphabet.len()]);
+                }
+            }
+            for missing in [0, 7, u64::MAX] {
+                let general = parse_general(&arg, missing, false).map(|(id, _)| id);
+                if let Some(id) = parse_plain(&arg, missing) {
+                    accepted += 1;
+                    assert_eq!(Ok(id), general, "{:?}", String::from_utf8_lossy(&arg));
+                }
+                assert_eq!(StreamId::parse(&arg, missing), general);
+                assert_eq!(
+                    parse_generic(&arg, missing, true),
+                    parse_general(&arg, missing, true)
+                );
+            }
+        }
+        assert!(accepted > 100_000, "the fast path took {accepted}");
+        assert_eq!(
+            parse_plain(b"9999999999999999999-1", 0),
+            Some(StreamId::new(9_999_999_999_999_999_999, 1))
+        );
+        assert_eq!(parse_plain(b"10000000000000000000-1", 0), None);
     }
 
     #[test]
