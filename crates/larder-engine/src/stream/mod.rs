@@ -395,7 +395,8 @@ impl Stream {
 /// Live entries of a range; see [`Stream::range`].
 pub struct Range<'a> {
     nodes: btree_map::Range<'a, StreamId, Node>,
-    /// The node being read: forward, the cursor over its entries.
+    /// The node being read, as a cursor over its entries: forward reads advance it, backward
+    /// ones only take the node from it.
     current: Option<Slots<'a>>,
     /// Backward only: the current node's entries up to `end` not yet visited, oldest first
     /// (popped from the back). Forward reads decode entries one at a time from the cursor,
