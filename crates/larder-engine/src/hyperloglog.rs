@@ -552,13 +552,7 @@ pub fn decode_sparse(s: &[u8]) -> String {
 /// neighbours, and the estimate of a growing set stays within Redis's bounds in both
 /// encodings (up to a million elements; Redis goes to ten). `Err` says what failed.
 pub fn self_test() -> Result<(), String> {
-    let mut seed = 0x5eed_u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::xorshift::xorshift(0x5eed);
     let mut r = vec![0u8; DENSE_SIZE - HDR];
     let mut want = vec![0u8; REGISTERS];
     for _ in 0..1000 {

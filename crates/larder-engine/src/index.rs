@@ -372,13 +372,7 @@ mod tests {
         // Hashes drawn from 40 home groups' worth of values, so tags collide, groups fill and
         // overflow counts go up and down; the table is rebuilt (grown and shrunk) every 5000
         // steps as well as when it fills.
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut next = crate::xorshift::xorshift(0x9E37_79B9_7F4A_7C15);
         let hash_of = |slot: SlotId| h(slot % 40) ^ u64::from(slot % 7) << 60;
         let mut index = SlotIndex::new();
         let mut model = std::collections::BTreeSet::new();

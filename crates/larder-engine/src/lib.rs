@@ -34,6 +34,7 @@ pub mod set;
 mod shard;
 pub mod snapshot;
 pub mod stream;
+mod xorshift;
 pub mod zset;
 
 pub use clock::{lru_clock, now_ms, now_us};

@@ -217,13 +217,7 @@ fn validity_checks() {
 /// equal to the one recomputed from the array.
 #[test]
 fn random_additions_match_a_register_array() {
-    let mut seed = 0x1234_5678_9abc_def1u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::xorshift::xorshift(0x1234_5678_9abc_def1);
     for round in 0..12 {
         let sparse_max = [0usize, 40, 300, 3000, 20_000][round % 5];
         let mut s = new_sparse();

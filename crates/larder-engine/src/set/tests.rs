@@ -1,22 +1,12 @@
 use std::collections::HashSet;
 
 use super::*;
+use crate::xorshift::xorshift;
 
 fn limits(max_intset: usize) -> Limits {
     Limits {
         set_max_intset_entries: max_intset,
         ..Limits::default()
-    }
-}
-
-/// A xorshift generator for deterministic tests.
-fn rng(seed: u64) -> impl FnMut() -> u64 {
-    let mut x = seed | 1;
-    move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
     }
 }
 
@@ -117,7 +107,7 @@ fn intset_widths_and_order() {
 /// moves down and the offsets widen in every way.
 #[test]
 fn intset_model() {
-    let mut r = rng(11);
+    let mut r = xorshift(11);
     let edges = [
         i64::MIN,
         i64::MIN + 1,
@@ -170,7 +160,7 @@ fn converts_by_size_once() {
 #[test]
 fn random_members_and_pops() {
     let l = limits(4);
-    let mut r = rng(7);
+    let mut r = xorshift(7);
     for encoding_members in [&["1", "2", "3"][..], &["a", "b", "c", "d", "e", "f"]] {
         let s = Set::from_members(encoding_members, &l);
         let all = members(&s);
@@ -252,7 +242,7 @@ fn scan_returns_everything_present_throughout() {
         .collect();
     let mut seen = HashSet::new();
     let mut cursor = 0;
-    let mut r = rng(3);
+    let mut r = xorshift(3);
     let mut i = 0;
     loop {
         cursor = s.scan(cursor, 5, |m| {
@@ -291,7 +281,7 @@ fn equality_ignores_encoding() {
 /// count are checked after every operation.
 #[test]
 fn model() {
-    let mut r = rng(0x5eed);
+    let mut r = xorshift(0x5eed);
     for round in 0..40 {
         let l = limits(round % 6);
         let mut s = Set::new();

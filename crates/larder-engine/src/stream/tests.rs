@@ -115,13 +115,7 @@ fn check(s: &Stream, m: &Model, rng: &mut impl FnMut() -> u64) {
 
 #[test]
 fn randomized_against_a_model() {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut rng = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = crate::xorshift::xorshift(0x2545_f491_4f6c_dd1d);
     let rounds = [(4096, 100), (0, 3), (64, 0), (200, 1), (4096, 7)];
     for (max_bytes, max_entries) in rounds {
         let limits = NodeLimits {

@@ -360,13 +360,7 @@ fn scan_across_a_renumbering_misses_nothing() {
 /// so that conversions happen, checking contents, ranks, ranges, encoding and memory.
 #[test]
 fn randomized_against_a_model() {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = crate::xorshift::xorshift(0x9e37_79b9_7f4a_7c15);
     for round in 0..6 {
         let l = limits([0, 1, 4, 16, 128, 3][round], [2, 64, 3, 64, 64, 1][round]);
         let mut z = ZSet::new();

@@ -31,13 +31,7 @@ fn appends_fill_nodes() {
 fn insert_get_remove_against_a_vec() {
     let mut t = Tree::new();
     let mut model: Vec<u32> = Vec::new();
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = crate::xorshift::xorshift(0x2545_f491_4f6c_dd1d);
     for step in 0..40_000u32 {
         let grow = model.len() < 2000 || next() % 3 != 0;
         if grow && step < 30_000 {
@@ -85,13 +79,7 @@ fn insert_get_remove_against_a_vec() {
 fn keyed_operations_against_a_vec() {
     let mut t = Tree::new();
     let mut model: Vec<(u32, u32)> = Vec::new();
-    let mut x = 0x1234_5678_9abc_def1u64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut next = crate::xorshift::xorshift(0x1234_5678_9abc_def1);
     let key = |it: Item| (it.score as u32, it.id);
     let mut next_id = 0u32;
     let (mut in_place, mut moved) = (0, 0);
