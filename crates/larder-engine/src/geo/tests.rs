@@ -6,14 +6,12 @@ use crate::Limits;
 
 const FIXTURES: &str = include_str!("fixtures.txt");
 
-/// A small xorshift generator: deterministic, no dependency.
+/// A small xorshift generator (`crate::xorshift`): deterministic, no dependency.
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
+        self.0 = crate::xorshift::step(self.0);
         self.0
     }
 

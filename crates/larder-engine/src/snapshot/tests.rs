@@ -60,9 +60,7 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
+        self.0 = crate::xorshift::step(self.0);
         self.0
     }
     fn below(&mut self, n: u64) -> u64 {

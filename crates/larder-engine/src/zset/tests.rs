@@ -500,14 +500,11 @@ fn randomized_against_a_model() {
 fn a_million_members_stay_under_0_8x_redis() {
     let l = Limits::default();
     let mut z = ZSet::new();
-    let mut x = 1u64;
+    let mut next = crate::xorshift::xorshift(1);
     for i in 0..1_000_000u32 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
         z.insert(
             format!("member:{i}").as_bytes(),
-            (x % 1_000_000_000) as f64 / 1000.0,
+            (next() % 1_000_000_000) as f64 / 1000.0,
             &l,
         );
     }
