@@ -2,14 +2,15 @@
 //! is written, their timeout passes, or CLIENT UNBLOCK / KILL ends the wait.
 //!
 //! How a wait works, end to end:
-//! - A blocking command runs planned (the executor holds every shard of its keys). When none
+//! - A blocking command runs with every shard of its keys held by the executor. When none
 //!   of its keys can serve it, [`wait`] registers the client under each key, still holding
 //!   those shards, and tells the executor to block ([`crate::exec::Outcome::Blocked`]). The
 //!   network layer keeps the request unconsumed and stops reading the connection's requests.
 //! - The registry is a lossless change-feed consumer. It asks the feed for changes only while
-//!   some client is blocked. A write to a key commits (under the key's shard lock) after any
-//!   registration made under that lock, so no write can slip between a client's look at a key
-//!   and its registration. At commit, for each written key with waiters, the **first** client
+//!   some blocked client is not woken yet (a woken client looks at its keys again itself, so
+//!   what changes before it does is no news to it). A write to a key commits (under the key's
+//!   shard lock) after any registration made under that lock, so no write can slip between a
+//!   client's look at a key and its registration. At commit, for each written key with waiters, the **first** client
 //!   that blocked on it is woken: a `Letter::Unblock` to its worker, which runs the request
 //!   again. A transaction's writes commit when EXEC ends, so its waiters are served after it.
 //! - The woken client either finds data (served; it leaves the registry, and if the key still
@@ -68,6 +69,8 @@ struct Registry {
     /// `(db, key)` → the clients waiting on it, first blocked first.
     keys: HashMap<(u32, Vec<u8>), VecDeque<u64>>,
     waiters: HashMap<u64, Waiter>,
+    /// Waiters not woken: while there are none, no change is news to the registry.
+    sleeping: usize,
 }
 
 /// A `(db, key)` of the registry, borrowed: it hashes as the owned pair does, so a commit
@@ -90,6 +93,7 @@ impl Registry {
         if let Some(w) = self.waiters.get_mut(&first) {
             if !w.woken {
                 w.woken = true;
+                self.sleeping -= 1;
                 w.handle.mail.unblock(w.handle.id);
             }
         }
@@ -100,13 +104,16 @@ impl Registry {
 #[derive(Default)]
 pub struct Blocking {
     inner: Mutex<Registry>,
-    /// Held while the feed's interest is set after the count changed; never taken at commit,
-    /// and never while `inner` is held (setting the interest waits for running commits,
-    /// whose consumers take `inner`).
-    toggle: Mutex<()>,
+    /// Held while the feed's interest is set after `sleeping` changed (the interest set
+    /// last: whether changes are asked for); never taken while the feed's locks are held,
+    /// nor while `inner` is (setting the interest waits for running commits, whose consumers
+    /// take `inner`).
+    toggle: Mutex<bool>,
     feed: OnceLock<(Weak<Feed>, u64)>,
     /// Blocked clients (INFO `blocked_clients`).
     count: AtomicUsize,
+    /// `Registry::sleeping`, readable without the lock: a commit looks at it first.
+    sleeping: AtomicUsize,
 }
 
 impl Blocking {
@@ -126,21 +133,26 @@ impl Blocking {
         self.inner.lock().waiters.contains_key(&id)
     }
 
-    /// Ask the feed for changes exactly while some client is blocked.
+    /// Ask the feed for changes exactly while some blocked client is not woken.
     fn sync_interest(&self) {
-        let _toggle = self.toggle.lock();
+        let mut asked = self.toggle.lock();
+        let want = self.sleeping.load(Ordering::Relaxed) > 0;
+        if *asked == want {
+            return;
+        }
         let Some((feed, id)) = self.feed.get() else {
             return;
         };
         let Some(feed) = feed.upgrade() else {
             return;
         };
-        let interest = if self.count.load(Ordering::Relaxed) > 0 {
+        let interest = if want {
             Interest::CHANGES
         } else {
             Interest::default()
         };
         feed.set_interest(*id, interest);
+        *asked = want;
     }
 
     /// Register `handle`'s client as waiting on `keys` of database `db`, after those in line
@@ -150,7 +162,13 @@ impl Blocking {
         let first = {
             let mut r = self.inner.lock();
             if let Some(w) = r.waiters.get_mut(&handle.id) {
-                w.woken = false;
+                if w.woken {
+                    w.woken = false;
+                    r.sleeping += 1;
+                    self.sleeping.store(r.sleeping, Ordering::Relaxed);
+                }
+                drop(r);
+                self.sync_interest();
                 return;
             }
             let keys: Vec<(u32, Vec<u8>)> = keys.iter().map(|k| (db as u32, k.to_vec())).collect();
@@ -169,7 +187,10 @@ impl Blocking {
                     unblock: None,
                 },
             );
-            self.count.fetch_add(1, Ordering::Relaxed) == 0
+            r.sleeping += 1;
+            self.sleeping.store(r.sleeping, Ordering::Relaxed);
+            self.count.fetch_add(1, Ordering::Relaxed);
+            r.sleeping == 1
         };
         if first {
             self.sync_interest();
@@ -181,11 +202,14 @@ impl Blocking {
     /// may have been served from another of its keys, or not at all, leaving the data that
     /// woke it for them (a woken client that finds nothing goes back to sleep).
     pub fn unregister(&self, id: u64) {
-        let last = {
+        {
             let mut r = self.inner.lock();
             let Some(w) = r.waiters.remove(&id) else {
                 return;
             };
+            if !w.woken {
+                r.sleeping -= 1;
+            }
             for k in &w.keys {
                 if let Some(q) = r.keys.get_mut(k) {
                     q.retain(|&c| c != id);
@@ -199,24 +223,28 @@ impl Blocking {
                     r.wake_first(KeyRef(k.0, &k.1));
                 }
             }
-            self.count.fetch_sub(1, Ordering::Relaxed) == 1
-        };
-        if last {
-            self.sync_interest();
+            self.sleeping.store(r.sleeping, Ordering::Relaxed);
+            self.count.fetch_sub(1, Ordering::Relaxed);
         }
+        self.sync_interest();
     }
 
     /// CLIENT UNBLOCK: end client `id`'s wait `how`. False if it is not blocked.
     pub fn unblock(&self, id: u64, how: Unblock) -> bool {
-        let mut r = self.inner.lock();
-        let Some(w) = r.waiters.get_mut(&id) else {
-            return false;
-        };
-        w.unblock = Some(how);
-        if !w.woken {
-            w.woken = true;
-            w.handle.mail.unblock(w.handle.id);
+        {
+            let mut r = self.inner.lock();
+            let Some(w) = r.waiters.get_mut(&id) else {
+                return false;
+            };
+            w.unblock = Some(how);
+            if !w.woken {
+                w.woken = true;
+                w.handle.mail.unblock(w.handle.id);
+                r.sleeping -= 1;
+                self.sleeping.store(r.sleeping, Ordering::Relaxed);
+            }
         }
+        self.sync_interest();
         true
     }
 
@@ -227,9 +255,17 @@ impl Blocking {
 }
 
 impl Consumer for Blocking {
-    fn committed(&self, _seq: u64, changes: &[Change]) {
-        if self.count.load(Ordering::Relaxed) == 0 {
-            return;
+    /// The feed calls [`Consumer::committed_then_settle`]; this, for anyone else, leaves the
+    /// interest as it is (it cannot change while the feed's locks are held).
+    fn committed(&self, seq: u64, changes: &[Change]) {
+        let _ = self.committed_then_settle(seq, changes);
+    }
+
+    /// Wakes the first client waiting on each written key; asks to be settled (to stop
+    /// asking for changes) when that woke the last one sleeping.
+    fn committed_then_settle(&self, _seq: u64, changes: &[Change]) -> bool {
+        if self.sleeping.load(Ordering::Relaxed) == 0 {
+            return false;
         }
         let mut r = self.inner.lock();
         for c in changes {
@@ -268,6 +304,12 @@ impl Consumer for Blocking {
                 _ => {}
             }
         }
+        self.sleeping.store(r.sleeping, Ordering::Relaxed);
+        r.sleeping == 0
+    }
+
+    fn settle(&self) {
+        self.sync_interest();
     }
 }
 
@@ -302,7 +344,7 @@ pub fn deadline_ms(arg: &[u8], now_ms: u64) -> Result<u64> {
 /// What a blocking command does when it found nothing to serve: wait on `keys` until
 /// `deadline_ms` (0: for ever), or answer the timeout's null array now if the wait is over,
 /// was ended by CLIENT UNBLOCK, or cannot happen (inside EXEC). Call with the keys' shards
-/// held (blocking commands always run planned).
+/// held (the executor holds them for blocking commands).
 pub fn wait(c: &mut Cmd<'_>, keys: &[&[u8]], deadline_ms: u64) -> Result<()> {
     let deadline = match c.conn.blocked {
         Some(d) => d,
@@ -336,10 +378,10 @@ pub fn retrying(c: &Cmd<'_>) -> bool {
 }
 
 /// The command is served: the client leaves the registry if it was in it. Call it from the
-/// handler, while the keys' shards are held: blocking commands run planned, so the serving
-/// change commits after the handler returns and its commit finds the next client in line
-/// first. (The executor also unregisters a blocked command that ends any other way, such as
-/// an error.)
+/// handler, while the keys' shards are held: the executor holds them for blocking commands
+/// and commits their changes before unlocking, so the serving change commits after the
+/// handler returns and its commit finds the next client in line first. (The executor also
+/// unregisters a blocked command that ends any other way, such as an error.)
 pub fn done(c: &mut Cmd<'_>) {
     if c.conn.blocked.take().is_some() {
         c.server.blocking.unregister(c.conn.id);
@@ -371,8 +413,8 @@ mod tests {
         }
     }
 
-    /// The feed is asked for changes exactly while a client is blocked, and a write to the
-    /// key wakes the first client in line (here: records its wake-up).
+    /// The feed is asked for changes exactly while a blocked client is not woken, and a
+    /// write to the key wakes the first client in line (here: records its wake-up).
     #[test]
     fn registry_counts_waiters_and_asks_the_feed_only_while_needed() {
         let mut h = Harness::new();
@@ -388,7 +430,14 @@ mod tests {
         assert!(h.server.keyspace.feed().records_changes());
         h.run(&["RPUSH", "k", "v"]);
         assert!(h.server.blocking.inner.lock().waiters[&handle.id].woken);
+        // Woken, the client looks at its keys itself: no change is news until it sleeps again.
+        assert_eq!(h.server.blocking.count(), 1);
+        assert!(!h.server.keyspace.feed().records_changes());
+        h.server.blocking.register(&handle, 0, &[b"k"]);
+        assert!(h.server.keyspace.feed().records_changes());
+        assert!(!h.server.blocking.inner.lock().waiters[&handle.id].woken);
         assert!(h.server.blocking.unblock(handle.id, Unblock::Error));
+        assert!(!h.server.keyspace.feed().records_changes());
         assert_eq!(h.server.blocking.unblocked(handle.id), Some(Unblock::Error));
         h.server.blocking.unregister(handle.id);
         assert_eq!(h.server.blocking.count(), 0);

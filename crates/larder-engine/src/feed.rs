@@ -189,6 +189,19 @@ impl std::ops::BitOr for Interest {
 pub trait Consumer: Send + Sync {
     /// A committed group, whole. `seq` increases by one per group across the keyspace.
     fn committed(&self, seq: u64, changes: &[Change]);
+
+    /// [`Consumer::committed`], answering whether the consumer wants [`Consumer::settle`]
+    /// called once the feed's locks are released (to change its interest, which it cannot
+    /// do while the commit holds them).
+    fn committed_then_settle(&self, seq: u64, changes: &[Change]) -> bool {
+        self.committed(seq, changes);
+        false
+    }
+
+    /// Runs after a commit for which [`Consumer::committed_then_settle`] answered true, on
+    /// the committing thread, with the feed's locks released (the group's shard locks are
+    /// still held).
+    fn settle(&self) {}
 }
 
 struct Subscription {
@@ -465,6 +478,8 @@ impl Feed {
     }
 
     fn commit(&self, mut changes: Vec<Change>) {
+        // Consumers to settle once the locks are released (rarely any: no allocation then).
+        let mut settle: Vec<Arc<dyn Consumer>> = Vec::new();
         {
             let mut seq = self.order.lock();
             *seq += 1;
@@ -474,10 +489,13 @@ impl Feed {
                     & (Interest::CHANGES.0 | Interest::VALUES.0 | Interest::COMMANDS.0)
                     != 0
                     || changes.iter().any(|c| c.kind == ChangeKind::Notice);
-                if wants {
-                    s.consumer.committed(*seq, &changes);
+                if wants && s.consumer.committed_then_settle(*seq, &changes) {
+                    settle.push(Arc::clone(&s.consumer));
                 }
             }
+        }
+        for c in &settle {
+            c.settle();
         }
         // Hand the buffer back so the next group on this thread does not allocate.
         changes.clear();
