@@ -24,20 +24,24 @@ pub(super) fn run_command(
     resolved: Resolved,
     now_ms: u64,
 ) -> crate::error::Result<()> {
-    // A blocking command runs planned so that it registers as a waiter while its keys'
-    // shards are still held (see `blocking.rs`). While a consumer records commands, a write
-    // holds its shards until its command record has joined its changes' group.
-    if needs_plan(&resolved.spec.keys, argv) || resolved.spec.has(flags::BLOCKING) {
+    // A blocking command runs with its keys' shards held by the executor, so that it
+    // registers as a waiter before they are unlocked (see `blocking.rs`). While a consumer
+    // records commands, a write holds its shards until its command record has joined its
+    // changes' group.
+    if needs_plan(&resolved.spec.keys, argv) {
         run_planned(server, conn, argv, out, resolved, now_ms)
-    } else if resolved.spec.has(flags::WRITE) && server.keyspace.feed().records_commands() {
+    } else if resolved.spec.has(flags::BLOCKING)
+        || (resolved.spec.has(flags::WRITE) && server.keyspace.feed().records_commands())
+    {
         run_locked_one(server, conn, argv, out, resolved, now_ms)
     } else {
         call(server, conn, argv, out, resolved, now_ms, None)
     }
 }
 
-/// A write of at most one key while commands are recorded: its shard locked first and held
-/// until its command record has joined its changes' group and the group has committed, as
+/// A command of one key that must hold its shard from before its handler runs (a blocking
+/// command, or a write while commands are recorded): the shard locked first and held until
+/// the command record has joined its changes' group and the group has committed, as
 /// `run_planned` does for a wider plan, without the plan's allocations.
 fn run_locked_one(
     server: &Server,
