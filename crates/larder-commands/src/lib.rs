@@ -123,6 +123,32 @@ mod tests {
         }
     }
 
+    /// `may_block` answers what the table's BLOCKING flag does, for every name in any case,
+    /// and no for names of no command or one byte off one.
+    #[test]
+    fn may_block_follows_the_blocking_flag() {
+        let r = super::registry();
+        let mut blocking = 0;
+        for spec in r.commands() {
+            let want = spec.has(crate::table::flags::BLOCKING);
+            blocking += usize::from(want);
+            for name in [spec.name.to_string(), spec.name.to_ascii_uppercase()] {
+                assert_eq!(r.may_block(name.as_bytes()), want, "{name}");
+                let mut off = name.into_bytes();
+                off[0] ^= 0x01;
+                assert!(
+                    r.may_block(&off)
+                        == r.top(&off)
+                            .is_some_and(|(_, s)| s.has(crate::table::flags::BLOCKING))
+                );
+            }
+        }
+        assert!(blocking >= 10, "{blocking}");
+        for name in [&b""[..], b"b", b"brpopx", b"xread ", &[b'b'; 40]] {
+            assert!(!r.may_block(name), "{name:?}");
+        }
+    }
+
     /// A hint only saves work: whatever it is, the command found is the one named.
     #[test]
     fn hinted_lookup_finds_what_the_plain_one_does() {

@@ -310,6 +310,12 @@ fn name_words(name: &[u8]) -> Option<[u64; 2]> {
     Some(words.map(lower))
 }
 
+/// A bit index (0..32) for the first byte of a non-empty name, the same for both cases of a
+/// letter.
+fn first_letter(name: &[u8]) -> u32 {
+    u32::from(name[0] | 0x20) & 31
+}
+
 /// All commands, by lower-case name.
 pub struct Registry {
     /// hashbrown's default hasher (foldhash): this lookup runs once per command, and std's
@@ -324,6 +330,11 @@ pub struct Registry {
     /// Each top-level name as [`name_words`] has it (`None` past 16 bytes), for the hinted
     /// compare.
     words: Vec<Option<[u64; 2]>>,
+    /// The blocking commands' names, and a bit per name length and per first letter among
+    /// them, for [`Registry::may_block`].
+    blocking: Vec<&'static [u8]>,
+    blocking_lens: u32,
+    blocking_firsts: u32,
 }
 
 impl Registry {
@@ -339,6 +350,9 @@ impl Registry {
             sub_base: Vec::new(),
             full_names: Vec::new(),
             words: Vec::new(),
+            blocking: Vec::new(),
+            blocking_lens: 0,
+            blocking_firsts: 0,
         };
         for table in tables {
             for spec in table.iter() {
@@ -350,6 +364,12 @@ impl Registry {
                 );
                 r.top.push(spec);
                 r.words.push(name_words(spec.name.as_bytes()));
+                if spec.has(flags::BLOCKING) {
+                    let name = spec.name.as_bytes();
+                    r.blocking.push(name);
+                    r.blocking_lens |= 1 << name.len();
+                    r.blocking_firsts |= 1 << first_letter(name);
+                }
                 r.sub_base.push(r.all.len());
                 if spec.subcommands.is_empty() {
                     r.all.push((spec.name.to_string(), spec));
@@ -368,6 +388,20 @@ impl Registry {
             .map(|(n, _)| &*Box::leak(n.clone().into_boxed_str()))
             .collect();
         r
+    }
+
+    /// Whether a request named `name` (any case) is a command that may block (BLPOP, XREAD,
+    /// ...): a few instructions for the names of other lengths or first letters, as a
+    /// pipeline's look-ahead asks this of every request.
+    #[inline]
+    pub fn may_block(&self, name: &[u8]) -> bool {
+        if name.len() >= 32
+            || self.blocking_lens & (1 << name.len()) == 0
+            || self.blocking_firsts & (1 << first_letter(name)) == 0
+        {
+            return false;
+        }
+        self.blocking.iter().any(|b| b.eq_ignore_ascii_case(name))
     }
 
     /// Look up a top-level command by name (any case), without allocating.

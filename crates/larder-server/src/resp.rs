@@ -90,8 +90,12 @@ impl RespHandler {
                     }
                     batch.clear();
                     batch.push((0, args.len(), consumed));
-                    if !limits.unauthenticated {
-                        look_ahead(&rest[consumed..], &limits, &mut argv, &mut args, &mut batch);
+                    // A request that may block ends a batch: had it blocked, the requests
+                    // after it would be parsed again once it is woken.
+                    let may_block = |name: &[u8]| server.registry.may_block(name);
+                    if !limits.unauthenticated && !may_block(args[0]) {
+                        let rest = &rest[consumed..];
+                        look_ahead(rest, &limits, &mut argv, &mut args, &mut batch, may_block);
                     }
                     if batch.len() > 1 {
                         self.prefetch(server, &args, &batch);
@@ -239,13 +243,15 @@ fn borrowed<'a>(argv: &[Cow<'a, [u8]>], args: &mut Vec<&'a [u8]>) -> bool {
 /// Parses the complete multibulk requests at the front of `input` (up to a batch of
 /// `Db::PREFETCH_BATCH` in all), adding their arguments to `args` and their spans to `batch`.
 /// Stops at the first request that is incomplete, inline or malformed: the main loop parses
-/// that one again when it gets there, and answers it exactly as it would have.
+/// that one again when it gets there, and answers it exactly as it would have. Stops after
+/// a request whose name `may_block` accepts.
 fn look_ahead<'a>(
     mut input: &'a [u8],
     limits: &Limits,
     argv: &mut Vec<Cow<'a, [u8]>>,
     args: &mut Vec<&'a [u8]>,
     batch: &mut Vec<(usize, usize, usize)>,
+    may_block: impl Fn(&[u8]) -> bool,
 ) {
     while batch.len() < Db::PREFETCH_BATCH && input.first() == Some(&b'*') {
         match parse_request(input, limits, argv) {
@@ -255,6 +261,9 @@ fn look_ahead<'a>(
                     return;
                 }
                 batch.push((from, args.len(), consumed));
+                if may_block(args[from]) {
+                    return;
+                }
                 input = &input[consumed..];
             }
             _ => return,
