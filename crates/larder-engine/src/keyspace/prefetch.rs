@@ -22,9 +22,15 @@ impl Db {
         const NONE: u8 = u8::MAX;
         let mut routed = [(0usize, 0u64); Db::PREFETCH_BATCH];
         let mut n = 0;
-        for key in keys.iter().take(Db::PREFETCH_BATCH) {
+        let mut last: Option<&[u8]> = None;
+        for &key in keys.iter().take(Db::PREFETCH_BATCH) {
+            // A run of one key (a pipeline of pushes to one list) is looked at once, and
+            // hashed once.
+            if last == Some(key) {
+                continue;
+            }
+            last = Some(key);
             let (shard, hash) = Db::route(key);
-            // A run of one key (a pipeline of pops from one list) is looked at once.
             if n == 0 || routed[n - 1].1 != hash {
                 routed[n] = (shard, hash);
                 n += 1;
