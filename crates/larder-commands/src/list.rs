@@ -206,10 +206,9 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
     };
     match count {
         None => {
-            let e = update(&mut shard, slot, |l| l.pop(end))?;
-            match e {
-                Some(e) => c.out.bulk(&e),
-                None => c.out.null(),
+            let out = &mut *c.out;
+            if update(&mut shard, slot, |l| l.pop_with(end, |e| out.bulk(e)))?.is_none() {
+                out.null();
             }
         }
         // A count of 0 pops nothing and raises nothing.

@@ -277,10 +277,15 @@ impl List {
 
     /// Remove and return the element at `end`.
     pub fn pop(&mut self, end: End) -> Option<Box<[u8]>> {
-        match (&mut self.repr, end) {
-            (Repr::Packed(p), End::Head) => p.pop_front(),
-            (Repr::Packed(p), End::Tail) => p.pop_back(),
-            (Repr::Chunked(c), _) => c.pop(end),
+        self.pop_with(end, |e| Box::from(e))
+    }
+
+    /// Remove the element at `end`, handing its bytes to `f` (which can write a reply from
+    /// them without copying them out first); `None` when the list is empty.
+    pub fn pop_with<R>(&mut self, end: End, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        match &mut self.repr {
+            Repr::Packed(p) => p.pop_with(end, f),
+            Repr::Chunked(c) => c.pop_with(end, f),
         }
     }
 

@@ -42,21 +42,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Remove and return members with scores in a sorted set or block until one is available", "7.0.0", bzmpop),
 ];
 
-/// Which end of a list a pop takes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum End {
-    Head,
-    Tail,
-}
-
 /// BLPOP key [key ...] timeout
 fn blpop(c: &mut Cmd<'_>) -> Result<()> {
-    pop(c, End::Head)
+    pop(c, ListEnd::Head)
 }
 
 /// BRPOP key [key ...] timeout
 fn brpop(c: &mut Cmd<'_>) -> Result<()> {
-    pop(c, End::Tail)
+    pop(c, ListEnd::Tail)
 }
 
 /// The list at `slot`: `Ok(None)` when it holds another type and the client is woken to try
@@ -69,7 +62,7 @@ fn list_at(c: &Cmd<'_>, shard: &Shard, slot: SlotId) -> Result<bool> {
     }
 }
 
-fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
+fn pop(c: &mut Cmd<'_>, end: ListEnd) -> Result<()> {
     let argv = c.args.rest();
     let (keys, timeout) = argv.split_at(argv.len() - 1);
     let deadline = super::deadline_ms(timeout[0], c.now_ms)?;
@@ -82,20 +75,23 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
             continue;
         }
         super::done(c);
+        // The reply is written from the element's bytes before they leave the list.
+        let out = &mut *c.out;
         let popped = shard.object_mut(slot, |o| match o {
-            Object::List(l) => match end {
-                End::Head => l.pop_front(),
-                End::Tail => l.pop_back(),
-            },
+            Object::List(l) => l.pop_with(end, |element| {
+                out.array(2);
+                out.bulk(key);
+                out.bulk(element);
+            }),
             _ => None,
         });
         // Stored lists are never empty, so a list pops an element.
-        let Some(element) = popped else {
+        if popped.is_none() {
             return Err(Error::Static(error::WRONGTYPE));
-        };
+        }
         let (event, replay): (&str, &[u8]) = match end {
-            End::Head => ("lpop", b"LPOP"),
-            End::Tail => ("rpop", b"RPOP"),
+            ListEnd::Head => ("lpop", b"LPOP"),
+            ListEnd::Tail => ("rpop", b"RPOP"),
         };
         c.notify(class::LIST, event, key);
         if matches!(shard.entry(slot).object(), Some(Object::List(l)) if l.is_empty()) {
@@ -104,9 +100,6 @@ fn pop(c: &mut Cmd<'_>, end: End) -> Result<()> {
         }
         drop(shard);
         c.propagate(&[replay, key]);
-        c.out.array(2);
-        c.out.bulk(key);
-        c.out.bulk(&element);
         return Ok(());
     }
     super::wait(c, keys, deadline)

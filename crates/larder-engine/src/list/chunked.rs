@@ -161,7 +161,7 @@ impl Chunked {
         }
     }
 
-    pub(super) fn pop(&mut self, end: End) -> Option<Box<[u8]>> {
+    pub(super) fn pop_with<R>(&mut self, end: End, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let i = match end {
             End::Head => 0,
             End::Tail => self.chunks.len().checked_sub(1)?,
@@ -169,10 +169,7 @@ impl Chunked {
         if i >= self.chunks.len() {
             return None;
         }
-        self.with_chunk(i, |c| match end {
-            End::Head => c.pop_front(),
-            End::Tail => c.pop_back(),
-        })
+        self.with_chunk(i, |c| c.pop_with(end, f))
     }
 
     /// Remove up to `n` elements from `end`, in the order they leave.

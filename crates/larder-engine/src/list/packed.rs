@@ -9,6 +9,8 @@
 //! its own length. The element count sits in a varint header in front of the elements, so
 //! the list is one exact-size `Box<[u8]>`: 16 bytes in its entry's object.
 
+use super::End;
+
 /// Bytes of the LEB128 (or reverse) encoding of `n`.
 fn varint_len(n: usize) -> usize {
     let bits = usize::BITS - (n | 1).leading_zeros();
@@ -264,22 +266,36 @@ impl Packed {
         old
     }
 
+    #[cfg(test)]
     pub(super) fn pop_front(&mut self) -> Option<Box<[u8]>> {
-        let mut popped = self.pop_front_many(1);
-        popped.pop()
+        self.pop_with(End::Head, |e| Box::from(e))
     }
 
+    #[cfg(test)]
     pub(super) fn pop_back(&mut self) -> Option<Box<[u8]>> {
+        self.pop_with(End::Tail, |e| Box::from(e))
+    }
+
+    /// Remove the element at `end`, handing its bytes to `f` before they leave the buffer
+    /// (a reply is written from them without a copy of its own).
+    pub(super) fn pop_with<R>(&mut self, end: End, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let count = self.len();
         if count == 0 {
             return None;
         }
         let body = self.body();
-        let end = body.len();
-        let (start, s, e) = backward(body, end);
-        let old = Box::from(&body[s..e]);
-        self.splice(start..end, &[], count - 1);
-        Some(old)
+        let (range, r) = match end {
+            End::Head => {
+                let (s, e, next) = forward(body, 0);
+                (0..next, f(&body[s..e]))
+            }
+            End::Tail => {
+                let (start, s, e) = backward(body, body.len());
+                (start..body.len(), f(&body[s..e]))
+            }
+        };
+        self.splice(range, &[], count - 1);
+        Some(r)
     }
 
     /// Remove the first `n` elements (at most all) and return them head first.
