@@ -239,6 +239,18 @@ pub fn parse_request_resume<'a>(
         return parse_request(buf, limits, argv);
     }
     argv.clear();
+    if progress.count == 0 {
+        // A request not started before is parsed straight into `argv`, as most arrive
+        // whole; only one that is not complete yet is parsed again, once, into `progress`.
+        match parse_multibulk_resumable(buf, limits, argv, None) {
+            Ok(Parsed::Incomplete { .. }) => argv.clear(),
+            Ok(done) => return Ok(done),
+            Err(e) => {
+                argv.clear();
+                return Err(e);
+            }
+        }
+    }
     let result = parse_multibulk_resumable(buf, limits, argv, Some(progress));
     if !matches!(result, Ok(Parsed::Incomplete { .. })) {
         progress.reset();
