@@ -12,6 +12,10 @@
 # g:{10000}` from 50 connections at PIPELINE (default 16), sent by scriptgen (bench/scriptgen.c).
 # BODY=<lua> runs another script (one key, no arguments); KEEP=<dir> keeps the callgrind files
 # there for callgrind_annotate. Needs valgrind and redis-server.
+#
+# WORKLOAD=pushpop counts issue 10's LPUSH + BRPOP instead: `dtgen pushpop` (bench/dtgen.c),
+# one producer and one consumer at PIPELINE, window 16, 32-byte items; REQUESTS pops are
+# counted, and "per request" is then per push and pop.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +23,7 @@ LARDER=${1:-$ROOT/target/release/larder}
 PIPE=${2:-16}
 REQS=${3:-100000}
 BODY=${BODY:-$'redis.call(\'GET\', KEYS[1])\nreturn redis.call(\'INCR\', KEYS[1])'}
+WORKLOAD=${WORKLOAD:-evalsha}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -26,6 +31,20 @@ for tool in valgrind callgrind_control callgrind_annotate redis-server redis-cli
     command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 2; }
 done
 cc -O2 -o "$WORK/scriptgen" "$ROOT/bench/scriptgen.c"
+cc -O2 -o "$WORK/dtgen" "$ROOT/bench/dtgen.c" -lm
+
+# Runs $3 requests of the workload against port $1 (seed $2).
+load() {
+    local port=$1 seed=$2 n=$3
+    case $WORKLOAD in
+    evalsha)
+        "$WORK/scriptgen" 127.0.0.1 "$port" 50 "$PIPE" "$n" 0 "$seed" EVALSHA "$SHA" 1 'g:{10000}' ;;
+    pushpop)
+        "$WORK/dtgen" pushpop 127.0.0.1 "$port" 1 1 "$PIPE" "$n" 16 32 "$seed" bq ;;
+    *)
+        echo "unknown WORKLOAD $WORKLOAD" >&2; exit 2 ;;
+    esac >/dev/null
+}
 
 # Prints the instructions per request of one server: $1 its name, then its command line.
 measure() {
@@ -40,11 +59,10 @@ measure() {
         redis-cli -p "$port" ping >/dev/null 2>&1 && break
         sleep 0.2
     done
-    local sha
-    sha=$(redis-cli -p "$port" script load "$BODY")
-    "$WORK/scriptgen" 127.0.0.1 "$port" 50 "$PIPE" 20000 0 1 EVALSHA "$sha" 1 'g:{10000}' >/dev/null
+    SHA=$(redis-cli -p "$port" script load "$BODY")
+    load "$port" 1 20000
     callgrind_control -i on "$pid" >/dev/null
-    "$WORK/scriptgen" 127.0.0.1 "$port" 50 "$PIPE" "$REQS" 0 2 EVALSHA "$sha" 1 'g:{10000}' >/dev/null
+    load "$port" 2 "$REQS"
     callgrind_control -i off "$pid" >/dev/null
     callgrind_control -d "$pid" >/dev/null
     sleep 1
@@ -58,6 +76,9 @@ measure() {
     printf '%-7s %12d instructions  %7d per request\n' "$name" "$total" $((total / REQS))
 }
 
-echo "EVALSHA at pipeline $PIPE, $REQS requests, 50 connections; script: ${BODY//$'\n'/ }"
+case $WORKLOAD in
+evalsha) echo "EVALSHA at pipeline $PIPE, $REQS requests, 50 connections; script: ${BODY//$'\n'/ }" ;;
+pushpop) echo "LPUSH + BRPOP at pipeline $PIPE, $REQS pops, one producer and one consumer" ;;
+esac
 measure larder "$LARDER" --memcached-port 0 --http-port 0 --appendonly no --save "" --threads 1
 measure redis redis-server --save "" --appendonly no
