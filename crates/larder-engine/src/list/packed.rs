@@ -24,6 +24,15 @@ pub(super) fn encoded_len(len: usize) -> usize {
 
 /// Write the encoding of `e` into `out`, which is exactly [`encoded_len`] bytes long.
 fn encode_into(out: &mut [u8], e: &[u8]) {
+    if let Ok(n) = u8::try_from(e.len()) {
+        if n < 0x80 {
+            // One length byte each side, the same forwards and backwards.
+            out[0] = n;
+            out[1..=e.len()].copy_from_slice(e);
+            out[e.len() + 1] = n;
+            return;
+        }
+    }
     let k = varint_len(e.len());
     let mut n = e.len();
     for b in &mut out[..k] {
@@ -250,9 +259,16 @@ impl Packed {
 
     /// Insert `e` as the element at `index` (`count` appends).
     pub(super) fn insert(&mut self, index: usize, e: &[u8]) {
-        let (at, _) = self.offset(index);
-        let count = self.len() + 1;
-        self.splice_with(at..at, encoded_len(e.len()), count, |d| encode_into(d, e));
+        let (count, h) = self.header();
+        // The ends, where pushes go, need no walk.
+        let at = match index {
+            0 => 0,
+            i if i >= count => self.buf.len() - h,
+            i => self.offset(i).0,
+        };
+        self.splice_with(at..at, encoded_len(e.len()), count + 1, |d| {
+            encode_into(d, e)
+        });
     }
 
     /// Replace the element at `index` (which must exist) and return the old one.
