@@ -69,8 +69,6 @@ struct Registry {
     /// `(db, key)` → the clients waiting on it, first blocked first.
     keys: HashMap<(u32, Vec<u8>), VecDeque<u64>>,
     waiters: HashMap<u64, Waiter>,
-    /// Waiters not woken: while there are none, no change is news to the registry.
-    sleeping: usize,
 }
 
 /// A `(db, key)` of the registry, borrowed: it hashes as the owned pair does, so a commit
@@ -85,15 +83,16 @@ impl Equivalent<(u32, Vec<u8>)> for KeyRef<'_> {
 }
 
 impl Registry {
-    /// Wake the first client waiting on `key`, unless it is already woken.
-    fn wake_first(&mut self, key: KeyRef<'_>) {
+    /// Wake the first client waiting on `key`, unless it is already woken; `sleeping` counts
+    /// the clients not woken.
+    fn wake_first(&mut self, key: KeyRef<'_>, sleeping: &AtomicUsize) {
         let Some(&first) = self.keys.get(&key).and_then(|q| q.front()) else {
             return;
         };
         if let Some(w) = self.waiters.get_mut(&first) {
             if !w.woken {
                 w.woken = true;
-                self.sleeping -= 1;
+                sleeping.fetch_sub(1, Ordering::Relaxed);
                 w.handle.mail.unblock(w.handle.id);
             }
         }
@@ -112,7 +111,8 @@ pub struct Blocking {
     feed: OnceLock<(Weak<Feed>, u64)>,
     /// Blocked clients (INFO `blocked_clients`).
     count: AtomicUsize,
-    /// `Registry::sleeping`, readable without the lock: a commit looks at it first.
+    /// Blocked clients not woken yet: while there are none, no change is news to the
+    /// registry. Changed only with `inner` held; a commit reads it first, without the lock.
     sleeping: AtomicUsize,
 }
 
@@ -159,42 +159,36 @@ impl Blocking {
     /// before it; a client already registered (running its request again) keeps its place.
     /// Call with the keys' shards held.
     fn register(&self, handle: &Arc<ClientHandle>, db: usize, keys: &[&[u8]]) {
-        let first = {
+        {
             let mut r = self.inner.lock();
             if let Some(w) = r.waiters.get_mut(&handle.id) {
                 if w.woken {
                     w.woken = false;
-                    r.sleeping += 1;
-                    self.sleeping.store(r.sleeping, Ordering::Relaxed);
+                    self.sleeping.fetch_add(1, Ordering::Relaxed);
                 }
-                drop(r);
-                self.sync_interest();
-                return;
-            }
-            let keys: Vec<(u32, Vec<u8>)> = keys.iter().map(|k| (db as u32, k.to_vec())).collect();
-            for k in &keys {
-                let q = r.keys.entry(k.clone()).or_default();
-                if !q.contains(&handle.id) {
-                    q.push_back(handle.id);
+            } else {
+                let keys: Vec<(u32, Vec<u8>)> =
+                    keys.iter().map(|k| (db as u32, k.to_vec())).collect();
+                for k in &keys {
+                    let q = r.keys.entry(k.clone()).or_default();
+                    if !q.contains(&handle.id) {
+                        q.push_back(handle.id);
+                    }
                 }
+                r.waiters.insert(
+                    handle.id,
+                    Waiter {
+                        handle: Arc::clone(handle),
+                        keys,
+                        woken: false,
+                        unblock: None,
+                    },
+                );
+                self.count.fetch_add(1, Ordering::Relaxed);
+                self.sleeping.fetch_add(1, Ordering::Relaxed);
             }
-            r.waiters.insert(
-                handle.id,
-                Waiter {
-                    handle: Arc::clone(handle),
-                    keys,
-                    woken: false,
-                    unblock: None,
-                },
-            );
-            r.sleeping += 1;
-            self.sleeping.store(r.sleeping, Ordering::Relaxed);
-            self.count.fetch_add(1, Ordering::Relaxed);
-            r.sleeping == 1
-        };
-        if first {
-            self.sync_interest();
         }
+        self.sync_interest();
     }
 
     /// Client `id` no longer waits (served, timed out, unblocked or gone). If it had been
@@ -208,7 +202,7 @@ impl Blocking {
                 return;
             };
             if !w.woken {
-                r.sleeping -= 1;
+                self.sleeping.fetch_sub(1, Ordering::Relaxed);
             }
             for k in &w.keys {
                 if let Some(q) = r.keys.get_mut(k) {
@@ -220,10 +214,9 @@ impl Blocking {
             }
             if w.woken {
                 for k in &w.keys {
-                    r.wake_first(KeyRef(k.0, &k.1));
+                    r.wake_first(KeyRef(k.0, &k.1), &self.sleeping);
                 }
             }
-            self.sleeping.store(r.sleeping, Ordering::Relaxed);
             self.count.fetch_sub(1, Ordering::Relaxed);
         }
         self.sync_interest();
@@ -240,8 +233,7 @@ impl Blocking {
             if !w.woken {
                 w.woken = true;
                 w.handle.mail.unblock(w.handle.id);
-                r.sleeping -= 1;
-                self.sleeping.store(r.sleeping, Ordering::Relaxed);
+                self.sleeping.fetch_sub(1, Ordering::Relaxed);
             }
         }
         self.sync_interest();
@@ -272,11 +264,11 @@ impl Consumer for Blocking {
             match c.kind {
                 // A key that holds a value now (created, pushed to, renamed or moved here,
                 // restored): the first client waiting on it looks again.
-                ChangeKind::Written => r.wake_first(KeyRef(c.db, &c.key)),
+                ChangeKind::Written => r.wake_first(KeyRef(c.db, &c.key), &self.sleeping),
                 // A removed key: a blocked XREADGROUP answers that its stream is gone, as
                 // Redis's does; any other waiter finds nothing and keeps its place.
                 ChangeKind::Deleted | ChangeKind::Expired | ChangeKind::Evicted => {
-                    r.wake_first(KeyRef(c.db, &c.key))
+                    r.wake_first(KeyRef(c.db, &c.key), &self.sleeping)
                 }
                 ChangeKind::Flushed => {
                     let keys: Vec<(u32, Vec<u8>)> = r
@@ -286,7 +278,7 @@ impl Consumer for Blocking {
                         .cloned()
                         .collect();
                     for k in &keys {
-                        r.wake_first(KeyRef(k.0, &k.1));
+                        r.wake_first(KeyRef(k.0, &k.1), &self.sleeping);
                     }
                 }
                 // SWAPDB brings other values under every key of both databases.
@@ -298,14 +290,13 @@ impl Consumer for Blocking {
                         .cloned()
                         .collect();
                     for k in &keys {
-                        r.wake_first(KeyRef(k.0, &k.1));
+                        r.wake_first(KeyRef(k.0, &k.1), &self.sleeping);
                     }
                 }
                 _ => {}
             }
         }
-        self.sleeping.store(r.sleeping, Ordering::Relaxed);
-        r.sleeping == 0
+        self.sleeping.load(Ordering::Relaxed) == 0
     }
 
     fn settle(&self) {
