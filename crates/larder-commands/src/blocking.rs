@@ -10,9 +10,10 @@
 //!   some blocked client is not woken yet (a woken client looks at its keys again itself, so
 //!   what changes before it does is no news to it). A write to a key commits (under the key's
 //!   shard lock) after any registration made under that lock, so no write can slip between a
-//!   client's look at a key and its registration. At commit, for each written key with waiters, the **first** client
-//!   that blocked on it is woken: a `Letter::Unblock` to its worker, which runs the request
-//!   again. A transaction's writes commit when EXEC ends, so its waiters are served after it.
+//!   client's look at a key and its registration. At commit, for each written key with
+//!   waiters, the **first** client that blocked on it is woken: a `Letter::Unblock` to its
+//!   worker, which runs the request again. A transaction's writes commit when EXEC ends, so
+//!   its waiters are served after it.
 //! - The woken client either finds data (served; it leaves the registry, and if the key still
 //!   holds data its own pop's write wakes the next waiter) or not (someone else took it): it
 //!   stays blocked in its place. Clients blocked on one key are served in the order they
