@@ -298,7 +298,7 @@ pub fn execute(
     // batch, the previous command's end is that read.
     let mut started_us = match conn.clock_us.take() {
         Some(us) => us,
-        None => larder_engine::now_us(),
+        None => larder_engine::command_us(),
     };
     let now_ms = started_us / 1000;
     let writes = spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0;
@@ -377,7 +377,7 @@ pub fn execute(
     }
     if max > 0 {
         // Eviction is not part of the command's duration (as Redis times `call()` alone).
-        started_us = larder_engine::now_us();
+        started_us = larder_engine::command_us();
     }
     if conn.multi.is_some() && !crate::transaction::runs_inside_multi(resolved.full_name) {
         queue(server, conn, argv, out, resolved);
@@ -405,7 +405,7 @@ pub fn execute(
         server.blocking.unregister(conn.id);
     }
     // Wall-clock microseconds, as Redis's `ustime()`; a clock step back counts as 0.
-    let ended_us = larder_engine::now_us();
+    let ended_us = larder_engine::command_us();
     let elapsed_us = ended_us.saturating_sub(started_us);
     if conn.batching {
         conn.clock_us = Some(ended_us);

@@ -37,7 +37,7 @@ pub mod stream;
 mod xorshift;
 pub mod zset;
 
-pub use clock::{lru_clock, now_ms, now_us};
+pub use clock::{command_us, lru_clock, now_ms, now_us};
 pub use encoding::Limits;
 pub use entry::{Entry, Object, ObjectKind};
 pub use error::EngineError;

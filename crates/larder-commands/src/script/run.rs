@@ -208,7 +208,10 @@ fn run_once(
         plan: std::mem::take(&mut runs.interp.scratch.plan),
         hints: job.hints,
         calls: 0,
-        clock_us: runs.clock_us.take().unwrap_or_else(larder_engine::now_us),
+        clock_us: runs
+            .clock_us
+            .take()
+            .unwrap_or_else(larder_engine::command_us),
         function: match job.target {
             Target::Function { name } => Some((name, job.argv)),
             Target::Script { .. } => None,
@@ -456,7 +459,7 @@ impl Host for RunHost<'_, '_, '_, '_> {
             )
         };
         exec::record_command(server, self.conn, argv, resolved, since);
-        let ended_us = larder_engine::now_us();
+        let ended_us = larder_engine::command_us();
         let elapsed_us = ended_us.saturating_sub(started_us);
         self.clock_us = ended_us;
         exec::account(server, self.conn, out, resolved, result, elapsed_us);
