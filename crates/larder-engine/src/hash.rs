@@ -3,8 +3,9 @@
 //!
 //! - **Compact**: one exact-size byte buffer: the pair count (varint), then `[varint field
 //!   len][field][varint value len][value]` pairs in insertion order, searched linearly; an
-//!   empty hash has an empty buffer (no allocation). Every write reallocates the buffer to its
-//!   new size, as Redis's listpack does. Keeping the count inside the buffer makes `Hash` one
+//!   empty hash has an empty buffer (no allocation). A write reallocates the buffer to its
+//!   new size, as Redis's listpack does, except a value replaced by one of its length, which
+//!   is written over the old. Keeping the count inside the buffer makes `Hash` one
 //!   16-byte pointer, so an `Object` holding it fits in 24 bytes.
 //! - **Table** ([`table`]): a slab of entries, each one allocation holding field and value
 //!   together, found through a `hashbrown::HashTable` of slab positions. An entry never moves
@@ -277,6 +278,7 @@ fn varint_len(n: usize) -> usize {
 }
 
 /// The varint at `*pos`, advancing past it.
+#[inline]
 fn get_varint(buf: &[u8], pos: &mut usize) -> usize {
     let mut n = 0;
     let mut shift = 0;
@@ -354,23 +356,58 @@ impl Compact {
     }
 
     fn find(&self, field: &[u8]) -> Option<Span> {
-        self.spans().find(|(_, f)| *f == field).map(|(s, _)| s)
+        // One pass of length prefixes; the field's bytes are looked at only where the length
+        // matches, and then the last byte first: fields of one hash often share a prefix
+        // ("f0", "f1", ..., "user:17"), so most misses end there without a call to `memcmp`.
+        let buf = &*self.buf;
+        let last = field.last();
+        let mut pos = self.body();
+        while pos < buf.len() {
+            let start = pos;
+            let flen = get_varint(buf, &mut pos);
+            let mut value = pos + flen;
+            let vlen = get_varint(buf, &mut value);
+            if flen == field.len() {
+                let f = &buf[pos..pos + flen];
+                if f.last() == last && f == field {
+                    return Some(Span {
+                        start,
+                        value,
+                        end: value + vlen,
+                    });
+                }
+            }
+            pos = value + vlen;
+        }
+        None
     }
 
     /// Replace bytes `range` of the body (offsets in the current buffer) with `with`, and the
     /// header with `count`, reallocating the buffer to its exact new size (empty when
     /// `count` is 0).
     fn splice(&mut self, count: usize, range: std::ops::Range<usize>, with: &[u8]) {
+        self.splice_with(count, range, with.len(), |buf| buf.extend_from_slice(with));
+    }
+
+    /// [`Compact::splice`] with the `len` new bytes written by `put` (so a caller need not
+    /// gather them in a buffer of their own first).
+    fn splice_with(
+        &mut self,
+        count: usize,
+        range: std::ops::Range<usize>,
+        len: usize,
+        put: impl FnOnce(&mut Vec<u8>),
+    ) {
         if count == 0 {
             self.buf = Box::default();
             return;
         }
         let body = self.body();
-        let size = varint_len(count) + self.buf.len() - body - range.len() + with.len();
+        let size = varint_len(count) + self.buf.len() - body - range.len() + len;
         let mut buf = Vec::with_capacity(size);
         put_varint(&mut buf, count);
         buf.extend_from_slice(&self.buf[body..range.start]);
-        buf.extend_from_slice(with);
+        put(&mut buf);
         buf.extend_from_slice(&self.buf[range.end..]);
         debug_assert_eq!(buf.len(), size);
         self.buf = buf.into_boxed_slice();
@@ -379,20 +416,26 @@ impl Compact {
     fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         let len = self.len();
         match self.find(field) {
+            // A value of the old one's length is written over it: no new buffer.
+            Some(s) if s.end - s.value == value.len() => {
+                self.buf[s.value..s.end].copy_from_slice(value);
+                false
+            }
             Some(s) => {
-                let mut v = Vec::with_capacity(varint_len(value.len()) + value.len());
-                put_varint(&mut v, value.len());
-                v.extend_from_slice(value);
                 // The value's length prefix ends at `s.value`; replace it with the value.
                 let prefix = varint_len(s.end - s.value);
-                self.splice(len, s.value - prefix..s.end, &v);
+                let new = varint_len(value.len()) + value.len();
+                self.splice_with(len, s.value - prefix..s.end, new, |buf| {
+                    put_varint(buf, value.len());
+                    buf.extend_from_slice(value);
+                });
                 false
             }
             None => {
-                let mut pair = Vec::with_capacity(pair_len(field, value));
-                put_pair(&mut pair, field, value);
                 let end = self.buf.len();
-                self.splice(len + 1, end..end, &pair);
+                self.splice_with(len + 1, end..end, pair_len(field, value), |buf| {
+                    put_pair(buf, field, value);
+                });
                 true
             }
         }

@@ -352,3 +352,35 @@ fn compact_count_header_grows_and_shrinks() {
     assert!(h.insert(b"a", b"b", &l));
     assert_eq!(h.get(b"a"), Some(&b"b"[..]));
 }
+
+#[test]
+fn compact_value_of_the_same_length_is_written_in_place() {
+    let l = Limits::default();
+    let mut h = Hash::new();
+    for (f, v) in [
+        (&b"f0"[..], &b"aaaa"[..]),
+        (b"f1", b"bbbb"),
+        (b"f2", b"cccc"),
+    ] {
+        h.insert(f, v, &l);
+    }
+    let at = |h: &Hash| match &h.repr {
+        Repr::Compact(c) => c.buf.as_ptr(),
+        Repr::Table(_) => unreachable!("small hash"),
+    };
+    let before = at(&h);
+    assert!(!h.insert(b"f1", b"BBBB", &l));
+    assert_eq!(at(&h), before, "same length: the same buffer");
+    assert!(!h.insert(b"f1", b"longer", &l));
+    assert_eq!(h.get(b"f1"), Some(&b"longer"[..]));
+    assert!(!h.insert(b"f1", b"", &l));
+    assert_eq!(
+        sorted(&h),
+        [
+            (b"f0".to_vec(), b"aaaa".to_vec()),
+            (b"f1".to_vec(), b"".to_vec()),
+            (b"f2".to_vec(), b"cccc".to_vec()),
+        ]
+    );
+    assert_eq!(h.heap_bytes(), recount(&h));
+}
