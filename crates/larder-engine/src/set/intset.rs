@@ -81,17 +81,43 @@ impl Parts<'_> {
         if width_for(offset) > self.width {
             return Err(self.len());
         }
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.offset_at(mid).cmp(&offset) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
+        // The common widths with the width a constant: no division, fixed-size loads.
+        match self.width {
+            1 => self.data.binary_search(&(offset as u8)),
+            2 => search_in::<2>(self.data, offset),
+            4 => search_in::<4>(self.data, offset),
+            8 => search_in::<8>(self.data, offset),
+            _ => {
+                let (mut lo, mut hi) = (0, self.len());
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    match self.offset_at(mid).cmp(&offset) {
+                        std::cmp::Ordering::Less => lo = mid + 1,
+                        std::cmp::Ordering::Greater => hi = mid,
+                        std::cmp::Ordering::Equal => return Ok(mid),
+                    }
+                }
+                Err(lo)
             }
         }
-        Err(lo)
     }
+}
+
+/// [`Parts::search`] over offsets of `W` bytes.
+#[inline]
+fn search_in<const W: usize>(data: &[u8], offset: u64) -> Result<usize, usize> {
+    let (mut lo, mut hi) = (0, data.len() / W);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let mut at = [0u8; 8];
+        at[..W].copy_from_slice(&data[mid * W..mid * W + W]);
+        match u64::from_le_bytes(at).cmp(&offset) {
+            std::cmp::Ordering::Less => lo = mid + 1,
+            std::cmp::Ordering::Greater => hi = mid,
+            std::cmp::Ordering::Equal => return Ok(mid),
+        }
+    }
+    Err(lo)
 }
 
 impl IntSet {
