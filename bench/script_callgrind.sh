@@ -16,6 +16,11 @@
 # WORKLOAD=pushpop counts issue 10's LPUSH + BRPOP instead: `dtgen pushpop` (bench/dtgen.c),
 # one producer and one consumer at PIPELINE, window 16, 32-byte items; REQUESTS pops are
 # counted, and "per request" is then per push and pop.
+#
+# WORKLOAD=cmd counts any dtgen command template instead (bench/dtgen.c's placeholders), given
+# in CMD, e.g. CMD='PFADD hll:{100} e:{1000000000}': 50 connections at PIPELINE; WARMUP
+# (default 20,000) requests before counting, so a data set the template builds (HyperLogLogs
+# turned dense, say) is in place when counting starts.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +46,9 @@ load() {
         "$WORK/scriptgen" 127.0.0.1 "$port" 50 "$PIPE" "$n" 0 "$seed" EVALSHA "$SHA" 1 'g:{10000}' ;;
     pushpop)
         "$WORK/dtgen" pushpop 127.0.0.1 "$port" 1 1 "$PIPE" "$n" 16 32 "$seed" bq ;;
+    cmd)
+        # shellcheck disable=SC2086 # CMD is a template of words
+        "$WORK/dtgen" run 127.0.0.1 "$port" 50 "$PIPE" "$n" "$seed" $CMD ;;
     *)
         echo "unknown WORKLOAD $WORKLOAD" >&2; exit 2 ;;
     esac >/dev/null
@@ -60,7 +68,7 @@ measure() {
         sleep 0.2
     done
     SHA=$(redis-cli -p "$port" script load "$BODY")
-    load "$port" 1 20000
+    load "$port" 1 "${WARMUP:-20000}"
     callgrind_control -i on "$pid" >/dev/null
     load "$port" 2 "$REQS"
     callgrind_control -i off "$pid" >/dev/null
@@ -79,6 +87,7 @@ measure() {
 case $WORKLOAD in
 evalsha) echo "EVALSHA at pipeline $PIPE, $REQS requests, 50 connections; script: ${BODY//$'\n'/ }" ;;
 pushpop) echo "LPUSH + BRPOP at pipeline $PIPE, $REQS pops, one producer and one consumer" ;;
+cmd) echo "$CMD at pipeline $PIPE, $REQS requests, 50 connections, after ${WARMUP:-20000}" ;;
 esac
 measure larder "$LARDER" --memcached-port 0 --http-port 0 --appendonly no --save "" --threads 1
 measure redis redis-server --save "" --appendonly no
