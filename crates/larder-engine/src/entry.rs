@@ -267,16 +267,21 @@ impl Entry {
     }
 
     /// Asks the CPU to start loading the rest of an inline value (past the two lines that
-    /// [`Entry::prefetch_block`] asked for), up to 1 KiB. Reads the block's header, so call it
-    /// once that has had time to arrive.
+    /// [`Entry::prefetch_block`] asked for), up to 1 KiB, or the first line of an object's
+    /// own bytes (a collection's buffer, where its search starts). Reads the block's header
+    /// or the object, so call it once that has had time to arrive.
     #[inline]
     pub(crate) fn prefetch_value(&self) {
-        if let Block::Inline(p) = self.block() {
-            let end = (INLINE_HEADER + header_u32(p, 0) + inline_value_len(p)).min(1024);
-            let p = p.as_ptr().cast_const();
-            for line in (128..end).step_by(64) {
-                prefetch(p.wrapping_add(line));
+        match self.block() {
+            Block::Inline(p) => {
+                let end = (INLINE_HEADER + header_u32(p, 0) + inline_value_len(p)).min(1024);
+                let p = p.as_ptr().cast_const();
+                for line in (128..end).step_by(64) {
+                    prefetch(p.wrapping_add(line));
+                }
             }
+            Block::Object(p) => prefetch(self.object_at(p).heap_head()),
+            Block::Empty => {}
         }
     }
 

@@ -79,6 +79,15 @@ impl Hash {
         }
     }
 
+    /// Where the hash's bytes start (the compact buffer, or the table's header), for a cache
+    /// prefetch: an address only, never read through.
+    pub(crate) fn heap_head(&self) -> *const u8 {
+        match &self.repr {
+            Repr::Compact(c) => c.buf.as_ptr(),
+            Repr::Table(t) => std::ptr::from_ref::<Table>(t).cast(),
+        }
+    }
+
     /// Redis's name for the current encoding: "listpack" or "hashtable".
     pub fn encoding(&self) -> &'static str {
         match &self.repr {

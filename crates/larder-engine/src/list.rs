@@ -160,6 +160,15 @@ impl List {
         }
     }
 
+    /// Where the list's bytes start (the packed buffer, or the chunked form's header), for
+    /// a cache prefetch: an address only, never read through.
+    pub(crate) fn heap_head(&self) -> *const u8 {
+        match &self.repr {
+            Repr::Packed(p) => p.heap_head(),
+            Repr::Chunked(c) => std::ptr::from_ref::<Chunked>(c).cast(),
+        }
+    }
+
     /// The elements, head first.
     pub fn iter(&self) -> Iter<'_> {
         Iter(match &self.repr {

@@ -231,6 +231,15 @@ impl ZSet {
         self.len() == 0
     }
 
+    /// Where the sorted set's bytes start (the compact buffer, or the full form's header),
+    /// for a cache prefetch: an address only, never read through.
+    pub(crate) fn heap_head(&self) -> *const u8 {
+        match &self.repr {
+            Repr::Compact(c) => c.heap_head(),
+            Repr::Full(f) => std::ptr::from_ref::<Full>(f).cast(),
+        }
+    }
+
     /// Heap bytes owned by the sorted set, in O(1).
     pub fn heap_bytes(&self) -> usize {
         match &self.repr {

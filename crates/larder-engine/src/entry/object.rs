@@ -65,6 +65,20 @@ impl Object {
         }
     }
 
+    /// Where the object's own bytes start (a string's, or a collection's buffer or header),
+    /// for a cache prefetch: an address only, never read through.
+    pub(crate) fn heap_head(&self) -> *const u8 {
+        match self {
+            Object::Str(v) => v.as_ptr(),
+            Object::Shared(v) => std::sync::Arc::as_ptr(v).cast(),
+            Object::List(l) => l.heap_head(),
+            Object::Hash(h) => h.heap_head(),
+            Object::Set(s) => s.heap_head(),
+            Object::ZSet(z) => z.heap_head(),
+            Object::Stream(s) => std::ptr::from_ref::<crate::stream::Stream>(s).cast(),
+        }
+    }
+
     /// Redis 7.0's name for the object's encoding (OBJECT ENCODING), for every type but the
     /// string, whose name depends on its bytes: `None` for a string.
     pub fn encoding(&self) -> Option<&'static str> {

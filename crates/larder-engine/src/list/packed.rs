@@ -146,6 +146,10 @@ impl Packed {
 
     /// Heap bytes: the buffer's allocation (its exact length), rounded up to the allocator's
     /// 8-byte granule.
+    pub(super) fn heap_head(&self) -> *const u8 {
+        self.buf.as_ptr()
+    }
+
     pub(super) fn heap_bytes(&self) -> usize {
         self.buf.len().next_multiple_of(8)
     }

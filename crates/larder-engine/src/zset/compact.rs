@@ -68,6 +68,10 @@ impl Compact {
     }
 
     /// The buffer's allocation, rounded up to the allocator's 8-byte granule.
+    pub(crate) fn heap_head(&self) -> *const u8 {
+        self.buf.as_ptr()
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.buf.len().next_multiple_of(8)
     }
