@@ -285,6 +285,16 @@ impl Entry {
         }
     }
 
+    /// Asks the CPU to start loading the line of an object's bytes that a lookup of `member`
+    /// reads (`Object::prefetch_member`). Reads the object (not its bytes), so call it once
+    /// [`Entry::prefetch_block`]'s lines have had time to arrive.
+    #[inline]
+    pub(crate) fn prefetch_member(&self, member: &[u8]) {
+        if let Block::Object(p) = self.block() {
+            self.object_at(p).prefetch_member(member);
+        }
+    }
+
     #[inline]
     fn block(&self) -> Block {
         match self.block {

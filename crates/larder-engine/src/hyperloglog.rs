@@ -81,6 +81,15 @@ pub fn is_valid(s: &[u8]) -> bool {
         && (s[4] != DENSE || s.len() == DENSE_SIZE)
 }
 
+/// Where in `s`, if it is a dense HyperLogLog, the register `ele` maps to starts: the byte
+/// a PFADD of `ele` reads first. Judged by the length alone, without reading `s`'s bytes (a
+/// prefetch asks this before they have arrived): a string of a dense HyperLogLog's length
+/// that is none gets a register's offset too.
+#[inline]
+pub fn dense_register_byte(s: &[u8], ele: &[u8]) -> Option<usize> {
+    (s.len() == DENSE_SIZE).then(|| HDR + pattern(ele).0 * BITS / 8)
+}
+
 /// Whether the (valid) HyperLogLog is dense.
 pub fn is_dense(s: &[u8]) -> bool {
     s[4] == DENSE

@@ -169,23 +169,34 @@ impl RespHandler {
         done.close.is_none() && self.reply.len() < stop_at
     }
 
-    /// Warms the CPU caches for the keys of a batch of pipelined requests (`Db::prefetch`),
-    /// one key per request ([`first_key`]): right for the single-key commands and scripts
-    /// that make up most pipelines, and only a wasted hint for the others.
+    /// Warms the CPU caches for the keys of a batch of pipelined requests
+    /// (`Db::prefetch_with`), one key per request ([`first_key`]) with the argument after it
+    /// as the member it looks up: right for the single-key commands and scripts that make up
+    /// most pipelines, and only a wasted hint for the others.
     fn prefetch(&self, server: &Server, args: &[&[u8]], batch: &[(usize, usize, usize)]) {
         let mut keys = [&[][..]; Db::PREFETCH_BATCH];
+        let mut members = [None; Db::PREFETCH_BATCH];
         let mut n = 0;
         for &(from, to, _) in batch {
             if n == keys.len() {
                 break;
             }
-            if let Some(key) = first_key(&args[from..to]) {
+            let request = &args[from..to];
+            if let Some(key) = first_key(request) {
                 keys[n] = key;
+                // The argument after the key, where the key is the second argument.
+                members[n] = request
+                    .get(1)
+                    .filter(|k| std::ptr::eq(**k, key))
+                    .and(request.get(2).copied());
                 n += 1;
             }
         }
         if n > 1 {
-            server.keyspace.db(self.state.db).prefetch(&keys[..n]);
+            server
+                .keyspace
+                .db(self.state.db)
+                .prefetch_with(&keys[..n], &members[..n]);
         }
     }
 }

@@ -269,3 +269,30 @@ fn dense_registers_round_trip() {
         assert_eq!(dense_get(&r, i), (i % 64) as u8, "{i}");
     }
 }
+
+#[test]
+fn dense_register_byte_is_where_an_add_writes() {
+    let mut dense = new_sparse();
+    to_dense(&mut dense).expect("valid");
+    for ele in [&b"a"[..], b"visitor:17", b"", b"\xff\x00"] {
+        let at = dense_register_byte(&dense, ele).expect("dense");
+        let before = dense.clone();
+        // A register at 0 always takes the new run length.
+        assert!(add(&mut dense, ele, 3000).expect("valid"));
+        let changed: Vec<usize> = (HDR..DENSE_SIZE)
+            .filter(|&i| dense[i] != before[i])
+            .collect();
+        assert!(
+            changed.contains(&at) || changed.contains(&(at + 1)),
+            "{changed:?} {at}"
+        );
+        assert!(
+            changed.iter().all(|&i| i == at || i == at + 1),
+            "{changed:?} {at}"
+        );
+        dense = before;
+    }
+    // Not of a dense HyperLogLog's length: no register.
+    assert_eq!(dense_register_byte(&new_sparse(), b"a"), None);
+    assert_eq!(dense_register_byte(b"HYLL", b"a"), None);
+}

@@ -19,11 +19,18 @@ impl Db {
     /// rather than waited for (and nothing here ever waits, so holding several cannot
     /// deadlock). Looks at the first [`Db::PREFETCH_BATCH`] keys.
     pub fn prefetch(&self, keys: &[&[u8]]) {
+        self.prefetch_with(keys, &[]);
+    }
+
+    /// [`Db::prefetch`], and where `members[i]` is given (the element a request names after
+    /// its key), a fifth pass asks for the line of key i's value that element's lookup reads
+    /// (`Object::prefetch_member`: the register of a dense HyperLogLog).
+    pub fn prefetch_with(&self, keys: &[&[u8]], members: &[Option<&[u8]>]) {
         const NONE: u8 = u8::MAX;
-        let mut routed = [(0usize, 0u64); Db::PREFETCH_BATCH];
+        let mut routed = [(0usize, 0u64, None); Db::PREFETCH_BATCH];
         let mut n = 0;
         let mut last: Option<&[u8]> = None;
-        for &key in keys.iter().take(Db::PREFETCH_BATCH) {
+        for (i, &key) in keys.iter().enumerate().take(Db::PREFETCH_BATCH) {
             // A run of one key (a pipeline of pushes to one list) is looked at once, and
             // hashed once.
             if last == Some(key) {
@@ -32,7 +39,7 @@ impl Db {
             last = Some(key);
             let (shard, hash) = Db::route(key);
             if n == 0 || routed[n - 1].1 != hash {
-                routed[n] = (shard, hash);
+                routed[n] = (shard, hash, members.get(i).copied().flatten());
                 n += 1;
             }
         }
@@ -45,7 +52,7 @@ impl Db {
         let mut guard = [0u8; Db::PREFETCH_BATCH];
         let mut shards = [0usize; Db::PREFETCH_BATCH];
         let mut distinct = 0u8;
-        for (g, &(shard, _)) in guard.iter_mut().zip(&routed[..n]) {
+        for (g, &(shard, _, _)) in guard.iter_mut().zip(&routed[..n]) {
             let of = &mut guard_of[shard];
             if *of == NONE {
                 crate::entry::prefetch(std::ptr::from_ref(&self.cells[shard]).cast());
@@ -65,25 +72,32 @@ impl Db {
         // left out (its `found` stays `None`).
         let shard_of = |g: u8| held[usize::from(g)].as_deref();
         let keys = guard.iter().zip(&routed[..n]);
-        for (&g, &(_, hash)) in keys.clone() {
+        for (&g, &(_, hash, _)) in keys.clone() {
             if let Some(s) = shard_of(g) {
                 s.prefetch_index(hash);
             }
         }
         let mut found = [Candidates::None; Db::PREFETCH_BATCH];
-        for (f, (&g, &(_, hash))) in found.iter_mut().zip(keys.clone()) {
+        for (f, (&g, &(_, hash, _))) in found.iter_mut().zip(keys.clone()) {
             if let Some(s) = shard_of(g) {
                 *f = s.prefetch_entries(hash);
             }
         }
-        for (f, (&g, &(_, hash))) in found.iter_mut().zip(keys.clone()) {
+        for (f, (&g, &(_, hash, _))) in found.iter_mut().zip(keys.clone()) {
             if let Some(s) = shard_of(g) {
                 *f = s.prefetch_block(hash, *f);
             }
         }
-        for (&f, (&g, &(_, hash))) in found.iter().zip(keys) {
+        for (&f, (&g, &(_, hash, _))) in found.iter().zip(keys.clone()) {
             if let Some(s) = shard_of(g) {
                 s.prefetch_value(hash, f);
+            }
+        }
+        if !members.is_empty() {
+            for (&f, (&g, &(_, hash, member))) in found.iter().zip(keys) {
+                if let (Some(s), Some(member)) = (shard_of(g), member) {
+                    s.prefetch_member(hash, f, member);
+                }
             }
         }
         // Unlock; the array's other slots were never filled, so there is nothing left for

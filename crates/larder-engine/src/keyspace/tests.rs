@@ -38,6 +38,12 @@ fn prefetch_is_only_a_hint_and_never_waits_for_a_lock() {
     db.prefetch(&runs);
     db.prefetch(&[refs[0]; 16]);
     db.prefetch(&refs[..1]);
+    // Members: for some keys, none, and more than keys (ignored past the keys).
+    let members: Vec<Option<&[u8]>> = (0..120)
+        .map(|i| (i % 3 != 0).then_some(&b"m"[..]))
+        .collect();
+    db.prefetch_with(&refs, &members);
+    db.prefetch_with(&refs[..10], &members[..3]);
     for k in &refs {
         drop(db.lock_key(k));
     }
@@ -308,4 +314,25 @@ fn guards_lend_a_subset_of_their_shards() {
     assert!(one.holds(1, 5) && !one.holds(0, 5));
     assert_eq!(one.subset(&[(0, 5), (1, 5)]).len(), 1);
     assert_eq!(one.iter_mut().count(), 1);
+}
+
+#[test]
+fn prefetch_of_members_leaves_hyperloglogs_as_they_are() {
+    let ks = Keyspace::new(1);
+    let db = ks.db(0);
+    let mut dense = crate::hyperloglog::new_sparse();
+    crate::hyperloglog::to_dense(&mut dense).expect("valid");
+    let keys: Vec<Vec<u8>> = (0..40).map(|i| format!("hll:{i}").into_bytes()).collect();
+    for k in &keys {
+        let (mut s, h) = db.lock_key(k);
+        s.insert_object(k, h, Object::Str(dense.clone()), 0, 0);
+    }
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let members: Vec<Option<&[u8]>> = (0..40).map(|i| Some(&b"visitor"[..i % 8])).collect();
+    db.prefetch_with(&refs, &members);
+    for k in &refs {
+        let (mut s, h) = db.lock_key(k);
+        let slot = s.find(k, h, 0).expect("present");
+        assert!(matches!(s.entry(slot).object(), Some(Object::Str(v)) if *v == dense));
+    }
 }

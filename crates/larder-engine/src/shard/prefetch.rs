@@ -71,6 +71,17 @@ impl Shard {
         }
     }
 
+    /// Fifth step: start loading the line of the matching candidate's value that a lookup
+    /// of `member` reads.
+    #[inline]
+    pub(crate) fn prefetch_member(&self, hash: u64, found: Candidates<'_>, member: &[u8]) {
+        match found {
+            Candidates::One(e) => e.prefetch_member(member),
+            Candidates::Several => self.home_matches(hash, |e| e.prefetch_member(member)),
+            Candidates::None => {}
+        }
+    }
+
     /// Calls `f` on the entries of the home group of `hash` whose 32-bit tag matches.
     #[inline]
     fn home_matches(&self, hash: u64, f: impl Fn(&Entry)) {
