@@ -31,7 +31,7 @@ pub fn lru_clock(now_ms: u64) -> u32 {
 /// before it, so it waits for the cache misses in flight; this reads the counter without
 /// that order and extrapolates from the wall clock read at most [`ANCHOR_CYCLES`] earlier
 /// by this thread, at the counter's rate measured against the monotonic clock since the
-/// thread's first call. So it stays within about a microsecond of [`now_us`], follows the
+/// thread's first call. So it stays within a few microseconds of [`now_us`], follows the
 /// wall clock's steps within a millisecond, and, as `now_us`, may step back (the executor
 /// counts a negative duration as 0). Where the kernel does not keep time by the counter
 /// itself (another clocksource, a virtual machine without a stable counter, another
@@ -49,6 +49,9 @@ pub fn command_us() -> u64 {
 const ANCHOR_CYCLES: u64 = 3_000_000;
 /// How long a thread measures the counter's rate before it extrapolates.
 const CALIBRATE_NS: u64 = 20_000_000;
+/// The most counter cycles the clock reads of an anchor may take: a thread preempted between
+/// them would pair the counter with a later time, so such an anchor is not taken.
+const ANCHOR_SLACK: u64 = 50_000;
 
 /// The time stamp counter, where the kernel's clocksource is the counter (so the kernel
 /// found it invariant and in step across CPUs); `None` elsewhere.
@@ -112,11 +115,16 @@ impl Fast {
         self.anchor(tsc)
     }
 
-    /// Reads the wall clock, makes it the anchor, and measures the rate again.
+    /// Reads the wall clock, makes it the anchor, and measures the rate again; or, where the
+    /// reads took too long to pair with the counter, only reads the wall clock.
     #[cold]
     fn anchor(&self, tsc: u64) -> u64 {
         let us = now_us();
         let now = Instant::now();
+        let after = counter().unwrap_or(tsc);
+        if after.wrapping_sub(tsc) > ANCHOR_SLACK {
+            return us;
+        }
         match self.base.get() {
             None => self.base.set(Some((tsc, now))),
             Some((tsc0, t0)) => {
@@ -166,7 +174,8 @@ mod tests {
             }
         }
         assert!(reads > 1000, "{reads} reads");
-        // A few µs of slack for a preemption between the reads.
-        assert!(worst < 50, "command_us strayed {worst} µs from now_us");
+        // An anchor's reads take at most ANCHOR_SLACK cycles (tens of µs on the slowest
+        // counters), and the rate is measured over 20 ms or more.
+        assert!(worst < 100, "command_us strayed {worst} µs from now_us");
     }
 }
