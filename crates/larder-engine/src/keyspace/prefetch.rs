@@ -15,7 +15,7 @@ impl Db {
     /// misses of different keys overlap instead of queueing one after another as they do when
     /// each lookup runs to its end before the next begins. Only a hint: the lookups that follow
     /// give the same results with or without it. Each shard of the batch is locked once, with
-    /// `try_lock`, and held for the four passes; a shard that another thread holds is skipped
+    /// `try_lock`, and held for its passes; a shard that another thread holds is skipped
     /// rather than waited for (and nothing here ever waits, so holding several cannot
     /// deadlock). Looks at the first [`Db::PREFETCH_BATCH`] keys.
     pub fn prefetch(&self, keys: &[&[u8]]) {
@@ -68,7 +68,7 @@ impl Db {
         for (h, &shard) in held.iter_mut().zip(&shards[..usize::from(distinct)]) {
             *h = self.cells[shard].shard.try_lock();
         }
-        // The four steps, each over the whole batch; a key whose shard is held elsewhere is
+        // The steps, each over the whole batch; a key whose shard is held elsewhere is
         // left out (its `found` stays `None`).
         let shard_of = |g: u8| held[usize::from(g)].as_deref();
         let keys = guard.iter().zip(&routed[..n]);
