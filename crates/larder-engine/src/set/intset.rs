@@ -82,36 +82,24 @@ impl Parts<'_> {
             return Err(self.len());
         }
         // The common widths with the width a constant: no division, fixed-size loads.
+        let data = self.data;
         match self.width {
-            1 => self.data.binary_search(&(offset as u8)),
-            2 => search_in::<2>(self.data, offset),
-            4 => search_in::<4>(self.data, offset),
-            8 => search_in::<8>(self.data, offset),
-            _ => {
-                let (mut lo, mut hi) = (0, self.len());
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    match self.offset_at(mid).cmp(&offset) {
-                        std::cmp::Ordering::Less => lo = mid + 1,
-                        std::cmp::Ordering::Greater => hi = mid,
-                        std::cmp::Ordering::Equal => return Ok(mid),
-                    }
-                }
-                Err(lo)
-            }
+            1 => data.binary_search(&(offset as u8)),
+            2 => search_by(data.len() / 2, |i| read(data, 2, i), offset),
+            4 => search_by(data.len() / 4, |i| read(data, 4, i), offset),
+            8 => search_by(data.len() / 8, |i| read(data, 8, i), offset),
+            _ => search_by(self.len(), |i| self.offset_at(i), offset),
         }
     }
 }
 
-/// [`Parts::search`] over offsets of `W` bytes.
+/// Binary search of `offset` among `len` ascending offsets, the `i`th read by `at`.
 #[inline]
-fn search_in<const W: usize>(data: &[u8], offset: u64) -> Result<usize, usize> {
-    let (mut lo, mut hi) = (0, data.len() / W);
+fn search_by(len: usize, at: impl Fn(usize) -> u64, offset: u64) -> Result<usize, usize> {
+    let (mut lo, mut hi) = (0, len);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let mut at = [0u8; 8];
-        at[..W].copy_from_slice(&data[mid * W..mid * W + W]);
-        match u64::from_le_bytes(at).cmp(&offset) {
+        match at(mid).cmp(&offset) {
             std::cmp::Ordering::Less => lo = mid + 1,
             std::cmp::Ordering::Greater => hi = mid,
             std::cmp::Ordering::Equal => return Ok(mid),
