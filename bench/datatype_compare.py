@@ -84,6 +84,14 @@ def gen_hll(n, seed, per_key=10000, batch=1000):
                       *(b"e:%d:%d" % (i, j) for j in range(lo, lo + batch)))
 
 
+def gen_del(key_format):
+    """DEL of keys key_format % i, i < n, a thousand a command (the reload of a data set)."""
+    def gen(n, _seed, batch=1000):
+        for lo in range(0, n, batch):
+            yield cmd(b"DEL", *(key_format % i for i in range(lo, min(n, lo + batch))))
+    return gen
+
+
 def gen_big_zset(n, seed, batch=1000):
     """`zs:{n}`: n members m:0..m:{n-1}, scores uniform in [0, 1e6) (skiplist)."""
     rng = random.Random(seed)
@@ -123,6 +131,15 @@ CHECKS = {"nonzero": "integer replies > 0 (HSET: new fields, SADD: added, SISMEM
           "nonnil": "non-nil replies (HGET: hits, ZRANK: members found)",
           "arrays": "array replies (ZRANGE; BRPOP: items popped)"}
 HLL_KEYS = 100
+# Workloads whose writes move their data set away from the state its generator describes:
+# SADD fills the sets (an added member makes the next SADD of it a no-op) and PFADD raises the
+# registers (past some 100k elements nearly every PFADD changes nothing). Left alone, the
+# data set would drift from round to round, so that a later round measured another workload
+# than the first and a run's result depended on its number of rounds. The data set is loaded
+# again (its keys deleted, then the same prefill) before the next run that uses it.
+RESTORE_AFTER = {"sadd", "pfadd"}
+# data set -> the format of its keys, %d from 0 to its key count
+KEY_FORMATS = {"hashes": b"h:%d", "sets": b"s:%d", "zsets": b"z:%d", "hll": b"hll:%d"}
 
 
 def datasets_for(a):
@@ -167,6 +184,17 @@ def size_name(n):
 
 
 # ---------------------------------------------------------------- prefill
+
+
+def reload(server, name, datasets, a):
+    """Delete data set `name`'s keys and load it again (RESTORE_AFTER); returns the seconds."""
+    gen, count, keys, probes = datasets[name]
+    path, commands = protocol_file("del-" + name, keys, a.seed, a.tmp_dir,
+                                   gen=gen_del(KEY_FORMATS[name]), prefix="dtcmp")
+    t, error = pipe_file(server.port, path, commands, a.run_timeout)
+    if error:
+        raise RespError(error)
+    return t + prefill(server, name, gen, count, keys, probes, a)[0]
 
 
 def prefill(server, name, gen, count, keys, probes, a):
@@ -264,7 +292,11 @@ def render(meta, runs):
           meta["rounds"], meta["clients"], "{:,}".format(meta["requests"]),
           "{:,}".format(meta["requests_pipelined"]), "{:,}".format(meta["pushpop_requests"]),
           meta["taskset_server"] or "none", meta["taskset_client"] or "none"))
-    w("- data, prefilled once (the same bytes to both servers, seed %d):" % meta["seed"])
+    w("- data, prefilled once (the same bytes to both servers, seed %d); %s:" % (
+        meta["seed"], "after each run of %s its data set is deleted and loaded again before "
+        "the next run that uses it (%s reloads)" % (" or ".join(sorted(RESTORE_AFTER)),
+                                                     meta.get("reloads", "no count of")))
+      if meta.get("reloads") is not None else "written to by the workloads as they run")
     for k, v in meta["datasets"].items():
         w("  - %s: %s" % (k, v))
     for lab, encs in meta.get("encodings", {}).items():
@@ -547,13 +579,24 @@ def main(argv=None):
                 meta["prefill_s"].setdefault(s.label, {})[name] = round(t, 2)
                 print("prefill %s %s: %s in %.1fs %s" % (s.label, name, "{:,}".format(count),
                                                          t, enc), file=sys.stderr)
+        changed = set()  # (server, data set) a RESTORE_AFTER workload wrote to
+        meta["reloads"] = 0
         for rnd in range(a.rounds):
             order = servers if rnd % 2 == 0 else servers[::-1]
             for row, ds, kind, args, check, size in cells:
                 for pipeline in a.pipelines:
                     for s in order:
+                        if (s.label, ds) in changed:
+                            changed.discard((s.label, ds))
+                            try:
+                                reload(s, ds, datasets, a)
+                                meta["reloads"] += 1
+                            except (RespError, RuntimeError, OSError) as e:
+                                refused.setdefault(s.label, {})[ds] = "reload failed: %s" % e
                         r = run_cell(a, s, dtgen, row, ds, kind, args, check, pipeline, rnd, raw,
                                      refused)
+                        if row in RESTORE_AFTER:
+                            changed.add((s.label, ds))
                         r["sweep_size"] = size
                         runs.append(r)
                         print("round %d %-7s %-13s P%-2d %s" % (
