@@ -13,7 +13,10 @@
 # rounds (default 400,000); N requests per round (default 300,000); P pipeline (default 16);
 # C connections (default 50); REDIS=1 adds a redis-server, for the ratio the comparisons
 # report. Prints each build's median and the per-round NEW/OLD ratio: its median, range and
-# how many rounds NEW used less CPU (a count near half is no result).
+# how many rounds NEW used less CPU (a count near half is no result); and per server the
+# split of that CPU into user space and kernel (/proc/PID/stat's ticks, so only rounds of
+# some tenths of a second give it) and the voluntary context switches (sleeps in the event
+# loop's wait) per 1,000 requests.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OLD=${1:?old binary}
@@ -24,6 +27,7 @@ P=${P:-16}
 C=${C:-50}
 N=${N:-300000}
 WARM=${WARM:-400000}
+HZ=$(getconf CLK_TCK)
 WORK=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
@@ -41,6 +45,9 @@ start() { # binary... -> "pid port"
     echo "$! $port"
 }
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+# user and system ticks (fields 14 and 15 of /proc/PID/stat, the comm has no spaces here)
+ticks() { awk '{ print $14, $15 }' /proc/"$1"/stat; }
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s }'; }
 # shellcheck disable=SC2086 # CMD and PREFILL are templates of words
 load() { "$WORK/dtgen" run 127.0.0.1 "$1" "$C" "$2" "$3" "$4" $5 >/dev/null; }
 
@@ -66,8 +73,14 @@ for r in $(seq "$ROUNDS"); do
     for s in "${order[@]}"; do
         read -r name pid port <<<"$s"
         before=$(cpu_ns "$pid")
+        read -r u0 s0 < <(ticks "$pid")
+        v0=$(switches "$pid")
         load "$port" "$P" "$N" $((r + 10)) "$CMD"
-        echo "$name $r $((($(cpu_ns "$pid") - before) / N))"
+        after=$(cpu_ns "$pid")
+        read -r u1 s1 < <(ticks "$pid")
+        v1=$(switches "$pid")
+        echo "$name $r $(((after - before) / N)) $(((u1 - u0) * 1000000000 / HZ / N))" \
+            "$(((s1 - s0) * 1000000000 / HZ / N)) $(((v1 - v0) * 1000 / N))"
     done
 done >"$WORK/rounds"
 python3 - "$WORK/rounds" <<'EOF'
@@ -75,12 +88,18 @@ import statistics as st
 import sys
 
 by = {}
+split = {}
 for line in open(sys.argv[1]):
-    name, rnd, ns = line.split()
+    name, rnd, ns, user, system, sw = line.split()
     by.setdefault(name, {})[int(rnd)] = int(ns)
+    split.setdefault(name, []).append((int(user), int(system), int(sw)))
 for name in sorted(by):
     v = list(by[name].values())
     print("%s: server CPU ns per request, median %d [%d-%d]" % (name, st.median(v), min(v), max(v)))
+for name in sorted(split):
+    user, system, sw = zip(*split[name])
+    print("%s: medians per request: user %d ns, kernel %d ns; %d voluntary switches per 1,000"
+          % (name, st.median(user), st.median(system), st.median(sw)))
 rounds = sorted(by["A"])
 ratio = [by["B"][r] / by["A"][r] for r in rounds]
 print("B/A per round: median %.3f [%.3f-%.3f], B below A in %d of %d rounds"
