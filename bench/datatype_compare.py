@@ -33,7 +33,7 @@ from resp_compare import (  # noqa: E402
     run_lines,
     REPO, RESULTS, Resp, RespError, Server, cell, default_larder_bin, fmt_num,
     machine_busy_seconds, machine_line, measured_run, ratio_cell, build_tool, TARGET_NOTE,
-    target_cell)
+    sign_p, target_cell)
 from datatype_memory import cmd, pipe_file, protocol_file, short_error  # noqa: E402
 
 DTGEN_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dtgen.c")
@@ -321,10 +321,12 @@ def render(meta, runs):
       "Above 1 favours %s for ops/s and ops/CPU-s, below 1 for latency. Compare ops/CPU-s "
       "first: server and generator share the cores, and at pipeline 1 the generator sets the "
       "pace (client CPU/wall). Target (issue 10): ops/CPU-s ratio ≥ 1.3× at pipeline 16, "
-      "≥ 1.0× at pipeline 1; %s. LPUSH+BRPOP: ops = items popped by the consumer (each one "
+      "≥ 1.0× at pipeline 1; %s; and p99 no worse: the rounds where %s's p99 was above %s's, "
+      "with the same test's p (a small p: the tail is worse beyond the round-to-round spread). "
+      "LPUSH+BRPOP: ops = items popped by the consumer (each one "
       "LPUSH and one BRPOP); latency = from the write of the LPUSH to the BRPOP reply that "
       "carried the item. `zadd@1M` etc.: random ZADD updates / ZRANK lookups in one sorted set "
-      "of that many members.\n" % (a, b, a, TARGET_NOTE))
+      "of that many members.\n" % (a, b, a, TARGET_NOTE, a, b))
 
     rows, order = {}, []
     for r in runs:
@@ -372,10 +374,21 @@ def render(meta, runs):
            "%s ops/s" % b, "ratio"],
           lambda ps: both(ps, "ops_per_server_cpu_s") + [verdict(ps, ps_pipeline(ps))]
           + both(ps, "rps"))
+    def p99_above(pairs):
+        """Issue 10's "p99 no worse": the rounds where A's p99 was above B's, and the sign
+        test's chance of that many or more if each round were a coin flip (a small p: A's
+        tail is worse beyond the round-to-round spread)."""
+        above = [x > y for x, y in zip(col(pairs, 0, "p99_ms"), col(pairs, 1, "p99_ms"))
+                 if x is not None and y is not None]
+        if not above:
+            return ["–"]
+        k = sum(above)
+        return ["%d/%d (p=%.3f)" % (k, len(above), sign_p(k, len(above)))]
+
     table("Latency (ms)",
           ["%s p50" % a, "%s p50" % b, "%s p99" % a, "%s p99" % b, "p99 ratio",
-           "%s p99.9" % a, "%s p99.9" % b],
-          lambda ps: both(ps, "p50_ms", ms, False) + both(ps, "p99_ms", ms)
+           "rounds %s p99 above %s" % (a, b), "%s p99.9" % a, "%s p99.9" % b],
+          lambda ps: both(ps, "p50_ms", ms, False) + both(ps, "p99_ms", ms) + p99_above(ps)
           + both(ps, "p999_ms", ms, False))
     sweep = [key for key in order if "@" in key[0]]
     if sweep:
