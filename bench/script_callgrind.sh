@@ -20,7 +20,9 @@
 # WORKLOAD=cmd counts any dtgen command template instead (bench/dtgen.c's placeholders), given
 # in CMD, e.g. CMD='PFADD hll:{100} e:{1000000000}': 50 connections at PIPELINE; WARMUP
 # (default 20,000) requests before counting, so a data set the template builds (HyperLogLogs
-# turned dense, say) is in place when counting starts.
+# turned dense, say) is in place when counting starts. PREFILL, another template, runs first
+# at pipeline 16 for PREFILL_N (default 200,000) requests, for a data set CMD only reads or
+# updates (CMD='ZRANK zs:10000 m:{10000}' after PREFILL='ZADD zs:10000 {f1000000} m:{10000}').
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,6 +70,10 @@ measure() {
         sleep 0.2
     done
     SHA=$(redis-cli -p "$port" script load "$BODY")
+    if [[ -n ${PREFILL:-} ]]; then
+        # shellcheck disable=SC2086 # PREFILL is a template of words
+        "$WORK/dtgen" run 127.0.0.1 "$port" 50 16 "${PREFILL_N:-200000}" 3 $PREFILL >/dev/null
+    fi
     load "$port" 1 "${WARMUP:-20000}"
     callgrind_control -i on "$pid" >/dev/null
     load "$port" 2 "$REQS"
