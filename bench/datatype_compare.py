@@ -138,8 +138,8 @@ HLL_KEYS = 100
 # than the first and a run's result depended on its number of rounds. The data set is loaded
 # again (its keys deleted, then the same prefill) before the next run that uses it.
 RESTORE_AFTER = {"sadd", "pfadd"}
-# data set -> the format of its keys, %d from 0 to its key count
-KEY_FORMATS = {"hashes": b"h:%d", "sets": b"s:%d", "zsets": b"z:%d", "hll": b"hll:%d"}
+# the data sets those workloads write to -> the format of their keys, %d from 0 to the count
+KEY_FORMATS = {"sets": b"s:%d", "hll": b"hll:%d"}
 
 
 def datasets_for(a):
@@ -187,14 +187,14 @@ def size_name(n):
 
 
 def reload(server, name, datasets, a):
-    """Delete data set `name`'s keys and load it again (RESTORE_AFTER); returns the seconds."""
+    """Delete data set `name`'s keys and load it again (RESTORE_AFTER)."""
     gen, count, keys, probes = datasets[name]
     path, commands = protocol_file("del-" + name, keys, a.seed, a.tmp_dir,
                                    gen=gen_del(KEY_FORMATS[name]), prefix="dtcmp")
-    t, error = pipe_file(server.port, path, commands, a.run_timeout)
+    _, error = pipe_file(server.port, path, commands, a.run_timeout)
     if error:
         raise RespError(error)
-    return t + prefill(server, name, gen, count, keys, probes, a)[0]
+    prefill(server, name, gen, count, keys, probes, a)
 
 
 def prefill(server, name, gen, count, keys, probes, a):
@@ -294,8 +294,8 @@ def render(meta, runs):
           meta["taskset_server"] or "none", meta["taskset_client"] or "none"))
     w("- data, prefilled once (the same bytes to both servers, seed %d); %s:" % (
         meta["seed"], "after each run of %s its data set is deleted and loaded again before "
-        "the next run that uses it (%s reloads)" % (" or ".join(sorted(RESTORE_AFTER)),
-                                                     meta.get("reloads", "no count of")))
+        "the next run that uses it (%d reloads)" % (" or ".join(sorted(RESTORE_AFTER)),
+                                                     meta["reloads"]))
       if meta.get("reloads") is not None else "written to by the workloads as they run")
     for k, v in meta["datasets"].items():
         w("  - %s: %s" % (k, v))
@@ -374,6 +374,7 @@ def render(meta, runs):
            "%s ops/s" % b, "ratio"],
           lambda ps: both(ps, "ops_per_server_cpu_s") + [verdict(ps, ps_pipeline(ps))]
           + both(ps, "rps"))
+
     def p99_above(pairs):
         """Issue 10's "p99 no worse": the rounds where A's p99 was above B's, and the sign
         test's chance of that many or more if each round were a coin flip (a small p: A's
