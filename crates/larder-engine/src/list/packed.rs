@@ -144,12 +144,13 @@ impl Packed {
         self.buf.len() - self.header().1
     }
 
-    /// Heap bytes: the buffer's allocation (its exact length), rounded up to the allocator's
-    /// 8-byte granule.
+    /// Where the buffer starts, for a cache prefetch: an address only, never read through.
     pub(super) fn heap_head(&self) -> *const u8 {
         self.buf.as_ptr()
     }
 
+    /// Heap bytes: the buffer's allocation (its exact length), rounded up to the allocator's
+    /// 8-byte granule.
     pub(super) fn heap_bytes(&self) -> usize {
         self.buf.len().next_multiple_of(8)
     }

@@ -67,11 +67,12 @@ impl Compact {
         get_varint(&self.buf, &mut 0)
     }
 
-    /// The buffer's allocation, rounded up to the allocator's 8-byte granule.
+    /// Where the buffer starts, for a cache prefetch: an address only, never read through.
     pub(crate) fn heap_head(&self) -> *const u8 {
         self.buf.as_ptr()
     }
 
+    /// The buffer's allocation, rounded up to the allocator's 8-byte granule.
     pub fn heap_bytes(&self) -> usize {
         self.buf.len().next_multiple_of(8)
     }
