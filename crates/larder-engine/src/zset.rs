@@ -280,8 +280,8 @@ impl ZSet {
                 .find(|(_, e)| e.member == member)
                 .map(|(i, e)| (i, e.score))?,
             Repr::Full(f) => {
-                let score = f.score(member)?;
-                (f.rank_of_key(score, member), score)
+                let id = f.id_of(member)?;
+                (f.rank_of(id), f.score_of(id))
             }
         };
         Some(match order {

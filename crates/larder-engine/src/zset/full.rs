@@ -102,11 +102,13 @@ impl Full {
         self.id_of(member).map(|id| self.scores[id as usize])
     }
 
-    /// The rank `(score, member)` has, or would have.
-    pub fn rank_of_key(&self, score: f64, member: &[u8]) -> usize {
+    /// The rank of member `id`.
+    pub fn rank_of(&self, id: u32) -> usize {
         let members = &self.members;
-        self.tree
-            .partition_point(|it| before(members, it, score, member))
+        let member = &*members[id as usize];
+        self.tree.rank_by_score(self.scores[id as usize], |other| {
+            other != id && *members[other as usize] < *member
+        })
     }
 
     /// Add a member that is not present.

@@ -104,6 +104,12 @@ impl Leaf {
         true
     }
 
+    /// The place of a key of `score` (see [`Tree::rank_by_score`]).
+    fn score_place(&self, score: f64, tie: &mut impl FnMut(u32) -> bool) -> usize {
+        let below = self.scores.iter().map(|&s| usize::from(s < score)).sum();
+        run_end(below, self.len(), |k| self.at(k), score, tie)
+    }
+
     fn partition_point(&self, mut pred: impl FnMut(Item) -> bool) -> usize {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
@@ -116,6 +122,27 @@ impl Leaf {
         }
         lo
     }
+}
+
+/// Past `below` (the items of a lower score), the end of the run of items of an equal
+/// `score` for which `tie` holds: the place of the key among `len` items read by `at`.
+#[inline]
+fn run_end(
+    below: usize,
+    len: usize,
+    at: impl Fn(usize) -> Item,
+    score: f64,
+    tie: &mut impl FnMut(u32) -> bool,
+) -> usize {
+    let mut k = below;
+    while k < len {
+        let it = at(k);
+        if it.score != score || !tie(it.id) {
+            break;
+        }
+        k += 1;
+    }
+    k
 }
 
 #[derive(Debug, Clone)]
@@ -279,6 +306,30 @@ impl Tree {
                 Node::Leaf(l) => return rank + l.partition_point(&mut pred),
                 Node::Inner(i) => {
                     let k = i.lasts.partition_point(|&it| pred(it));
+                    if k == i.kids.len() {
+                        return rank + i.counts.iter().sum::<usize>();
+                    }
+                    rank += i.counts[..k].iter().sum::<usize>();
+                    node = &i.kids[k];
+                }
+            }
+        }
+    }
+
+    /// [`Tree::partition_point`] for the sorted set's order, where items of a lower score
+    /// come first and, among items of an equal score, those for which `tie(id)` holds (a
+    /// prefix of them): the number of items before a key of `score`. Each node is searched
+    /// by counting its scores below `score`, without a branch per comparison, and `tie`
+    /// is asked only of items of an equal score.
+    pub fn rank_by_score(&self, score: f64, mut tie: impl FnMut(u32) -> bool) -> usize {
+        let mut node = &self.root;
+        let mut rank = 0;
+        loop {
+            match node {
+                Node::Leaf(l) => return rank + l.score_place(score, &mut tie),
+                Node::Inner(i) => {
+                    let below = i.lasts.iter().map(|it| usize::from(it.score < score)).sum();
+                    let k = run_end(below, i.lasts.len(), |k| i.lasts[k], score, &mut tie);
                     if k == i.kids.len() {
                         return rank + i.counts.iter().sum::<usize>();
                     }

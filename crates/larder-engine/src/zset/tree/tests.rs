@@ -136,3 +136,47 @@ fn keyed_operations_against_a_vec() {
     }
     assert!(in_place > 1000 && moved > 1000, "{in_place} {moved}");
 }
+
+/// `rank_by_score` against a sorted vec of `(score, id)`, with so few distinct scores that
+/// runs of equal scores span leaves and inner nodes' lasts, for present and absent keys.
+#[test]
+fn rank_by_score_against_a_vec() {
+    let mut t = Tree::new();
+    let mut model: Vec<(u32, u32)> = Vec::new();
+    let mut next = crate::xorshift::xorshift(0x0dd_ba11_cafe_f00d);
+    let key = |it: Item| (it.score as u32, it.id);
+    for id in 0..20_000u32 {
+        let v = ((next() % 40) as u32, id);
+        let at = model.partition_point(|&m| m < v);
+        model.insert(at, v);
+        let it = Item {
+            score: f64::from(v.0),
+            id,
+        };
+        t.insert_where(|o| key(o) < v, it);
+        if id % 97 == 0 {
+            for _ in 0..20 {
+                let probe = if next() % 2 == 0 {
+                    model[(next() as usize) % model.len()]
+                } else {
+                    ((next() % 42) as u32, (next() % 21_000) as u32)
+                };
+                let want = model.partition_point(|&m| m < probe);
+                let mut asked = 0;
+                let got = t.rank_by_score(f64::from(probe.0), |id| {
+                    asked += 1;
+                    id < probe.1
+                });
+                assert_eq!(got, want, "{probe:?}");
+                assert_eq!(got, t.partition_point(|o| key(o) < probe));
+                // `tie` is asked only of items of an equal score, at most a node's worth
+                // of them on each level.
+                if model.iter().all(|m| m.0 != probe.0) {
+                    assert_eq!(asked, 0);
+                }
+                assert!(asked <= LEAF_CAP + 3 * (INNER_CAP + 1), "{asked}");
+            }
+        }
+    }
+    t.check();
+}
