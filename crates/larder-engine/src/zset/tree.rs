@@ -3,9 +3,11 @@
 //! The tree knows nothing of members: it is addressed by rank (position in the order), and
 //! searched with a monotonic predicate over items ([`Tree::partition_point`]), which the
 //! sorted set builds from its member slab. Inner nodes keep each child's item count (rank in
-//! O(log n)) and its last item (search in O(log n)); leaves keep items in order. Every node's
-//! buffer is allocated once at its full capacity, so the tree's heap bytes follow from its
-//! node counts.
+//! O(log n)) and its last item (search in O(log n)); leaves keep items in order. Each node
+//! is one allocation of its full capacity, its arrays inline, so the tree's heap bytes follow
+//! from its node counts and a descent loads one pointer a level.
+
+use arrayvec::ArrayVec;
 
 mod descent;
 use descent::{insert_at, insert_by, remove_at, remove_by, update_by};
@@ -28,11 +30,12 @@ enum Node {
     Inner(Box<Inner>),
 }
 
-/// A leaf's items as two parallel arrays (12 bytes an item, where `(f64, u32)` takes 16).
+/// A leaf's items as two parallel arrays (12 bytes an item, where `(f64, u32)` takes 16),
+/// inline, so that a search reaches them from the parent's pointer with no other load.
 #[derive(Debug, Clone)]
 struct Leaf {
-    scores: Vec<f64>,
-    ids: Vec<u32>,
+    scores: ArrayVec<f64, LEAF_CAP>,
+    ids: ArrayVec<u32, LEAF_CAP>,
 }
 
 impl Leaf {
@@ -76,8 +79,8 @@ impl Leaf {
     }
 
     fn append(&mut self, other: &Leaf) {
-        self.scores.extend_from_slice(&other.scores);
-        self.ids.extend_from_slice(&other.ids);
+        self.scores.extend(other.scores.iter().copied());
+        self.ids.extend(other.ids.iter().copied());
     }
 
     /// Give the item at `old` the new value `it`, whose place (`p`, counted with the old item
@@ -145,35 +148,32 @@ fn run_end(
     k
 }
 
+/// An inner node's children with their counts and lasts, inline as a leaf's items. One
+/// place more than [`INNER_CAP`]: an insert adds a child before the node splits.
 #[derive(Debug, Clone)]
 struct Inner {
-    kids: Vec<Node>,
-    counts: Vec<usize>,
+    kids: ArrayVec<Node, { INNER_CAP + 1 }>,
+    counts: ArrayVec<usize, { INNER_CAP + 1 }>,
     /// The last item of each child.
-    lasts: Vec<Item>,
+    lasts: ArrayVec<Item, { INNER_CAP + 1 }>,
 }
 
-/// Heap bytes of one leaf and of one inner node.
-pub(crate) const LEAF_BYTES: usize = std::mem::size_of::<Leaf>()
-    + LEAF_CAP * (std::mem::size_of::<f64>() + std::mem::size_of::<u32>());
-pub(crate) const INNER_BYTES: usize = std::mem::size_of::<Inner>()
-    + INNER_CAP
-        * (std::mem::size_of::<Node>()
-            + std::mem::size_of::<usize>()
-            + std::mem::size_of::<Item>());
+/// Heap bytes of one leaf and of one inner node (each is one allocation).
+pub(crate) const LEAF_BYTES: usize = std::mem::size_of::<Leaf>();
+pub(crate) const INNER_BYTES: usize = std::mem::size_of::<Inner>();
 
 fn new_leaf() -> Leaf {
     Leaf {
-        scores: Vec::with_capacity(LEAF_CAP),
-        ids: Vec::with_capacity(LEAF_CAP),
+        scores: ArrayVec::new(),
+        ids: ArrayVec::new(),
     }
 }
 
 fn new_inner() -> Inner {
     Inner {
-        kids: Vec::with_capacity(INNER_CAP),
-        counts: Vec::with_capacity(INNER_CAP),
-        lasts: Vec::with_capacity(INNER_CAP),
+        kids: ArrayVec::new(),
+        counts: ArrayVec::new(),
+        lasts: ArrayVec::new(),
     }
 }
 
