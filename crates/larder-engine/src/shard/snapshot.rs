@@ -56,8 +56,10 @@ fn bit(marked: &[u64], slot: SlotId) -> bool {
         .is_some_and(|w| w & (1 << (slot % 64)) != 0)
 }
 
-/// How many slots ahead of a capture's walk an entry's block is prefetched.
+/// How many slots ahead of a capture's walk an entry's block is prefetched, and the rest of
+/// its value (read from the block's header, which has arrived by then).
 const PREFETCH_AHEAD: SlotId = 8;
+const PREFETCH_VALUE_AHEAD: SlotId = 4;
 
 /// Visit the live, unmarked entries of `chunks` from slot `from` up to `end`, until `max`
 /// were visited or `8 * max` slots looked at. Returns the slot to go on from and how many
@@ -74,10 +76,13 @@ fn walk(
     let mut visited = 0;
     let mut looked = 0;
     while slot < end && visited < max && looked < max.saturating_mul(8) {
-        // The walk waits on the first touch of each entry's block: ask for a later one's
-        // while this one is written.
+        // The walk waits on each entry's block and value: ask for a later one's while this
+        // one is written, in two steps (the value's length is in the block's header).
         if end - slot > PREFETCH_AHEAD {
             slot_in(chunks, slot + PREFETCH_AHEAD).prefetch_block();
+        }
+        if end - slot > PREFETCH_VALUE_AHEAD {
+            slot_in(chunks, slot + PREFETCH_VALUE_AHEAD).prefetch_value();
         }
         if !bit(marked, slot) {
             let e = slot_in(chunks, slot);

@@ -221,12 +221,8 @@ impl<W: Write> SnapshotWriter<W> {
             return Ok(());
         }
         self.flush_block()?;
-        self.block_records = count;
         self.entries += u64::from(count);
-        let block = std::mem::replace(&mut self.block, records.to_vec());
-        let r = self.flush_block();
-        self.block = block;
-        r
+        self.emit(records, count)
     }
 
     /// Entries added so far.
@@ -238,19 +234,28 @@ impl<W: Write> SnapshotWriter<W> {
         if self.block_records == 0 {
             return Ok(());
         }
-        let mut head = [0u8; 21];
-        head[0] = TAG_BLOCK;
-        head[1..5].copy_from_slice(&self.block_records.to_le_bytes());
-        head[5..13].copy_from_slice(&(self.block.len() as u64).to_le_bytes());
-        let crc = crc64(crc64(0, &head[..13]), &self.block);
-        head[13..21].copy_from_slice(&crc.to_le_bytes());
-        self.out.write_all(&head)?;
-        self.out.write_all(&self.block)?;
-        self.digest = crc64(self.digest, &crc.to_le_bytes());
-        self.bytes += (head.len() + self.block.len()) as u64;
-        self.blocks += 1;
+        let block = std::mem::take(&mut self.block);
+        let r = self.emit(&block, self.block_records);
+        self.block = block;
         self.block.clear();
         self.block_records = 0;
+        r
+    }
+
+    /// Write one block of `count` records: its head (tag, count, length, checksum), then
+    /// the records.
+    fn emit(&mut self, records: &[u8], count: u32) -> Result<()> {
+        let mut head = [0u8; 21];
+        head[0] = TAG_BLOCK;
+        head[1..5].copy_from_slice(&count.to_le_bytes());
+        head[5..13].copy_from_slice(&(records.len() as u64).to_le_bytes());
+        let crc = crc64(crc64(0, &head[..13]), records);
+        head[13..21].copy_from_slice(&crc.to_le_bytes());
+        self.out.write_all(&head)?;
+        self.out.write_all(records)?;
+        self.digest = crc64(self.digest, &crc.to_le_bytes());
+        self.bytes += (head.len() + records.len()) as u64;
+        self.blocks += 1;
         Ok(())
     }
 
