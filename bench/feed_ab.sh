@@ -8,6 +8,8 @@
 #             (32-byte values over 100,000 keys, 50 clients, pipeline 16, 1M SETs)
 #   repl2     the same with two replicas
 #   repl0     the master alone (the baseline the ratios of issue 17 take)
+#   rewrite   server CPU-ms per BGREWRITEAOF (a snapshot and a new log) of 100,000 keys of
+#             256-byte values, 10 in a row, no other load
 # usage: bench/feed_ab.sh OLD_BINARY NEW_BINARY [ROUNDS] [CELLS]   (CELLS: comma-separated)
 # Needs the datatype benchmark's generator (built on first use) and redis-cli.
 set -u
@@ -68,6 +70,27 @@ repl_cell() { # bin port replicas
   echo "master_us_per_set=$(echo "($t1-$t0)*1000000/$ticks/1000000" | bc -l | cut -c1-5)$per"
 }
 
+rewrite_cell() { # bin port
+  local pid; pid=$(start "$1" "$2" "$DATA/$2" --appendonly yes --appendfsync everysec --save "" \
+    --auto-aof-rewrite-percentage 0); up "$2"
+  local v; v=$(printf 'x%.0s' $(seq 1 256))
+  "$DTGEN" run 127.0.0.1 "$2" 50 16 400000 1 SET 'key:{100000:12}' "$v" >/dev/null
+  rewrite_once() {
+    local n; n=$(redis-cli -p "$2" info persistence | tr -d '\r' | sed -n 's/^aof_rewrites://p')
+    redis-cli -p "$2" bgrewriteaof >/dev/null
+    for _ in $(seq 1 3000); do
+      [ "$(redis-cli -p "$2" info persistence | tr -d '\r' | sed -n 's/^aof_rewrites://p')" != "$n" ] && return
+      sleep 0.01
+    done
+  }
+  rewrite_once "$@"  # the first one also drops the prefill's log
+  local t0; t0=$(cpu "$pid")
+  for _ in $(seq 1 10); do rewrite_once "$@"; done
+  local t1; t1=$(cpu "$pid")
+  redis-cli -p "$2" shutdown nosave >/dev/null 2>&1; wait "$pid" 2>/dev/null; rm -rf "$DATA/$2"
+  echo "ms_per_rewrite=$(echo "($t1-$t0)*1000/$ticks/10" | bc -l | cut -c1-5)"
+}
+
 cell() { # bin port cell
   case $3 in
     log) log_cell "$1" "$2" 0 ;;
@@ -75,6 +98,7 @@ cell() { # bin port cell
     repl0) repl_cell "$1" "$2" 0 ;;
     repl1) repl_cell "$1" "$2" 1 ;;
     repl2) repl_cell "$1" "$2" 2 ;;
+    rewrite) rewrite_cell "$1" "$2" ;;
     *) echo "unknown cell $3" >&2; exit 2 ;;
   esac
 }
