@@ -23,7 +23,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use crate::entry::{Entry, Object};
 
@@ -216,9 +216,9 @@ pub struct Feed {
     wanted: AtomicU32,
     /// Keyspace notification classes that some consumer wants (`notify-keyspace-events`).
     notice_classes: AtomicU32,
-    subscriptions: RwLock<Vec<Subscription>>,
-    /// The ordering point: the last sequence number given, and the lock commits take.
-    order: Mutex<u64>,
+    /// The ordering point: the last sequence number given and the consumers, under the one
+    /// lock a commit takes.
+    order: Mutex<Order>,
     next_id: std::sync::atomic::AtomicU64,
 }
 
@@ -244,6 +244,13 @@ struct Pending {
     data: usize,
 }
 
+/// What the feed's ordering lock guards.
+struct Order {
+    /// The last sequence number given.
+    seq: u64,
+    subscriptions: Vec<Subscription>,
+}
+
 thread_local! {
     static PENDING: RefCell<Pending> = const {
         RefCell::new(Pending { depth: 0, changes: Vec::new(), data: 0 })
@@ -255,8 +262,10 @@ impl Feed {
         Feed {
             wanted: AtomicU32::new(0),
             notice_classes: AtomicU32::new(0),
-            subscriptions: RwLock::new(Vec::new()),
-            order: Mutex::new(0),
+            order: Mutex::new(Order {
+                seq: 0,
+                subscriptions: Vec::new(),
+            }),
             next_id: std::sync::atomic::AtomicU64::new(1),
         }
     }
@@ -264,30 +273,30 @@ impl Feed {
     /// Add a consumer; returns its id for [`Feed::unsubscribe`].
     pub fn subscribe(&self, interest: Interest, consumer: Arc<dyn Consumer>) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut subs = self.subscriptions.write();
-        subs.push(Subscription {
+        let mut order = self.order.lock();
+        order.subscriptions.push(Subscription {
             id,
             interest,
             consumer,
         });
-        self.recompute(&subs);
+        self.recompute(&order.subscriptions);
         id
     }
 
     /// Change what consumer `id` wants.
     pub fn set_interest(&self, id: u64, interest: Interest) {
-        let mut subs = self.subscriptions.write();
-        if let Some(s) = subs.iter_mut().find(|s| s.id == id) {
+        let mut order = self.order.lock();
+        if let Some(s) = order.subscriptions.iter_mut().find(|s| s.id == id) {
             s.interest = interest;
         }
-        self.recompute(&subs);
+        self.recompute(&order.subscriptions);
     }
 
     /// Remove consumer `id`.
     pub fn unsubscribe(&self, id: u64) {
-        let mut subs = self.subscriptions.write();
-        subs.retain(|s| s.id != id);
-        self.recompute(&subs);
+        let mut order = self.order.lock();
+        order.subscriptions.retain(|s| s.id != id);
+        self.recompute(&order.subscriptions);
     }
 
     fn recompute(&self, subs: &[Subscription]) {
@@ -364,14 +373,14 @@ impl Feed {
     /// The sequence number of the last committed group. Read it with every shard locked
     /// (a snapshot's point) to know exactly which groups came before.
     pub fn last_seq(&self) -> u64 {
-        *self.order.lock()
+        self.order.lock().seq
     }
 
     /// Continue numbering after `seq` (recovery: the last group replayed from the log), so
     /// sequence numbers keep increasing across restarts.
     pub fn resume_after(&self, seq: u64) {
         let mut order = self.order.lock();
-        *order = (*order).max(seq);
+        order.seq = order.seq.max(seq);
     }
 
     /// Whether changes carry values now.
@@ -481,15 +490,15 @@ impl Feed {
         // Consumers to settle once the locks are released (rarely any: no allocation then).
         let mut settle: Vec<Arc<dyn Consumer>> = Vec::new();
         {
-            let mut seq = self.order.lock();
-            *seq += 1;
-            let subs = self.subscriptions.read();
-            for s in subs.iter() {
+            let mut order = self.order.lock();
+            order.seq += 1;
+            let seq = order.seq;
+            for s in order.subscriptions.iter() {
                 let wants = s.interest.0
                     & (Interest::CHANGES.0 | Interest::VALUES.0 | Interest::COMMANDS.0)
                     != 0
                     || changes.iter().any(|c| c.kind == ChangeKind::Notice);
-                if wants && s.consumer.committed_then_settle(*seq, &changes) {
+                if wants && s.consumer.committed_then_settle(seq, &changes) {
                     settle.push(Arc::clone(&s.consumer));
                 }
             }
