@@ -233,15 +233,47 @@ impl<'o> GroupWriter<'o> {
     }
 
     /// Close the record: its length, item count and checksum. Returns its length in bytes.
-    pub fn finish(self) -> usize {
+    pub fn finish(mut self) -> usize {
+        let len = self.close();
+        seal(&mut self.out[self.start..]);
+        len
+    }
+
+    /// Close the record without its checksum: [`seal`] must fill it before the record is
+    /// written anywhere (a committing thread closes its record under the feed's ordering
+    /// lock; the checksum is left to whoever writes the buffer, outside it). Returns its
+    /// length in bytes.
+    pub fn finish_unsealed(mut self) -> usize {
+        self.close()
+    }
+
+    /// Write the record's length and item count; returns its length in bytes.
+    fn close(&mut self) -> usize {
         let payload = self.start + RECORD_PREFIX;
         let count_at = payload + 16;
         self.out[count_at..count_at + 4].copy_from_slice(&self.items.to_le_bytes());
         let len = self.out.len() - payload;
-        let crc = crc32fast::hash(&self.out[payload..]);
         self.out[self.start..self.start + 4].copy_from_slice(&(len as u32).to_le_bytes());
-        self.out[self.start + 4..payload].copy_from_slice(&crc.to_le_bytes());
         self.out.len() - self.start
+    }
+}
+
+/// Fill the checksum of every record in `records`: whole records, one after another, each
+/// closed by [`GroupWriter::finish_unsealed`].
+pub fn seal(records: &mut [u8]) {
+    let mut at = 0;
+    while at + RECORD_PREFIX <= records.len() {
+        let len = u32::from_le_bytes([
+            records[at],
+            records[at + 1],
+            records[at + 2],
+            records[at + 3],
+        ]) as usize;
+        let payload = at + RECORD_PREFIX;
+        let end = (payload + len).min(records.len());
+        let crc = crc32fast::hash(&records[payload..end]);
+        records[at + 4..payload].copy_from_slice(&crc.to_le_bytes());
+        at = end;
     }
 }
 

@@ -300,3 +300,35 @@ fn packed_arguments_encode_as_the_command_does() {
     g.finish();
     assert_eq!(a, b);
 }
+
+#[test]
+fn records_sealed_later_match_records_finished_at_once() {
+    let (mut finished, mut unsealed) = (Vec::new(), Vec::new());
+    let mut offset = 44;
+    for seq in 1..=5u64 {
+        let value = vec![seq as u8; 40 * seq as usize];
+        let args: Vec<&[u8]> = vec![b"SET", b"k", &value];
+        for (out, sealed) in [(&mut finished, true), (&mut unsealed, false)] {
+            let mut g = GroupWriter::new(out, seq, offset);
+            g.command(0, &args);
+            g.version(0, b"k", seq << 20, 7);
+            if sealed {
+                g.finish();
+            } else {
+                g.finish_unsealed();
+            }
+        }
+        offset = 44 + unsealed.len() as u64;
+    }
+    assert_eq!(finished.len(), unsealed.len());
+    // Unsealed, the checksums are missing: a reader takes the first record for damage.
+    assert_ne!(finished, unsealed);
+    assert!(!verify_record(&unsealed[..first_record_len(&unsealed)]));
+    seal(&mut unsealed);
+    assert_eq!(finished, unsealed);
+    assert!(verify_record(&unsealed[..first_record_len(&unsealed)]));
+}
+
+fn first_record_len(records: &[u8]) -> usize {
+    RECORD_PREFIX + u32::from_le_bytes([records[0], records[1], records[2], records[3]]) as usize
+}

@@ -67,6 +67,8 @@ struct Pending {
     end_offset: u64,
     /// Groups encoded since the writer last took the chunks.
     groups: u64,
+    /// Bytes encoded but not yet written (INFO `aof_buffer_length`).
+    buffered: u64,
     /// An empty buffer a writer handed back, for the next chunk: a busy log's chunk grows
     /// to a turn's worth of records once, not again every turn.
     spare: Vec<u8>,
@@ -105,8 +107,6 @@ pub struct LogStats {
     pub fsynced_groups: AtomicU64,
     /// Bytes in the log files since the last snapshot.
     pub current_size: AtomicU64,
-    /// Bytes encoded but not yet written.
-    pub buffered: AtomicU64,
     /// The last write or fsync failed (INFO `aof_last_write_status`).
     pub failed: AtomicBool,
 }
@@ -148,6 +148,7 @@ impl Log {
                 spare: Vec::new(),
                 end_offset: start_offset,
                 groups: 0,
+                buffered: 0,
             }),
             file: Mutex::new(FileState {
                 file: Arc::new(file),
@@ -205,6 +206,11 @@ impl Log {
         self.rotated_to.load(Ordering::Acquire)
     }
 
+    /// Bytes encoded but not yet written (INFO `aof_buffer_length`).
+    pub fn buffered(&self) -> u64 {
+        self.pending.lock().buffered
+    }
+
     /// Write every group committed so far to the file (the page cache: readable by a replay,
     /// not necessarily durable). False if the log is broken.
     pub fn write_now(&self) -> bool {
@@ -228,6 +234,7 @@ impl Log {
         let (chunks, groups) = {
             let mut p = self.pending.lock();
             self.server.gates.log_dirty.store(false, Ordering::Relaxed);
+            p.buffered = 0;
             (std::mem::take(&mut p.chunks), std::mem::take(&mut p.groups))
         };
         if chunks.is_empty() {
@@ -239,14 +246,12 @@ impl Log {
         for chunk in chunks {
             result = match chunk {
                 Chunk::Bytes(mut bytes) => {
-                    self.stats
-                        .buffered
-                        .fetch_sub(bytes.len() as u64, Ordering::Relaxed);
                     let r = if f.broken {
                         // Stopped until a snapshot restarts the log: dropped (its writers got
                         // -MISCONF, or were acknowledged before the failure).
                         Ok(())
                     } else {
+                        larder_persist::log::seal(&mut bytes);
                         self.write(&mut f, &bytes)
                     };
                     if bytes.capacity() > spare.capacity() && bytes.capacity() <= SPARE_MAX {
@@ -451,13 +456,20 @@ impl Consumer for Appender {
         encode(&mut g, changes);
         // Every group is recorded, even one with nothing to replay (a read's notices): the
         // sequence numbers in the log stay gapless, which is what recovery checks.
-        let len = g.finish() as u64;
+        // The checksum is left to the writer (`write_pending`): this runs under the feed's
+        // ordering lock, which every committing thread waits for.
+        let len = g.finish_unsealed() as u64;
         p.end_offset += len;
         p.groups += 1;
+        p.buffered += len;
         let end = p.end_offset;
         drop(p);
-        log.server.gates.log_dirty.store(true, Ordering::Release);
-        log.stats.buffered.fetch_add(len, Ordering::Relaxed);
+        // Written only when it changes: every commit reads this line, and a store would take
+        // it from the other workers each time.
+        let dirty = &log.server.gates.log_dirty;
+        if !dirty.load(Ordering::Relaxed) {
+            dirty.store(true, Ordering::Release);
+        }
         larder_commands::persistence::note_committed(end);
     }
 }

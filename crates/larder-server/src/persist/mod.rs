@@ -484,7 +484,7 @@ impl Persistence for Runtime {
                 l.stats.fsyncs.load(Ordering::Relaxed),
                 l.stats.fsynced_groups.load(Ordering::Relaxed),
                 l.stats.current_size.load(Ordering::Relaxed),
-                l.stats.buffered.load(Ordering::Relaxed),
+                l.buffered(),
                 l.stats.failed.load(Ordering::Relaxed),
             ),
             None => (0, 0, 0, 0, false),
