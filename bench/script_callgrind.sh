@@ -23,6 +23,11 @@
 # turned dense, say) is in place when counting starts. PREFILL, another template, runs first
 # at pipeline 16 for PREFILL_N (default 200,000) requests, for a data set CMD only reads or
 # updates (CMD='ZRANK zs:10000 m:{10000}' after PREFILL='ZADD zs:10000 {f1000000} m:{10000}').
+#
+# LARDER_ARGS and REDIS_ARGS are more arguments for each server, after the defaults (which
+# turn persistence off), e.g. LARDER_ARGS='--appendonly yes --appendfsync everysec' and
+# REDIS_ARGS='--appendonly yes' to count what the append-only log adds per write; the data
+# directories are temporary.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,5 +100,8 @@ evalsha) echo "EVALSHA at pipeline $PIPE, $REQS requests, 50 connections; script
 pushpop) echo "LPUSH + BRPOP at pipeline $PIPE, $REQS pops, one producer and one consumer" ;;
 cmd) echo "$CMD at pipeline $PIPE, $REQS requests, 50 connections, after ${WARMUP:-20000}" ;;
 esac
-measure larder "$LARDER" --memcached-port 0 --http-port 0 --appendonly no --save "" --threads 1
-measure redis redis-server --save "" --appendonly no
+# shellcheck disable=SC2086 # the extra arguments are words
+measure larder "$LARDER" --memcached-port 0 --http-port 0 --appendonly no --save "" --threads 1 \
+    --dir "$WORK/larder-data" ${LARDER_ARGS:-}
+# shellcheck disable=SC2086
+measure redis redis-server --save "" --appendonly no --dir "$WORK" ${REDIS_ARGS:-}
