@@ -43,6 +43,8 @@ pub struct OpenFrame {
 
 impl OpenFrame {
     pub fn entry(&mut self, db: u32, key: &[u8], version: u64, flags: u32) {
+        // Room for the three numbers' bulks and the key's: one growth check for the entry.
+        self.entries.reserve(3 * 28 + 26 + key.len());
         bulk_num(&mut self.entries, u64::from(db));
         bulk(&mut self.entries, key);
         bulk_num(&mut self.entries, version);

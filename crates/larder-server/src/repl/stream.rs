@@ -45,18 +45,32 @@ pub(super) fn bulk(out: &mut Vec<u8>, b: &[u8]) {
     out.reserve(b.len() + 26);
     header(out, b'$', b.len());
     out.extend_from_slice(b);
-    out.push(b'\r');
-    out.push(b'\n');
+    out.extend_from_slice(b"\r\n");
 }
 
-/// One bulk string holding `n` in decimal.
+/// One bulk string holding `n` in decimal, built whole on the stack: the versions frame
+/// writes three for every write.
 pub(super) fn bulk_num(out: &mut Vec<u8>, n: u64) {
-    let mut buf = [0u8; 22];
-    let from = digits_before(&mut buf, 20, n);
-    buf[20] = b'\r';
-    buf[21] = b'\n';
-    header(out, b'$', 20 - from);
-    out.extend_from_slice(&buf[from..]);
+    // `$`, the digits' count (at most 20: two digits), CRLF, the digits, CRLF.
+    let mut buf = [0u8; 28];
+    buf[26] = b'\r';
+    buf[27] = b'\n';
+    let from = digits_before(&mut buf, 26, n);
+    let len = 26 - from;
+    buf[from - 2] = b'\r';
+    buf[from - 1] = b'\n';
+    let mut at = from - 2;
+    if len >= 10 {
+        at -= 2;
+        buf[at] = b'0' + (len / 10) as u8;
+        buf[at + 1] = b'0' + (len % 10) as u8;
+    } else {
+        at -= 1;
+        buf[at] = b'0' + len as u8;
+    }
+    at -= 1;
+    buf[at] = b'$';
+    out.extend_from_slice(&buf[at..]);
 }
 
 /// Turns groups into stream bytes, remembering the database the stream has selected.
@@ -172,6 +186,27 @@ mod tests {
         let mut out = Vec::new();
         e.group(changes, &mut out, None);
         String::from_utf8(out).expect("ascii")
+    }
+
+    #[test]
+    fn a_number_bulk_is_the_bulk_of_its_digits() {
+        for n in [
+            0,
+            7,
+            9,
+            10,
+            99,
+            12345,
+            999_999_999,
+            1_000_000_000,
+            7 << 20,
+            u64::MAX,
+        ] {
+            let (mut fast, mut plain) = (b"x".to_vec(), b"x".to_vec());
+            bulk_num(&mut fast, n);
+            bulk(&mut plain, n.to_string().as_bytes());
+            assert_eq!(fast, plain, "{n}");
+        }
     }
 
     #[test]
