@@ -1,5 +1,5 @@
 """larder-to-larder replication carries each key's version (memcached's CAS unique) and
-memcached flags, negotiated with `REPLCONF capa larder-meta`: in the full resync's file (an
+memcached flags, negotiated with `REPLCONF capa larder-meta2`: in the full resync's file (an
 AUX field before each key) and beside the stream (LARDER.META frames, not counted in the
 offset), across partial resyncs and a promotion; a redis-server replica of the same master
 gets neither and keeps the same offsets.
@@ -172,7 +172,7 @@ def test_redis_server_loads_a_file_that_carries_versions(start_server, redis_fac
     fill(m, 0)
     fill(m, 3)
     with socket.create_connection(("127.0.0.1", master.port), timeout=10) as s:
-        assert call(s, "REPLCONF", "capa", "eof", "capa", "larder-meta") == b"+OK"
+        assert call(s, "REPLCONF", "capa", "eof", "capa", "larder-meta2") == b"+OK"
         assert call(s, "PSYNC", "?", "-1").startswith(b"+FULLRESYNC ")
         rdb = read_eof_file(s)
         # A write's frame follows the write, once the replica is online: at an ACK after
@@ -192,14 +192,52 @@ def test_redis_server_loads_a_file_that_carries_versions(start_server, redis_fac
             assert chunk, "connection closed"
             stream += chunk
     assert b"\xfa\x02lm" in rdb
-    assert re.search(rb"SET\r\n\$5\r\nafter\r\n\$1\r\n1\r\n\*5\r\n\$11\r\nLARDER\.META\r\n"
-                     rb"\$1\r\n0\r\n\$5\r\nafter\r\n", stream), stream
+    # The frame's one argument packs each entry as varints: database 0, key length 5, the
+    # key, then its version and flags.
+    assert re.search(rb"SET\r\n\$5\r\nafter\r\n\$1\r\n1\r\n\*2\r\n\$11\r\nLARDER\.META\r\n"
+                     rb"\$\d+\r\n\x00\x05after", stream), stream
     d = tmp_path / "rdbdir"
     d.mkdir()
     (d / "from-larder.rdb").write_bytes(rdb)
     loaded = redis_factory("--dir", str(d), "--dbfilename", "from-larder.rdb")
     m.delete("after")
     assert same_data(master, loaded)
+
+
+def test_a_replica_of_the_first_frame_form_is_sent_none(start_server) -> None:
+    # A replica that says only `capa larder-meta` (a larder before the packed frames) would
+    # refuse them: it is sent a file and a stream as a redis-server replica is.
+    master = start_server()
+    m = master.client(protocol=2)
+    fill(m, 0)
+    with socket.create_connection(("127.0.0.1", master.port), timeout=10) as s:
+        assert call(s, "REPLCONF", "capa", "eof", "capa", "larder-meta") == b"+OK"
+        assert call(s, "PSYNC", "?", "-1").startswith(b"+FULLRESYNC ")
+        rdb = read_eof_file(s)
+        m.execute_command("SELECT", 0)
+        m.set("after", "1")
+        m.set("marker", "2")
+        s.settimeout(0.2)
+        stream = b""
+        deadline = time.monotonic() + 10
+        while b"marker" not in stream:
+            assert time.monotonic() < deadline, stream
+            try:
+                chunk = s.recv(4096)
+            except TimeoutError:
+                s.sendall(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n0\r\n")
+                continue
+            assert chunk, "connection closed"
+            stream += chunk
+        # Frames follow a turn's commands: give one the time to arrive.
+        time.sleep(0.5)
+        try:
+            stream += s.recv(65536)
+        except TimeoutError:
+            pass
+    assert b"\xfa\x02lm" not in rdb
+    assert b"SET\r\n$5\r\nafter\r\n" in stream
+    assert b"LARDER.META" not in stream
 
 
 def test_a_sub_replica_gets_the_frames_its_master_passes_on(start_server, redis_factory) -> None:

@@ -83,7 +83,9 @@ impl Replication for Master {
             b"capa" => {
                 h.eof |= value.eq_ignore_ascii_case(b"eof");
                 h.psync2 |= value.eq_ignore_ascii_case(b"psync2");
-                h.meta |= value.eq_ignore_ascii_case(b"larder-meta");
+                // The packed frames (`meta.rs`); a replica that knows only the first form
+                // (`larder-meta`) is sent none, as a redis-server replica.
+                h.meta |= value.eq_ignore_ascii_case(b"larder-meta2");
             }
             b"ip-address" => {
                 // Redis's NET_HOST_STR_LEN bound.

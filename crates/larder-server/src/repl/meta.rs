@@ -1,12 +1,17 @@
 //! larder's side channel beside the Redis stream: each key's version (memcached's CAS
 //! unique, the HTTP door's version) and memcached flags, for replicas that said `REPLCONF
-//! capa larder-meta` (see docs/replication.md).
+//! capa larder-meta2` (see docs/replication.md).
 //!
 //! After the stream bytes of a worker's turn of committed groups such a replica gets one
-//! frame, a RESP command `LARDER.META db key version flags [db key version flags ...]`
-//! listing, in commit order, the version and flags every write of those groups left
-//! (`larder_engine::replay::Sink::version`, as the append-only log keeps them): one frame per
-//! turn, as the stream's bytes are posted once per turn, rather than one per group. Until
+//! frame, a RESP command `LARDER.META <entries>` whose one argument lists, in commit order,
+//! the version and flags every write of those groups left
+//! (`larder_engine::replay::Sink::version`, as the append-only log keeps them), each entry
+//! packed as LEB128 varints: database, key length, then the key's bytes, version, flags. One
+//! frame per turn, as the stream's bytes are posted once per turn, rather than one per
+//! group. (The first form, `LARDER.META db key version flags [...]` with every field a bulk
+//! string, `capa larder-meta`, cost a master more per write than the write's own command;
+//! a replica still reads it from an older master, and a master sends frames only to
+//! replicas that said `larder-meta2`.) Until
 //! its frame arrives a key on the replica has the version its own write gave it. Frames are
 //! not stream bytes: they are not counted in the
 //! replication offset, not kept in the backlog and never sent to a redis-server replica, so
@@ -25,7 +30,9 @@ use std::collections::VecDeque;
 
 use larder_commands::Server;
 
-use super::stream::{bulk, bulk_num, header};
+use larder_engine::feed::write_varint;
+
+use super::stream::bulk;
 
 /// The frame's command name.
 pub const NAME: &[u8] = b"LARDER.META";
@@ -43,12 +50,13 @@ pub struct OpenFrame {
 
 impl OpenFrame {
     pub fn entry(&mut self, db: u32, key: &[u8], version: u64, flags: u32) {
-        // Room for the three numbers' bulks and the key's: one growth check for the entry.
-        self.entries.reserve(3 * 28 + 26 + key.len());
-        bulk_num(&mut self.entries, u64::from(db));
-        bulk(&mut self.entries, key);
-        bulk_num(&mut self.entries, version);
-        bulk_num(&mut self.entries, u64::from(flags));
+        let e = &mut self.entries;
+        e.reserve(4 * 10 + key.len());
+        write_varint(e, u64::from(db));
+        write_varint(e, key.len() as u64);
+        e.extend_from_slice(key);
+        write_varint(e, version);
+        write_varint(e, u64::from(flags));
         self.count += 1;
     }
 
@@ -62,9 +70,9 @@ impl OpenFrame {
         if self.count == 0 {
             return;
         }
-        header(out, b'*', 1 + 4 * self.count);
+        out.extend_from_slice(b"*2\r\n");
         bulk(out, NAME);
-        out.extend_from_slice(&self.entries);
+        bulk(out, &self.entries);
         self.clear();
     }
 
@@ -90,9 +98,15 @@ pub fn is_frame(argv: &[&[u8]]) -> bool {
     argv.first().is_some_and(|a| a.eq_ignore_ascii_case(NAME))
 }
 
-/// The entries of a frame's `argv`; `None` for a malformed one.
+/// The entries of a frame's `argv` (either form); `None` for a malformed one.
 pub fn parse<'a>(argv: &[&'a [u8]]) -> Option<Vec<Meta<&'a [u8]>>> {
-    if !is_frame(argv) || argv.len() % 4 != 1 {
+    if !is_frame(argv) {
+        return None;
+    }
+    if argv.len() == 2 {
+        return parse_packed(argv[1]);
+    }
+    if argv.len() % 4 != 1 {
         return None;
     }
     let num = |a: &[u8]| std::str::from_utf8(a).ok()?.parse::<u64>().ok();
@@ -107,6 +121,42 @@ pub fn parse<'a>(argv: &[&'a [u8]]) -> Option<Vec<Meta<&'a [u8]>>> {
             ))
         })
         .collect()
+}
+
+/// The entries packed in a frame's one argument.
+fn parse_packed(mut b: &[u8]) -> Option<Vec<Meta<&[u8]>>> {
+    let mut entries = Vec::new();
+    while !b.is_empty() {
+        let db = u32::try_from(read_varint(&mut b)?).ok()?;
+        let len = usize::try_from(read_varint(&mut b)?).ok()?;
+        if len > b.len() {
+            return None;
+        }
+        let (key, rest) = b.split_at(len);
+        b = rest;
+        let version = read_varint(&mut b)?;
+        let flags = u32::try_from(read_varint(&mut b)?).ok()?;
+        entries.push((db, key, version, flags));
+    }
+    (!entries.is_empty()).then_some(entries)
+}
+
+/// A LEB128 varint from the front of `b` (at most ten bytes, fitting a `u64`), advancing
+/// past it.
+fn read_varint(b: &mut &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        let bits = u64::from(byte & 0x7f);
+        if i == 9 && bits > 1 {
+            return None;
+        }
+        v |= bits << (7 * i);
+        if byte < 0x80 {
+            *b = &b[i + 1..];
+            return Some(v);
+        }
+    }
+    None
 }
 
 /// Give each listed key that exists its version and flags (a key the group deleted later is
@@ -220,18 +270,70 @@ mod tests {
         let mut out = Vec::new();
         encode(&mut out, &[]);
         assert!(out.is_empty());
-        let entries = vec![(0, b"k".to_vec(), 5 << 20, 42), (3, b"a b".to_vec(), 7, 0)];
+        let long = vec![b'x'; 200];
+        let entries = vec![
+            (0, b"k".to_vec(), 5 << 20, 42),
+            (3, b"a b".to_vec(), 7, 0),
+            (15, long.clone(), u64::MAX, u32::MAX),
+        ];
         encode(&mut out, &entries);
-        assert!(out.starts_with(b"*9\r\n$11\r\nLARDER.META\r\n$1\r\n0\r\n$1\r\nk\r\n"));
+        assert!(out.starts_with(b"*2\r\n$11\r\nLARDER.META\r\n$"));
         let mut argv = Vec::new();
         let parsed = larder_resp::parse_request(&out, &Default::default(), &mut argv);
         assert!(
             matches!(parsed, Ok(larder_resp::Parsed::Complete { consumed }) if consumed == out.len())
         );
         let args: Vec<&[u8]> = argv.iter().map(|a| a.as_ref()).collect();
+        assert_eq!(args.len(), 2);
+        // db 0, key length 1, "k", version 5 << 20 in four bytes, flags 42.
+        assert_eq!(&args[1][..8], b"\x00\x01k\x80\x80\xc0\x02\x2a");
         let back = parse(&args).expect("parses");
         assert_eq!(
             back,
+            vec![
+                (0, &b"k"[..], 5 << 20, 42),
+                (3, &b"a b"[..], 7, 0),
+                (15, &long[..], u64::MAX, u32::MAX)
+            ]
+        );
+        // Damaged packed entries: cut short anywhere, a key longer than what is left, a
+        // varint past 64 bits, flags past 32, nothing at all.
+        for cut in 1..args[1].len() {
+            let short: &[&[u8]] = &[args[0], &args[1][..cut]];
+            if let Some(got) = parse(short) {
+                // Cut between two entries: the ones before it, whole.
+                assert!(got.len() < 3 && got[..] == back[..got.len()], "{cut}");
+            }
+        }
+        let bad: [&[u8]; 5] = [
+            b"\x00\x05ab",
+            b"\x00\x01k\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02\x00",
+            b"\x00\x01k\x01\x80\x80\x80\x80\x10",
+            b"",
+            b"\x80",
+        ];
+        for b in bad {
+            assert!(parse(&[NAME, b]).is_none(), "{b:?}");
+        }
+        assert!(!is_frame(&[b"SET", b"k", b"v"]));
+        assert!(is_frame(&[b"larder.meta"]));
+    }
+
+    #[test]
+    fn the_first_form_of_a_frame_is_still_read() {
+        let args: Vec<&[u8]> = vec![
+            b"LARDER.META",
+            b"0",
+            b"k",
+            b"5242880",
+            b"42",
+            b"3",
+            b"a b",
+            b"7",
+            b"0",
+        ];
+        assert_eq!(
+            parse(&args).expect("parses"),
             vec![(0, &b"k"[..], 5 << 20, 42), (3, &b"a b"[..], 7, 0)]
         );
         assert!(parse(&args[..4]).is_none());
@@ -240,8 +342,6 @@ mod tests {
         assert!(parse(&bad).is_none());
         bad[4] = b"-1";
         assert!(parse(&bad).is_none());
-        assert!(!is_frame(&[b"SET", b"k", b"v"]));
-        assert!(is_frame(&[b"larder.meta"]));
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //!   the offset read there; the stream meanwhile gathers in its pending buffer (bounded by
 //!   the same limit) and is posted after the file.
 //! - **A partial resync** answers `+CONTINUE` and the backlog from the asked offset.
-//! - **larder replicas** (`REPLCONF capa larder-meta`) also get each key's version and
+//! - **larder replicas** (`REPLCONF capa larder-meta2`) also get each key's version and
 //!   memcached flags: in their file, and beside the stream in frames that are not stream
 //!   bytes, kept for partial resyncs in a side log (`meta.rs`).
 //! - **A once-a-second timer** sends `PING` every `repl-ping-replica-period` seconds, drops
@@ -62,7 +62,7 @@ struct Handshake {
     eof: bool,
     /// `capa psync2`: `+CONTINUE` names the replication id.
     psync2: bool,
-    /// `capa larder-meta`: a larder replica, which takes versions and flags (`meta.rs`).
+    /// `capa larder-meta2`: a larder replica, which takes versions and flags (`meta.rs`).
     meta: bool,
 }
 
@@ -86,7 +86,7 @@ struct Replica {
     /// Stream bytes not yet posted: until its first ACK after its file, or, once online,
     /// until the end of the worker's turn (see [`State::flush_unposted`]).
     pending: Pending,
-    /// It takes versions and flags (`capa larder-meta`).
+    /// It takes versions and flags (`capa larder-meta2`).
     meta: bool,
     ack_offset: u64,
     /// When it last acknowledged (or came online), Unix ms.

@@ -35,7 +35,7 @@ pub struct Mode {
     pub eof: bool,
     /// Preceded by `+FULLRESYNC` (PSYNC; SYNC has no reply line).
     pub reply: bool,
-    /// Each key with its version and flags (a larder replica, `capa larder-meta`).
+    /// Each key with its version and flags (a larder replica, `capa larder-meta2`).
     pub meta: bool,
 }
 

@@ -10,7 +10,7 @@
 //! shard's lock into a buffer of its own, the write path's pre-images go to another buffer,
 //! and both reach `W` only outside any shard lock; the keyspace is never copied whole.
 //!
-//! A file for a larder replica (`REPLCONF capa larder-meta`) also carries each key's version
+//! A file for a larder replica (`REPLCONF capa larder-meta2`) also carries each key's version
 //! and memcached flags: an AUX field [`META_AUX`] `"<version> <flags>"` right before the key
 //! (before its EXPIRETIME_MS), which the loader applies to the next key. redis-server skips
 //! AUX fields it does not know (`rdbLoadRioWithLoadingCtx`), so the file stays valid for it.

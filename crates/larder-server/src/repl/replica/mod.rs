@@ -2,7 +2,7 @@
 //! the [`Master`] state changes it makes (see ARCHITECTURE.md, "Replication").
 //!
 //! The link connects, shakes hands (`PING`, `AUTH`, `REPLCONF listening-port` and `capa eof
-//! capa psync2 capa larder-meta`), asks `PSYNC <replid> <offset+1>` with the history it has
+//! capa psync2 capa larder-meta capa larder-meta2`), asks `PSYNC <replid> <offset+1>` with the history it has
 //! (`? -1` after a failed load, or once a master that refused PSYNC was sent `SYNC`), loads
 //! the file of a full resync into the emptied keyspace as it reads it, and applies the
 //! stream through `exec::execute` on a connection flagged as the loader (`session.rs`). Each command's bytes join this server's own stream as the command

@@ -196,7 +196,9 @@ fn handshake(server: &Server, wire: &mut Wire<'_>) -> Result<(), String> {
     if reply.starts_with('-') {
         tracing::info!(reply = %reply, "master did not accept REPLCONF listening-port");
     }
-    // A Redis master ignores a capa it does not know (`replconfCommand`).
+    // A Redis master ignores a capa it does not know (`replconfCommand`). `larder-meta2`
+    // asks for the packed versions frames, `larder-meta` for the first form, which a larder
+    // master before the packed ones sends (`meta.rs` reads both).
     let reply = wire.call(&[
         b"REPLCONF",
         b"capa",
@@ -205,6 +207,8 @@ fn handshake(server: &Server, wire: &mut Wire<'_>) -> Result<(), String> {
         b"psync2",
         b"capa",
         b"larder-meta",
+        b"capa",
+        b"larder-meta2",
     ])?;
     if reply.starts_with('-') {
         tracing::info!(reply = %reply, "master does not understand REPLCONF capa");
