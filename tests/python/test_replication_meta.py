@@ -165,32 +165,46 @@ def test_a_redis_replica_beside_a_larder_one_gets_the_stream_alone(
         assert bad not in log, bad
 
 
+def full_sync_as(master: Server, capa: str) -> tuple[socket.socket, bytes]:
+    """A raw replica connection that said `capa eof capa <capa>`, and its full resync's
+    file."""
+    s = socket.create_connection(("127.0.0.1", master.port), timeout=10)
+    assert call(s, "REPLCONF", "capa", "eof", "capa", capa) == b"+OK"
+    assert call(s, "PSYNC", "?", "-1").startswith(b"+FULLRESYNC ")
+    return s, read_eof_file(s)
+
+
+def read_stream_until(s: socket.socket, done) -> bytes:
+    """The replication stream a raw replica connection gets until `done(stream)`. A write's
+    frame follows the write once the replica is online: at an ACK after its file was sent
+    whole (sent again each 0.2 s, as a replica does each second)."""
+    s.settimeout(0.2)
+    stream = b""
+    deadline = time.monotonic() + 10
+    while not done(stream):
+        assert time.monotonic() < deadline, stream
+        try:
+            chunk = s.recv(4096)
+        except TimeoutError:
+            s.sendall(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n0\r\n")
+            continue
+        assert chunk, "connection closed"
+        stream += chunk
+    return stream
+
+
 def test_redis_server_loads_a_file_that_carries_versions(start_server, redis_factory,
                                                          tmp_path: Path) -> None:
     master = start_server()
     m = master.client(protocol=2)
     fill(m, 0)
     fill(m, 3)
-    with socket.create_connection(("127.0.0.1", master.port), timeout=10) as s:
-        assert call(s, "REPLCONF", "capa", "eof", "capa", "larder-meta2") == b"+OK"
-        assert call(s, "PSYNC", "?", "-1").startswith(b"+FULLRESYNC ")
-        rdb = read_eof_file(s)
-        # A write's frame follows the write, once the replica is online: at an ACK after
-        # its file was sent whole (sent again each 0.2 s, as a replica does each second).
+    s, rdb = full_sync_as(master, "larder-meta2")
+    with s:
         m.execute_command("SELECT", 0)
         m.set("after", "1")
-        s.settimeout(0.2)
-        stream = b""
-        deadline = time.monotonic() + 10
-        while b"LARDER.META" not in stream or not stream.endswith(b"\r\n"):
-            assert time.monotonic() < deadline, stream
-            try:
-                chunk = s.recv(4096)
-            except TimeoutError:
-                s.sendall(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n0\r\n")
-                continue
-            assert chunk, "connection closed"
-            stream += chunk
+        stream = read_stream_until(
+            s, lambda got: b"LARDER.META" in got and got.endswith(b"\r\n"))
     assert b"\xfa\x02lm" in rdb
     # The frame's one argument packs each entry as varints: database 0, key length 5, the
     # key, then its version and flags.
@@ -210,25 +224,12 @@ def test_a_replica_of_the_first_frame_form_is_sent_none(start_server) -> None:
     master = start_server()
     m = master.client(protocol=2)
     fill(m, 0)
-    with socket.create_connection(("127.0.0.1", master.port), timeout=10) as s:
-        assert call(s, "REPLCONF", "capa", "eof", "capa", "larder-meta") == b"+OK"
-        assert call(s, "PSYNC", "?", "-1").startswith(b"+FULLRESYNC ")
-        rdb = read_eof_file(s)
+    s, rdb = full_sync_as(master, "larder-meta")
+    with s:
         m.execute_command("SELECT", 0)
         m.set("after", "1")
         m.set("marker", "2")
-        s.settimeout(0.2)
-        stream = b""
-        deadline = time.monotonic() + 10
-        while b"marker" not in stream:
-            assert time.monotonic() < deadline, stream
-            try:
-                chunk = s.recv(4096)
-            except TimeoutError:
-                s.sendall(b"*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$1\r\n0\r\n")
-                continue
-            assert chunk, "connection closed"
-            stream += chunk
+        stream = read_stream_until(s, lambda got: b"marker" in got)
         # Frames follow a turn's commands: give one the time to arrive.
         time.sleep(0.5)
         try:
