@@ -11,7 +11,9 @@
 # 100,000) SETs of 32-byte values over 100,000 keys from 50 connections at pipeline 16
 # (bench/dtgen.c), counted after 50,000 to warm up with every replica online. larder runs
 # with one I/O thread (callgrind runs one thread at a time anyway). SERVERS=larder or
-# SERVERS=redis runs one of them. Needs valgrind, redis-server and redis-cli.
+# SERVERS=redis runs one of them. MEASURE=replica counts the first replica instead (per SET
+# it applies; the master and any other replica run natively, and counting stops once the
+# replica has caught up). Needs valgrind, redis-server and redis-cli.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,17 +70,45 @@ load() {
         xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx >/dev/null
 }
 
-# Prints the master's instructions per SET: $1 the kind, $2 how many replicas.
+field() { # port section name
+    redis-cli -p "$1" info "$2" | tr -d '\r' | sed -n "s/^$3://p"
+}
+
+# Waits until the replica on port $2 has applied the stream of the master on port $1.
+caught_up() {
+    local want
+    want=$(field "$1" replication master_repl_offset)
+    for _ in $(seq 3000); do
+        # At or past it: the master's pings go on meanwhile.
+        (($(field "$2" replication slave_repl_offset) >= want)) && return
+        sleep 0.1
+    done
+    echo "the replica on port $2 did not catch up (at $(field "$2" replication slave_repl_offset) of $want)" >&2
+    exit 1
+}
+
+# Prints the instructions per SET of the master (or with MEASURE=replica, of the first
+# replica): $1 the kind, $2 how many replicas.
 measure() {
-    local kind=$1 n=$2 port dir="$WORK/$1-$2" replica_ports=() p
+    local kind=$1 n=$2 port dir="$WORK/$1-$2" replica_ports=() p counted
+    local grind=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$dir/counted.cg.%p")
     port=$(free_port)
-    server "$kind" "$port" "$dir/master" valgrind --tool=callgrind --instr-atstart=no \
-        --callgrind-out-file="$dir/master.cg.%p"
+    if [[ $MEASURE == master ]]; then
+        server "$kind" "$port" "$dir/master" "${grind[@]}"
+        counted=${PIDS[-1]}
+    else
+        server "$kind" "$port" "$dir/master"
+    fi
     local master=${PIDS[-1]}
     up "$port"
     for i in $(seq 1 "$n"); do
         p=$(free_port)
-        server "$kind" "$p" "$dir/replica$i"
+        if [[ $MEASURE == replica && $i == 1 ]]; then
+            server "$kind" "$p" "$dir/replica$i" "${grind[@]}"
+            counted=${PIDS[-1]}
+        else
+            server "$kind" "$p" "$dir/replica$i"
+        fi
         replica_ports+=("$p")
         up "$p"
         redis-cli -p "$p" replicaof 127.0.0.1 "$port" >/dev/null
@@ -88,22 +118,30 @@ measure() {
         sleep 0.2
     done
     load "$port" 50000 1
-    callgrind_control -i on "$master" >/dev/null
+    [[ $MEASURE == replica ]] && caught_up "$port" "${replica_ports[0]}"
+    callgrind_control -i on "$counted" >/dev/null
     load "$port" "$REQS" 2
-    callgrind_control -i off "$master" >/dev/null
-    callgrind_control -d "$master" >/dev/null
+    [[ $MEASURE == replica ]] && caught_up "$port" "${replica_ports[0]}"
+    callgrind_control -i off "$counted" >/dev/null
+    callgrind_control -d "$counted" >/dev/null
     sleep 1
     for p in "${replica_ports[@]}"; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
     kill "$master"
-    wait "$master" 2>/dev/null || true
+    wait 2>/dev/null || true
     local total
     # The dump asked for and the one at exit: the larger holds the measured requests.
-    total=$(for f in "$dir"/master.cg.*; do callgrind_annotate "$f" 2>/dev/null || true; done |
+    total=$(for f in "$dir"/counted.cg.*; do callgrind_annotate "$f" 2>/dev/null || true; done |
         awk '/PROGRAM TOTALS/ { gsub(",", "", $1); if ($1 + 0 > max) max = $1 + 0 } END { printf "%.0f\n", max }')
     printf '%-7s %d replica(s) %12d instructions  %7d per SET\n' "$kind" "$n" "$total" $((total / REQS))
 }
 
-echo "SET of 32-byte values, 50 connections at pipeline 16, $REQS requests counted on the master"
+MEASURE=${MEASURE:-master}
+case $MEASURE in
+master) ;;
+replica) REPLICAS=$(echo "${REPLICAS//,/ }" | tr ' ' '\n' | awk '$1 > 0' | paste -sd, -) ;;
+*) echo "MEASURE is master or replica" >&2; exit 2 ;;
+esac
+echo "SET of 32-byte values, 50 connections at pipeline 16, $REQS requests counted on the $MEASURE"
 for kind in ${SERVERS//,/ }; do
     for n in ${REPLICAS//,/ }; do
         measure "$kind" "$n"
