@@ -315,6 +315,16 @@ mod tests {
         for b in bad {
             assert!(parse(&[NAME, b]).is_none(), "{b:?}");
         }
+        // Any bit flipped anywhere: refused or read as other entries, never a panic (an
+        // index past the end, or an overflow where the tests check for it).
+        let mut flipped = args[1].to_vec();
+        for at in 0..flipped.len() {
+            for bit in 0..8 {
+                flipped[at] ^= 1 << bit;
+                let _ = parse(&[NAME, &flipped]);
+                flipped[at] ^= 1 << bit;
+            }
+        }
         assert!(!is_frame(&[b"SET", b"k", b"v"]));
         assert!(is_frame(&[b"larder.meta"]));
     }
