@@ -44,8 +44,8 @@ pub type Meta<K> = (u32, K, u64, u32);
 /// their encoding); [`OpenFrame::finish_into`] makes them one frame.
 #[derive(Debug, Default)]
 pub struct OpenFrame {
+    /// The packed entries (each at least four bytes, so none gathered is no bytes).
     entries: Vec<u8>,
-    count: usize,
 }
 
 impl OpenFrame {
@@ -57,17 +57,16 @@ impl OpenFrame {
         e.extend_from_slice(key);
         write_varint(e, version);
         write_varint(e, u64::from(flags));
-        self.count += 1;
     }
 
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.entries.is_empty()
     }
 
     /// Append the frame of the entries gathered (nothing for none) to `out`, and start
     /// over.
     pub fn finish_into(&mut self, out: &mut Vec<u8>) {
-        if self.count == 0 {
+        if self.is_empty() {
             return;
         }
         out.extend_from_slice(b"*2\r\n");
@@ -79,7 +78,6 @@ impl OpenFrame {
     /// Forget the entries gathered (a new history).
     pub fn clear(&mut self) {
         self.entries.clear();
-        self.count = 0;
     }
 }
 
