@@ -13,7 +13,9 @@
 # with one I/O thread (callgrind runs one thread at a time anyway). SERVERS=larder or
 # SERVERS=redis runs one of them. MEASURE=replica counts the first replica instead (per SET
 # it applies; the master and any other replica run natively, and counting stops once the
-# replica has caught up). Needs valgrind, redis-server and redis-cli.
+# replica has caught up). KEEP=<dir> copies each counted server's callgrind files there (as
+# <kind>-<replicas>.cg.<pid>) for callgrind_annotate. Needs valgrind, redis-server and
+# redis-cli.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -128,6 +130,10 @@ measure() {
     for p in "${replica_ports[@]}"; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
     kill "$master"
     wait 2>/dev/null || true
+    if [[ -n ${KEEP:-} ]]; then
+        mkdir -p "$KEEP"
+        for f in "$dir"/counted.cg.*; do cp "$f" "$KEEP/$kind-$n.cg.${f##*.cg.}"; done
+    fi
     local total
     # The dump asked for and the one at exit: the larger holds the measured requests.
     total=$(for f in "$dir"/counted.cg.*; do callgrind_annotate "$f" 2>/dev/null || true; done |
