@@ -51,6 +51,14 @@ def test_by_and_get(r):
     r.rpush("ids", "4")
     assert r.sort("ids", by="w_*") == [b"4", b"2", b"3", b"1"]
     assert r.sort("ids", by="name_*", alpha=True) == [b"2", b"4", b"1", b"3"]
+    # ALPHA BY: elements with equal BY values (missing ones too) keep the list's order, not
+    # the elements' own order, and DESC does not reverse them.
+    r.rpush("tie", "b", "a", "c")
+    assert r.sort("tie", by="nokey_*", alpha=True) == [b"b", b"a", b"c"]
+    assert r.sort("tie", by="nokey_*", alpha=True, desc=True) == [b"b", b"a", b"c"]
+    r.mset({"tw_b": "1", "tw_a": "1", "tw_c": "0"})
+    assert r.sort("tie", by="tw_*", alpha=True, desc=True) == [b"b", b"a", b"c"]
+    assert r.sort("tie", by="tw_*", alpha=True) == [b"c", b"b", b"a"]
 
 
 def test_store(r):
@@ -115,3 +123,13 @@ def test_scores_as_strtod_reads_them(r, value):
     r.rpush("l", value, "0")
     want = sorted([value, "0"], key=float)
     assert r.sort("l") == [w.encode() for w in want]
+
+
+def test_a_score_ends_at_a_nul_byte(r):
+    # redis-server reads a score as a C string: what follows a NUL is not looked at.
+    r.rpush("l", "3", b"12\x00x", "1")
+    assert r.sort("l") == [b"1", b"3", b"12\x00x"]
+    r.rpush("ab", "a", "b")
+    r.set("w_a", b"5\x00z")
+    r.set("w_b", b"\x00\x01")
+    assert r.sort("ab", by="w_*") == [b"b", b"a"]

@@ -263,27 +263,34 @@ fn run(c: &mut Cmd<'_>, store: Store) -> Result<()> {
     Ok(())
 }
 
-/// Redis's `sortCompare`: numbers by score, ALPHA by the BY value (a missing one first) or
-/// the element; ties broken by the elements' bytes so the order is deterministic.
+/// Redis's `sortCompare`: numbers by score, ties broken by the elements' bytes; ALPHA by the
+/// element, or with BY by the BY value (a missing one first) and no tie-break: elements with
+/// equal BY values keep their order in the source (the sort is stable, as glibc's `qsort`
+/// under redis-server is), in DESC too.
 fn compare(a: &Item, b: &Item, alpha: bool, by: bool) -> Ordering {
-    let first = if !alpha {
-        a.score.partial_cmp(&b.score).unwrap_or(Ordering::Equal)
-    } else if by {
-        match (&a.by, &b.by) {
-            (None, None) => Ordering::Equal,
-            (None, Some(_)) => Ordering::Less,
-            (Some(_), None) => Ordering::Greater,
-            (Some(x), Some(y)) => x.cmp(y),
-        }
-    } else {
-        a.element.cmp(&b.element)
-    };
-    first.then_with(|| a.element.cmp(&b.element))
+    if !alpha {
+        return a
+            .score
+            .partial_cmp(&b.score)
+            .unwrap_or(Ordering::Equal)
+            .then_with(|| a.element.cmp(&b.element));
+    }
+    if !by {
+        return a.element.cmp(&b.element);
+    }
+    match (&a.by, &b.by) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some(x), Some(y)) => x.cmp(y),
+    }
 }
 
-/// C's `strtod` over the whole text, as SORT reads scores: leading whitespace allowed,
-/// nothing after the number, an empty text is 0, NaN and overflow are errors.
+/// C's `strtod` over the text up to its first NUL, as SORT reads scores: leading whitespace
+/// allowed, nothing after the number, an empty text is 0, NaN and overflow are errors.
 fn strtod(text: &[u8]) -> Option<f64> {
+    // Redis hands the value to strtod as a C string: it ends at the first NUL byte.
+    let text = text.split(|&b| b == 0).next().unwrap_or_default();
     let t = std::str::from_utf8(text).ok()?;
     let t = t.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
     if t.is_empty() {
