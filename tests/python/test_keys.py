@@ -359,6 +359,19 @@ def test_object_encoding_after_append_is_raw(r):
     assert r.object("encoding", "k") == b"raw"
 
 
+@pytest.mark.parametrize("command", [["SETBIT", "k", "0", "0"],
+                                     ["BITFIELD", "k", "SET", "u1", "0", "0"],
+                                     ["BITFIELD", "k", "OVERFLOW", "FAIL", "INCRBY", "u2", "0",
+                                      "9"]])
+def test_object_encoding_after_a_bit_write_is_raw_even_without_a_change(r, command):
+    # Redis unshares the string a bit command may write before it looks at the bits.
+    r.set("k", 12)
+    assert r.object("encoding", "k") == b"int"
+    r.execute_command(*command)
+    assert r.get("k") == b"12"
+    assert r.object("encoding", "k") == b"raw"
+
+
 def test_object_on_missing_key_is_null(rawp):
     for sub in ("ENCODING", "IDLETIME", "REFCOUNT", "FREQ"):
         assert rawp.call("OBJECT", sub, "missing") is None, sub

@@ -126,6 +126,8 @@ fn setbit(c: &mut Cmd<'_>) -> Result<()> {
                     .update_string(slot, |s| bitmap::set_bit(s, offset, on))
                     .ok_or(Error::Static(error::WRONGTYPE))?;
                 c.notify(class::STRING, "setbit", key);
+            } else {
+                shard.unshare_string(slot);
             }
             old
         }
@@ -437,6 +439,8 @@ fn bitfield_generic(c: &mut Cmd<'_>, read_only: bool) -> Result<()> {
                 c.notify(class::NEW, "new", key);
             }
         }
+    } else if let Some(slot) = found {
+        shard.unshare_string(slot);
     }
     if changes > 0 {
         c.notify(class::STRING, "setbit", key);

@@ -590,6 +590,21 @@ impl Shard {
         self.account(slot, |e| e.string_mut().map(f))
     }
 
+    /// Keep the string in the grown representation (Redis's "raw") without changing it, as
+    /// Redis's `lookupStringForBitCommand` unshares the value SETBIT and BITFIELD may write
+    /// even when they leave it as it was. Not a write: the version stays and the feed records
+    /// nothing. A no-op for other types.
+    pub fn unshare_string(&mut self, slot: SlotId) {
+        if self.slot(slot).string().is_none() || self.slot(slot).is_grown_string() {
+            return;
+        }
+        let e = self.slot_mut(slot);
+        let before = e.memory_bytes();
+        e.string_mut();
+        let after = e.memory_bytes();
+        self.used_bytes = (self.used_bytes + after).saturating_sub(before);
+    }
+
     /// Modify the object value in place through `f` (list pushes, pops, ...). Counts as a
     /// write (bumps the version) and keeps the memory accounting.
     ///

@@ -160,6 +160,28 @@ fn update_string_grows_in_place() {
 }
 
 #[test]
+fn unshare_string_changes_the_representation_only() {
+    let mut s = Shard::new(0);
+    let slot = put(&mut s, b"k", b"ab", 0);
+    let v0 = s.entry(slot).version();
+    assert!(!s.entry(slot).is_grown_string());
+    s.unshare_string(slot);
+    assert!(s.entry(slot).is_grown_string());
+    assert_eq!(s.entry(slot).string(), Some(&b"ab"[..]));
+    assert_eq!(s.entry(slot).version(), v0, "not a write");
+    assert_eq!(s.used_bytes, s.entry(slot).memory_bytes());
+    // Again, and on another type: nothing happens.
+    s.unshare_string(slot);
+    assert_eq!(s.used_bytes, s.entry(slot).memory_bytes());
+    let list = s.insert_object(b"l", hash_key(b"l"), Object::List(Default::default()), 0, 0);
+    s.unshare_string(list);
+    assert_eq!(s.entry(list).kind(), crate::ObjectKind::List);
+    s.remove(slot);
+    s.remove(list);
+    assert_eq!(s.used_bytes, 0);
+}
+
+#[test]
 fn object_mut_bumps_version_and_accounts() {
     let mut s = Shard::new(0);
     let slot = s.insert_object(b"l", hash_key(b"l"), Object::List(Default::default()), 0, 0);
