@@ -5,7 +5,9 @@ and error text included, after the normalisations below.
 Each sequence is drawn from a seed: FLUSHALL on both, then `LENGTH` commands over a small key
 pool (the same names serve every type, so WRONGTYPE and type changes come up) with arguments
 drawn to hit edge cases (integers at the limits, floats and infinities, empty strings, indexes
-out of range, options in conflict). Half the seeds speak RESP2 and half RESP3.
+out of range, options in conflict). Half the seeds speak RESP2 and half RESP3. A second test
+runs the same sequences with `notify-keyspace-events KEA` and a pattern subscriber on each
+server, and compares the notifications every command causes, in order.
 
 Normalised, because Redis leaves them unspecified:
 - the order of replies that are sets (SMEMBERS, SINTER, HKEYS, HGETALL, KEYS, full SCANs):
@@ -505,18 +507,42 @@ class Mismatch(AssertionError):
     pass
 
 
-def run_seed(redis_port: int, larder_port: int, seed: int, length: int = LENGTH) -> int:
+def subscriber(port: int) -> RawConn:
+    """A connection that receives every keyspace and keyevent notification."""
+    s = RawConn(port)
+    s.call("PSUBSCRIBE", "__key*__:*")
+    return s
+
+
+def events_so_far(s: RawConn) -> list[tuple[bytes, bytes]]:
+    """The (channel, message) of every notification before the reply to a PING sent now:
+    a server delivers a command's notifications before its reply to the next command."""
+    s.send_command("PING")
+    out = []
+    while True:
+        v = [x.value for x in s.read_frame().value]
+        if v[0] == b"pong":
+            return out
+        out.append((v[2], v[3]))
+
+
+def run_seed(redis_port: int, larder_port: int, seed: int, length: int = LENGTH,
+             events: bool = False) -> int:
     """Run one seed's sequence on both servers; raise Mismatch at the first difference.
-    Returns how many commands ran."""
+    With `events`, the keyspace notifications each command causes are compared too (the
+    servers must have `notify-keyspace-events` set alike). Returns how many commands ran."""
     cmds = sequence(seed, length)
     protocol = "3" if seed % 2 else "2"
     conns = [RawConn(redis_port), RawConn(larder_port)]
     admin = RawConn(redis_port)  # reads the key types SORT's comparison depends on
+    subs = [subscriber(redis_port), subscriber(larder_port)] if events else []
     loose = Loose()
     try:
         for c in conns:
             assert c.call("FLUSHALL") == "OK"
             c.call_frame("HELLO", protocol)
+        for s in subs:
+            events_so_far(s)  # FLUSHALL's
         queued: list[tuple[list[str], bool]] | None = None  # the commands of an open MULTI
         for i, cmd in enumerate(cmds):
             name = cmd[0].upper()
@@ -533,6 +559,8 @@ def run_seed(redis_port: int, larder_port: int, seed: int, length: int = LENGTH)
                 queued = None
             elif queued is not None:
                 queued.append((cmd, ordered))
+            if want == got and subs:
+                want, got = (("events",) + tuple(events_so_far(s)) for s in subs)
             if want != got:
                 history = "\n".join("  " + " ".join(map(repr, c)) for c in cmds[:i])
                 raise Mismatch(
@@ -541,7 +569,7 @@ def run_seed(redis_port: int, larder_port: int, seed: int, length: int = LENGTH)
                     f"after FLUSHALL and:\n{history}")
         return len(cmds)
     finally:
-        for c in conns + [admin]:
+        for c in conns + [admin] + subs:
             c.close()
 
 
@@ -553,6 +581,16 @@ def test_random_sequences_reply_as_redis_server_does(start_server, redis_factory
     # Both servers are still there and agree on what is left.
     with RawConn(redis.port) as a, RawConn(larder.port) as b:
         assert a.call("DBSIZE") == b.call("DBSIZE")
+
+
+def test_random_sequences_notify_as_redis_server_does(start_server, redis_factory) -> None:
+    larder = start_server()
+    redis = redis_factory()
+    for port in (larder.port, redis.port):
+        with RawConn(port) as c:
+            assert c.call("CONFIG", "SET", "notify-keyspace-events", "KEA") == "OK"
+    ran = sum(run_seed(redis.port, larder.port, seed, events=True) for seed in range(SEEDS))
+    assert ran >= SEEDS * LENGTH
 
 
 def test_a_difference_is_caught() -> None:
@@ -574,6 +612,8 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=10000)
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--length", type=int, default=LENGTH)
+    ap.add_argument("--events", action="store_true",
+                    help="compare the keyspace notifications of every command too")
     ap.add_argument("--larder-bin", default=os.environ.get("LARDER_BIN") or os.path.join(
         os.path.dirname(__file__), "..", "..", "target", "release", "larder"))
     a = ap.parse_args()
@@ -600,11 +640,15 @@ def main() -> int:
         rport = start(["redis-server", "--save", "", "--appendonly", "no", "--dir", work])
         lport = start([a.larder_bin, "--dir", work + "/larder", "--memcached-port", "0",
                        "--http-port", "0", "--appendonly", "no", "--save", ""])
+        if a.events:
+            for port in (rport, lport):
+                with RawConn(port) as c:
+                    c.call("CONFIG", "SET", "notify-keyspace-events", "KEA")
         seeds = [a.seed] if a.seed is not None else range(a.first, a.first + a.seeds)
         failures = 0
         for s in seeds:
             try:
-                run_seed(rport, lport, s, a.length)
+                run_seed(rport, lport, s, a.length, a.events)
             except Mismatch as e:
                 failures += 1
                 # One seed: with the commands before it, to replay by hand.
