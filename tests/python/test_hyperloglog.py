@@ -5,6 +5,8 @@ holds after the same commands (recorded below), and a value made by one server c
 on the other. Every expectation holds for Redis 7.0.
 """
 
+import time
+
 import pytest
 
 from conftest import Err
@@ -212,6 +214,19 @@ def test_pfcount_cache_write_invalidates_watch(server, r):
     p.multi()
     p.set("h2", "y")
     assert p.execute() == [True]
+
+
+def test_pfcount_may_write_so_read_only_scripts_and_write_pauses_refuse_it(server, r, raw):
+    # Redis flags PFCOUNT may-replicate: its cache is part of the value.
+    r.pfadd("h", "a", "b")
+    reply = raw.call("EVAL_RO", "return redis.call('PFCOUNT', KEYS[1])", "1", "h")
+    assert isinstance(reply, Err)
+    assert str(reply).startswith("ERR Write commands are not allowed from read-only scripts.")
+    assert r.execute_command("CLIENT", "PAUSE", "300", "WRITE")
+    t0 = time.monotonic()
+    assert r.pfcount("h") == 2  # waits for the pause to end
+    assert time.monotonic() - t0 >= 0.2
+    assert r.pfcount("h") == 2
 
 
 def test_pfdebug(raw):

@@ -50,7 +50,7 @@ const fn cmd(
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("pfadd", -2, WRITE | DENYOOM | FAST, KeySpec::ONE, "Adds the specified elements to the specified HyperLogLog.", pfadd),
-    cmd("pfcount", -2, READONLY, KeySpec::ALL, "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).", pfcount),
+    cmd("pfcount", -2, READONLY | MAY_REPLICATE, KeySpec::ALL, "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).", pfcount),
     cmd("pfmerge", -2, WRITE | DENYOOM, KeySpec::ALL, "Merge N different HyperLogLogs into a single one.", pfmerge),
     cmd("pfdebug", 3, WRITE | DENYOOM | ADMIN, PFDEBUG_KEY, "Internal commands for debugging HyperLogLog values", pfdebug),
     cmd("pfselftest", 1, ADMIN, KeySpec::NONE, "An internal command for testing HyperLogLog values", pfselftest),
@@ -155,6 +155,15 @@ fn pfcount(c: &mut Cmd<'_>) -> Result<()> {
                     None => {
                         let card = hll::count(s)?;
                         shard.update_string(slot, |s| hll::set_cached(s, card));
+                        // The cache is part of the value, so replicas and the log replay
+                        // this PFCOUNT, as Redis propagates it: recorded under the shard
+                        // lock, it joins the change's group (the executor records only
+                        // writes' commands).
+                        let feed = shard.feed();
+                        if feed.records_commands() {
+                            let argv = larder_engine::Argv::new(&[b"PFCOUNT".as_slice(), key]);
+                            feed.command_now(c.conn.db, argv, None);
+                        }
                         card
                     }
                 }
