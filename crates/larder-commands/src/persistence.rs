@@ -172,13 +172,13 @@ pub fn misconf(server: &Server) -> Error {
 
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("save", 1, ADMIN | NOSCRIPT | NO_MULTI, KeySpec::NONE, Group::Server,
+    CommandSpec::new("save", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING | NO_MULTI, KeySpec::NONE, Group::Server,
         "Synchronously save the dataset to disk", "1.0.0", save),
-    CommandSpec::new("bgsave", -1, ADMIN | NOSCRIPT, KeySpec::NONE, Group::Server,
+    CommandSpec::new("bgsave", -1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, KeySpec::NONE, Group::Server,
         "Asynchronously save the dataset to disk", "1.0.0", bgsave),
-    CommandSpec::new("bgrewriteaof", 1, ADMIN | NOSCRIPT, KeySpec::NONE, Group::Server,
+    CommandSpec::new("bgrewriteaof", 1, ADMIN | NOSCRIPT | NO_ASYNC_LOADING, KeySpec::NONE, Group::Server,
         "Asynchronously rewrite the append-only file", "1.0.0", bgrewriteaof),
-    CommandSpec::new("lastsave", 1, NOSCRIPT | LOADING | STALE | FAST, KeySpec::NONE, Group::Server,
+    CommandSpec::new("lastsave", 1, LOADING | STALE | FAST, KeySpec::NONE, Group::Server,
         "Get the UNIX time stamp of the last successful save to disk", "1.0.0", lastsave),
 ];
 

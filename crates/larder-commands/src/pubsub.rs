@@ -389,7 +389,7 @@ static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
     sub("numpat", 2, "Get the count of unique patterns pattern subscriptions", pubsub_numpat),
     sub("shardchannels", -2, "List active shard channels", pubsub_shardchannels),
     sub("shardnumsub", -2, "Get the count of subscribers for shard channels", pubsub_shardnumsub),
-    sub("help", 2, "Show helpful text about the different subcommands", pubsub_help),
+    cmd("help", 2, LOADING | STALE, "Show helpful text about the different subcommands", "6.2.0", pubsub_help),
 ];
 
 /// The pub/sub family's table (Redis 7.0's COMMAND INFO).

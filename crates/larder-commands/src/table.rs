@@ -29,6 +29,9 @@ pub mod flags {
     pub const MOVABLE_KEYS: u32 = 1 << 15;
     pub const ALLOW_BUSY: u32 = 1 << 16;
     pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    /// Refused while a replica loads its master's snapshot asynchronously, in Redis; larder
+    /// has no such loading, so the flag only describes the command as Redis does.
+    pub const NO_ASYNC_LOADING: u32 = 1 << 18;
 
     /// Names in COMMAND INFO order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -50,6 +53,7 @@ pub mod flags {
         (MOVABLE_KEYS, "movablekeys"),
         (ALLOW_BUSY, "allow_busy"),
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
     ];
 }
 
