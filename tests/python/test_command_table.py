@@ -72,3 +72,31 @@ def test_guardrail_matcher():
     assert _exercised("getex", sources)
     assert not _exercised("get", sources)
     assert not _exercised("client|list", sources)
+
+
+def _flatten(entries: list, out: dict) -> dict:
+    """COMMAND's entries by name, subcommands as entries of their own (without the nested
+    list), so a difference names the subcommand."""
+    for e in entries:
+        out[e[0]] = e[:9]
+        _flatten(e[9] or [], out)
+    return out
+
+
+@pytest.mark.larder_only
+def test_command_info_is_redis_s_for_every_command_both_have(server, redis_factory):
+    # Flags, key positions, ACL categories, tips and key specs, field for field; the
+    # commands only one of them has are the cluster and module families and larder's queues.
+    redis = redis_factory()
+    theirs = _flatten(redis.raw().call("COMMAND"), {})
+    ours = _flatten(server.raw().call("COMMAND"), {})
+    common = sorted(set(theirs) & set(ours))
+    assert len(common) > 300
+    fields = ["name", "arity", "flags", "first", "last", "step", "categories", "tips",
+              "key specs"]
+    differ = [f"{n.decode()} {fields[i]}: redis {x!r}, larder {y!r}"
+              for n in common for i, (x, y) in enumerate(zip(theirs[n], ours[n])) if x != y]
+    assert differ == []
+    only_redis = {n.decode().split("|")[0] for n in set(theirs) - set(ours)}
+    assert only_redis <= {"asking", "cluster", "failover", "lolwut", "migrate", "module",
+                          "readonly", "readwrite", "restore-asking"}

@@ -5,6 +5,7 @@
 //! (the parameter table itself is the crate's `config` module), DEBUG in `debug`.
 
 mod command;
+mod command_meta;
 mod config_cmd;
 pub mod debug;
 

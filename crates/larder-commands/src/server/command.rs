@@ -1,7 +1,10 @@
 //! COMMAND and its subcommands (INFO, COUNT, LIST, DOCS, GETKEYS, GETKEYSANDFLAGS, HELP): the
-//! registry as Redis 7.0 describes it, with its flag order, ACL categories and command tips.
+//! registry as Redis 7.0 describes it, with its flag order and ACL categories, and Redis's own
+//! tips and key specs for the commands it has (`command_meta.rs`).
 
 use std::borrow::Cow;
+
+use larder_resp::ReplyBuf;
 
 use super::{cmd, reply_help, HELP_SUMMARY};
 use crate::error::{self, Error, Result};
@@ -138,59 +141,127 @@ const FLAG_ORDER: &[(u32, &str)] = &[
     (FAST, "fast"),
     (NO_AUTH, "no_auth"),
     (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+    (NO_ASYNC_LOADING, "no_async_loading"),
     (NO_MULTI, "no_multi"),
     (MOVABLE_KEYS, "movablekeys"),
     (ALLOW_BUSY, "allow_busy"),
 ];
 
-/// Command tips (COMMAND INFO), by full name, for the commands that have them in Redis 7.0.
-#[rustfmt::skip]
-const TIPS: &[(&str, &[&str])] = &[
-    ("info", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
-    ("command", &["nondeterministic_output_order"]),
-    ("command|info", &["nondeterministic_output_order"]),
-    ("command|list", &["nondeterministic_output_order"]),
-    ("command|docs", &["nondeterministic_output_order"]),
-    ("config|set", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
-    ("time", &["nondeterministic_output"]),
-    ("dump", &["nondeterministic_output"]),
-    ("slowlog|get", &["request_policy:all_nodes", "nondeterministic_output"]),
-    ("slowlog|len", &["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"]),
-    ("slowlog|reset", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
-    ("memory|stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
-    ("memory|doctor", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
-    ("memory|malloc-stats", &["nondeterministic_output", "request_policy:all_shards", "response_policy:special"]),
-    ("memory|purge", &["request_policy:all_shards", "response_policy:all_succeeded"]),
-    ("latency|doctor", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
-    ("latency|graph", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
-    ("latency|histogram", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
-    ("latency|history", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
-    ("latency|latest", &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"]),
-    ("latency|reset", &["request_policy:all_nodes", "response_policy:all_succeeded"]),
-    ("keys", &["request_policy:all_shards", "nondeterministic_output_order"]),
-    ("scan", &["nondeterministic_output", "request_policy:special", "response_policy:special"]),
-    ("randomkey", &["request_policy:all_shards", "response_policy:special", "nondeterministic_output"]),
-    ("dbsize", &["request_policy:all_shards", "response_policy:agg_sum"]),
-    ("flushall", &["request_policy:all_shards", "response_policy:all_succeeded"]),
-    ("flushdb", &["request_policy:all_shards", "response_policy:all_succeeded"]),
-    ("ping", &["request_policy:all_shards", "response_policy:all_succeeded"]),
-    ("client|list", &["nondeterministic_output"]),
-    ("client|info", &["nondeterministic_output"]),
-    ("client|id", &["nondeterministic_output"]),
-];
+/// What Redis 7.0's COMMAND says of a command beyond larder's table: its tips and key specs,
+/// and its first/last/step key positions (which Redis derives from the key specs, so they
+/// name SPUBLISH's shard channel, a key spec flagged `not_key`). Generated:
+/// `super::command_meta`.
+pub(super) struct Meta {
+    pub name: &'static str,
+    pub keys: (i64, i64, i64),
+    pub tips: &'static [&'static str],
+    pub key_specs: &'static [KeySpecMeta],
+}
+
+/// One key spec: where the search for the keys begins and how they are found from there.
+pub(super) struct KeySpecMeta {
+    pub notes: Option<&'static str>,
+    pub flags: &'static [&'static str],
+    pub begin: Begin,
+    pub find: Find,
+}
+
+pub(super) enum Begin {
+    Index(i64),
+    /// The keyword, and where to start looking for it (negative: from the end).
+    Keyword(&'static str, i64),
+    Unknown,
+}
+
+pub(super) enum Find {
+    Range {
+        lastkey: i64,
+        keystep: i64,
+        limit: i64,
+    },
+    Keynum {
+        keynumidx: i64,
+        firstkey: i64,
+        keystep: i64,
+    },
+    Unknown,
+}
+
+// The constructors `command_meta.rs` is written with.
+pub(super) const fn entry(
+    name: &'static str,
+    keys: (i64, i64, i64),
+    tips: &'static [&'static str],
+    key_specs: &'static [KeySpecMeta],
+) -> Meta {
+    Meta {
+        name,
+        keys,
+        tips,
+        key_specs,
+    }
+}
+
+pub(super) const fn spec(flags: &'static [&'static str], begin: Begin, find: Find) -> KeySpecMeta {
+    KeySpecMeta {
+        notes: None,
+        flags,
+        begin,
+        find,
+    }
+}
+
+pub(super) const fn noted(
+    notes: &'static str,
+    flags: &'static [&'static str],
+    begin: Begin,
+    find: Find,
+) -> KeySpecMeta {
+    KeySpecMeta {
+        notes: Some(notes),
+        flags,
+        begin,
+        find,
+    }
+}
+
+pub(super) const fn index(i: i64) -> Begin {
+    Begin::Index(i)
+}
+
+pub(super) const fn keyword(keyword: &'static str, startfrom: i64) -> Begin {
+    Begin::Keyword(keyword, startfrom)
+}
+
+pub(super) const fn range(lastkey: i64, keystep: i64, limit: i64) -> Find {
+    Find::Range {
+        lastkey,
+        keystep,
+        limit,
+    }
+}
+
+pub(super) const fn keynum(keynumidx: i64, firstkey: i64, keystep: i64) -> Find {
+    Find::Keynum {
+        keynumidx,
+        firstkey,
+        keystep,
+    }
+}
+
+fn meta(full_name: &str) -> Option<&'static Meta> {
+    let all = super::command_meta::META;
+    all.binary_search_by(|m| m.name.cmp(full_name))
+        .ok()
+        .map(|i| &all[i])
+}
 
 /// The ACL categories of a command (`acl::categories`).
 fn acl_categories(found: Found) -> Vec<&'static str> {
     crate::acl::categories::names(crate::acl::categories::mask(found.spec, found.parent))
 }
 
-fn tips(full_name: &str) -> &'static [&'static str] {
-    TIPS.iter()
-        .find(|(n, _)| *n == full_name)
-        .map_or(&[], |(_, t)| t)
-}
-
-/// Key spec flags, derived from the command flags (the table has no per-key flags).
+/// Key spec flags of a command Redis does not have, derived from its command flags.
 fn key_flags(spec: &CommandSpec) -> &'static [&'static str] {
     if spec.has(WRITE) {
         &["RW", "update"]
@@ -198,6 +269,89 @@ fn key_flags(spec: &CommandSpec) -> &'static [&'static str] {
         &["RO", "access"]
     } else {
         &["RO"]
+    }
+}
+
+/// Redis's key specs, as its COMMAND writes them: a set of maps.
+fn write_key_specs(out: &mut ReplyBuf, specs: &[KeySpecMeta]) {
+    out.set(specs.len());
+    for k in specs {
+        out.map(3 + usize::from(k.notes.is_some()));
+        if let Some(notes) = k.notes {
+            out.bulk(b"notes");
+            out.bulk(notes.as_bytes());
+        }
+        out.bulk(b"flags");
+        out.set(k.flags.len());
+        for f in k.flags {
+            out.simple(f);
+        }
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        match k.begin {
+            Begin::Index(index) => {
+                out.bulk(b"index");
+                out.bulk(b"spec");
+                out.map(1);
+                out.bulk(b"index");
+                out.int(index);
+            }
+            Begin::Keyword(keyword, startfrom) => {
+                out.bulk(b"keyword");
+                out.bulk(b"spec");
+                out.map(2);
+                out.bulk(b"keyword");
+                out.bulk(keyword.as_bytes());
+                out.bulk(b"startfrom");
+                out.int(startfrom);
+            }
+            Begin::Unknown => {
+                out.bulk(b"unknown");
+                out.bulk(b"spec");
+                out.map(0);
+            }
+        }
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        match k.find {
+            Find::Range {
+                lastkey,
+                keystep,
+                limit,
+            } => {
+                out.bulk(b"range");
+                out.bulk(b"spec");
+                out.map(3);
+                out.bulk(b"lastkey");
+                out.int(lastkey);
+                out.bulk(b"keystep");
+                out.int(keystep);
+                out.bulk(b"limit");
+                out.int(limit);
+            }
+            Find::Keynum {
+                keynumidx,
+                firstkey,
+                keystep,
+            } => {
+                out.bulk(b"keynum");
+                out.bulk(b"spec");
+                out.map(3);
+                out.bulk(b"keynumidx");
+                out.int(keynumidx);
+                out.bulk(b"firstkey");
+                out.int(firstkey);
+                out.bulk(b"keystep");
+                out.int(keystep);
+            }
+            Find::Unknown => {
+                out.bulk(b"unknown");
+                out.bulk(b"spec");
+                out.map(0);
+            }
+        }
     }
 }
 
@@ -220,20 +374,31 @@ fn write_command_info(c: &mut Cmd<'_>, found: Found) {
     for n in flag_names {
         out.simple(n);
     }
-    out.int(i64::from(spec.keys.first));
-    out.int(i64::from(spec.keys.last));
-    out.int(i64::from(spec.keys.step));
+    let redis = meta(&full);
+    let (first, last, step) = match redis {
+        Some(m) => m.keys,
+        None => (
+            i64::from(spec.keys.first),
+            i64::from(spec.keys.last),
+            i64::from(spec.keys.step),
+        ),
+    };
+    out.int(first);
+    out.int(last);
+    out.int(step);
     let cats = acl_categories(found);
     out.set(cats.len());
     for cat in cats {
         out.simple(cat);
     }
-    let tips = tips(&full);
+    let tips = redis.map_or(&[][..], |m| m.tips);
     out.set(tips.len());
     for t in tips {
         out.bulk(t.as_bytes());
     }
-    if spec.keys.first > 0 {
+    if let Some(m) = redis {
+        write_key_specs(out, m.key_specs);
+    } else if spec.keys.first > 0 {
         let k = spec.keys;
         let lastkey = if k.last < 0 { k.last } else { k.last - k.first };
         out.set(1);

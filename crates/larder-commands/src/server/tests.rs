@@ -185,7 +185,11 @@ fn command_key_specs() {
         set.contains("*3\r\n+@write\r\n+@string\r\n+@slow\r\n"),
         "{set}"
     );
-    assert!(set.contains("+RW\r\n+update\r\n"), "{set}");
+    // Redis 7.0's key spec flags (`command_meta`): SET GET also reads the old value.
+    assert!(
+        set.contains("*4\r\n+RW\r\n+access\r\n+update\r\n+variable_flags\r\n"),
+        "{set}"
+    );
 }
 
 #[test]
@@ -725,4 +729,11 @@ fn every_command_is_exercised() {
         }
     }
     assert_eq!(listed, tested);
+}
+
+#[test]
+fn redis_command_meta_is_sorted_for_its_binary_search() {
+    let names: Vec<&str> = super::command_meta::META.iter().map(|m| m.name).collect();
+    assert!(names.windows(2).all(|w| w[0] < w[1]), "not sorted or not unique");
+    assert!(names.contains(&"set") && names.contains(&"config|get"));
 }
