@@ -30,7 +30,8 @@ import pytest
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from conftest import RawConn  # noqa: E402
-from test_redis_diff import KEYS, is_lex, mixed_scores, sequence  # noqa: E402
+from test_redis_diff import (  # noqa: E402
+    KEYS, Processes, default_larder_bin, is_lex, mixed_scores, sequence)
 
 pytestmark = pytest.mark.larder_only
 
@@ -173,62 +174,26 @@ def test_the_comparison_sees_a_difference(start_server) -> None:
 
 
 def main() -> int:
-    import shutil
-    import socket
-    import subprocess
-    import tempfile
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=1000)
-    ap.add_argument("--larder-bin", default=os.environ.get("LARDER_BIN") or os.path.join(
-        os.path.dirname(__file__), "..", "..", "target", "release", "larder"))
+    ap.add_argument("--larder-bin", default=default_larder_bin())
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="propagation-diff-")
-    procs = []
-
-    def start(kind: str, *extra: str) -> int:
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        d = os.path.join(work, str(port))
-        os.mkdir(d)
-        argv = ([a.larder_bin, "--memcached-port", "0", "--http-port", "0",
-                 "--appendonly", "no"] if kind == "larder" else
-                ["redis-server", "--appendonly", "no"])
-        argv += ["--save", "", "--dir", d, "--port", str(port), "--bind", "127.0.0.1",
-                 *DEBUG, *extra]
-        procs.append(subprocess.Popen(argv, cwd=d, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
-        for _ in range(100):
-            try:
-                RawConn(port).close()
-                return port
-            except OSError:
-                time.sleep(0.1)
-        raise SystemExit(f"{argv[0]} did not start")
-
     failures = 0
-    try:
+    with Processes(a.larder_bin) as servers:
         for kinds in ("larder-redis", "redis-larder", "larder-larder"):
             mk, rk = kinds.split("-")
-            m, r = start(mk), start(rk)
+            m, r = servers.start(mk, *DEBUG), servers.start(rk, *DEBUG)
             follow(r, m)
             skip = unpropagated_bitfield if mk == "redis" else (lambda c: False)
             differ = replicate(m, r, range(a.seeds), skip)
             print(f"{kinds}: {a.seeds} seeds, {len(differ)} differ", *differ[:5], sep="\n  ")
             failures += len(differ)
-        port = start("larder", "--appendonly", "yes")
+        port = servers.start("larder", "--appendonly", "yes", *DEBUG)
         differ = reload(port, range(a.seeds))
         print(f"log and snapshot: {a.seeds} seeds, {len(differ)} differ", *differ[:5],
               sep="\n  ")
         failures += len(differ)
-        return 1 if failures else 0
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -606,28 +606,38 @@ def test_a_difference_is_caught() -> None:
     assert normalise(["TTL", "k0"], Frame(":", -1)) != normalise(["TTL", "k0"], Frame(":", 6))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seed", type=int, help="run this seed only")
-    ap.add_argument("--seeds", type=int, default=10000)
-    ap.add_argument("--first", type=int, default=0)
-    ap.add_argument("--length", type=int, default=LENGTH)
-    ap.add_argument("--events", action="store_true",
-                    help="compare the keyspace notifications of every command too")
-    ap.add_argument("--larder-bin", default=os.environ.get("LARDER_BIN") or os.path.join(
-        os.path.dirname(__file__), "..", "..", "target", "release", "larder"))
-    a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="redis-diff-")
-    procs = []
+class Processes:
+    """Servers for the command-line runs (the suite starts its own through fixtures): each on
+    a free port, in a directory of its own; all killed and their files removed at the end."""
 
-    def start(argv: list[str]) -> int:
+    def __init__(self, larder_bin: str) -> None:
+        self.larder_bin = larder_bin
+        self.work = tempfile.mkdtemp(prefix="redis-diff-")
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> "Processes":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for p in self.procs:
+            p.kill()
+            p.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def start(self, kind: str, *extra: str) -> int:
+        """Start a "larder" or a "redis" server with `extra` flags; returns its port."""
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         s.close()
-        procs.append(subprocess.Popen(argv + ["--port", str(port), "--bind", "127.0.0.1"],
-                                      cwd=work, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
+        d = os.path.join(self.work, str(port))
+        os.mkdir(d)
+        argv = ([self.larder_bin, "--memcached-port", "0", "--http-port", "0",
+                 "--appendonly", "no"] if kind == "larder" else
+                ["redis-server", "--appendonly", "no"])
+        argv += ["--save", "", "--dir", d, "--port", str(port), "--bind", "127.0.0.1", *extra]
+        self.procs.append(subprocess.Popen(argv, cwd=d, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL))
         for _ in range(100):
             try:
                 RawConn(port).close()
@@ -636,10 +646,24 @@ def main() -> int:
                 time.sleep(0.1)
         raise SystemExit(f"{argv[0]} did not start")
 
-    try:
-        rport = start(["redis-server", "--save", "", "--appendonly", "no", "--dir", work])
-        lport = start([a.larder_bin, "--dir", work + "/larder", "--memcached-port", "0",
-                       "--http-port", "0", "--appendonly", "no", "--save", ""])
+
+def default_larder_bin() -> str:
+    return os.environ.get("LARDER_BIN") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "release", "larder")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, help="run this seed only")
+    ap.add_argument("--seeds", type=int, default=10000)
+    ap.add_argument("--first", type=int, default=0)
+    ap.add_argument("--length", type=int, default=LENGTH)
+    ap.add_argument("--events", action="store_true",
+                    help="compare the keyspace notifications of every command too")
+    ap.add_argument("--larder-bin", default=default_larder_bin())
+    a = ap.parse_args()
+    with Processes(a.larder_bin) as servers:
+        rport, lport = servers.start("redis"), servers.start("larder")
         if a.events:
             for port in (rport, lport):
                 with RawConn(port) as c:
@@ -655,11 +679,6 @@ def main() -> int:
                 print(e if a.seed is not None else str(e).split("\nafter")[0], flush=True)
         print(f"{len(seeds)} seeds, {failures} with a difference")
         return 1 if failures else 0
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
