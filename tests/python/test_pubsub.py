@@ -242,6 +242,23 @@ def test_order_with_several_publishers_per_publisher(start_server):
     assert all(v == list(range(n)) for v in seen.values())
 
 
+def test_a_message_comes_before_the_reply_to_a_later_request(start_server):
+    """A message published before the subscriber sends its next request reaches it before
+    that request's reply, as on a single-threaded Redis, also when another worker thread
+    serves the publisher (connections are dealt round-robin: with two workers, these two
+    are on different threads)."""
+    srv = start_server("--threads", "2")
+    sub = srv.raw()
+    sub.send_command("SUBSCRIBE", "ch")
+    assert sub.read_reply() == b("subscribe", "ch", 1)
+    pub = srv.raw()
+    for i in range(3000):
+        assert pub.call("PUBLISH", "ch", str(i)) == 1
+        sub.send_command("PING")
+        assert sub.read_reply() == b("message", "ch", str(i)), i
+        assert sub.read_reply() == b("pong", ""), i
+
+
 # --- subscribed mode (RESP2) and push frames (RESP3) --------------------------------------------
 
 

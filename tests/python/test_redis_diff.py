@@ -584,7 +584,9 @@ def test_random_sequences_reply_as_redis_server_does(start_server, redis_factory
 
 
 def test_random_sequences_notify_as_redis_server_does(start_server, redis_factory) -> None:
-    larder = start_server()
+    # Two workers: the subscriber and the connection that writes are often on different
+    # threads, and each notification must still come before the reply to the next request.
+    larder = start_server("--threads", "2")
     redis = redis_factory()
     for port in (larder.port, redis.port):
         with RawConn(port) as c:
@@ -661,9 +663,10 @@ def main() -> int:
     ap.add_argument("--events", action="store_true",
                     help="compare the keyspace notifications of every command too")
     ap.add_argument("--larder-bin", default=default_larder_bin())
+    ap.add_argument("--larder-args", default="", help="more larder flags, e.g. '--threads 2'")
     a = ap.parse_args()
     with Processes(a.larder_bin) as servers:
-        rport, lport = servers.start("redis"), servers.start("larder")
+        rport, lport = servers.start("redis"), servers.start("larder", *a.larder_args.split())
         if a.events:
             for port in (rport, lport):
                 with RawConn(port) as c:

@@ -229,6 +229,14 @@ impl<H: Handler> Conn<H> {
             .handle()
             .last_interaction_ms
             .store(now_ms, Ordering::Relaxed);
+        // What other threads posted before this read goes ahead of the replies to what it
+        // brings (`Mail::move_ahead`); a backlog past one batch keeps its place in the outbox.
+        if self.closing.is_none() {
+            self.handler
+                .handle()
+                .mail
+                .move_ahead(&mut self.out.bytes, MAIL_BATCH);
+        }
         let limit = self.handler.input_limit(server);
         let mut reads = 0;
         let mut read_bytes = 0;
