@@ -184,6 +184,22 @@ def test_never_blocks_inside_multi(raw):
     assert raw.call("EXEC") == [None, 1, [b"l", b"a"]]
 
 
+def test_inside_multi_each_blocking_command_answers_redis_s_null(raw):
+    # Redis answers BLMOVE and BRPOPLPUSH with a null bulk there, the others with a null
+    # array (and all of them so when their timeout ends outside MULTI).
+    raw.call("MULTI")
+    for cmd in (["BLMOVE", "none", "d", "LEFT", "RIGHT", "0"],
+                ["BRPOPLPUSH", "none", "d", "0"],
+                ["BLPOP", "none", "0"], ["BZPOPMIN", "none", "0"],
+                ["BLMPOP", "0", "1", "none", "LEFT"],
+                ["XREAD", "BLOCK", "0", "STREAMS", "none", "$"]):
+        assert raw.call(*cmd) == "QUEUED"
+    raw.send_command("EXEC")
+    frame = raw.read_frame()
+    assert [f.kind for f in frame.value] == ["$", "$", "*", "*", "*", "*"]
+    assert all(f.value is None for f in frame.value)
+
+
 def test_type_change_while_blocked_keeps_waiting(server):
     waiter = Call(server.client(), "BLPOP", "k", "0")
     wait_blocked(server, 1)

@@ -165,6 +165,13 @@ fn bmove(
         }
         return Ok(());
     }
+    if c.conn.in_exec {
+        // Inside EXEC nothing blocks; Redis answers these two with a null bulk here, where
+        // the other blocking commands (and their own timeout) answer a null array.
+        super::done(c);
+        c.out.null();
+        return Ok(());
+    }
     super::wait(c, &[src], deadline)
 }
 
