@@ -2,7 +2,7 @@
 //! shards the caller already holds (inside a transaction). Apart from locking and counting
 //! because these visit every shard in turn rather than one key's.
 
-use std::ops::Deref;
+use std::ops::{Deref, DerefMut};
 
 use super::{Db, SHARDS_PER_DB, SHARD_BITS};
 use crate::entry::{Entry, ObjectKind};
@@ -18,12 +18,9 @@ pub struct ScanFilter<'a> {
 }
 
 impl ScanFilter<'_> {
-    fn accepts(&self, e: &Entry, now_ms: u64) -> bool {
-        !e.is_expired(now_ms)
-            && self.kind.is_none_or(|k| e.kind() == k)
-            && self
-                .pattern
-                .is_none_or(|p| crate::glob::matches(p, e.key(), false))
+    fn matches(&self, e: &Entry) -> bool {
+        self.pattern
+            .is_none_or(|p| crate::glob::matches(p, e.key(), false))
     }
 }
 
@@ -90,8 +87,10 @@ impl Db {
         Db::scan_with(|i| self.lock(i), cursor, count, filter, now_ms)
     }
 
-    /// [`Db::scan`] over shards reached through `lock`.
-    pub fn scan_with<G: Deref<Target = Shard>>(
+    /// [`Db::scan`] over shards reached through `lock`. A key past its deadline that the
+    /// step visits and the pattern matches (whatever its type) is expired there, as Redis's
+    /// SCAN does: removed, and announced, unless the keyspace follows a master.
+    pub fn scan_with<G: DerefMut<Target = Shard>>(
         mut lock: impl FnMut(usize) -> G,
         cursor: u64,
         count: usize,
@@ -103,15 +102,25 @@ impl Db {
         let mut keys = Vec::new();
         let mut budget = count.max(1);
         while shard < SHARDS_PER_DB {
-            let guard = lock(shard);
+            let mut guard = lock(shard);
             let before = budget;
             let mut visited = 0;
+            let mut expired = Vec::new();
             let next = guard.scan(slot, budget, |e| {
                 visited += 1;
-                if filter.accepts(e, now_ms) {
+                if !filter.matches(e) {
+                    return;
+                }
+                if e.is_expired(now_ms) {
+                    expired.push(e.key().to_vec());
+                } else if filter.kind.is_none_or(|k| e.kind() == k) {
                     keys.push(e.key().to_vec());
                 }
             });
+            // Removing a key moves no other key's slot, so the cursor stays good.
+            for key in expired {
+                guard.find(&key, super::hash_key(&key), now_ms);
+            }
             budget = before.saturating_sub(visited);
             match next {
                 Some(s) => return (((s as u64) << SHARD_BITS) | shard as u64, keys),
