@@ -294,3 +294,54 @@ def test_info_keyspace_avg_ttl(raw):
     assert ks["keys"] == 2
     assert ks["expires"] == 1
     assert "avg_ttl" in ks
+
+
+def _expired_by_now(srv, key_setup):
+    """A server with active expiry off, a key set up by `key_setup` and given 5 ms, a
+    subscriber of every keyevent, and the wait for the deadline; returns (client, subscriber
+    connection)."""
+    c = srv.client(protocol=2)
+    assert c.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0") == b"OK"
+    c.config_set("notify-keyspace-events", "KEA")
+    key_setup(c)
+    c.pexpire("dst", 5)
+    sub = srv.raw()
+    sub.call("PSUBSCRIBE", "__keyevent@0__:*")
+    time.sleep(0.03)
+    return c, sub
+
+
+def _events(sub):
+    sub.send_command("PING")
+    out = []
+    while True:
+        reply = sub.read_reply()
+        if reply[0] == b"pong":
+            return out
+        out.append((reply[2].split(b":", 1)[1].decode(), reply[3].decode()))
+
+
+def test_scan_expires_the_keys_it_passes(start_server):
+    srv = start_server("--enable-debug-command", "yes")
+    c, sub = _expired_by_now(srv, lambda c: c.set("dst", "v"))
+    assert c.dbsize() == 1  # still there: nothing looked at it
+    assert c.scan(0, count=1000) == (0, [])
+    assert _events(sub) == [("expired", "dst")]
+    assert c.dbsize() == 0
+
+
+@pytest.mark.parametrize("store", [
+    ["SINTERSTORE", "dst", "none1", "none2"],
+    ["ZUNIONSTORE", "dst", "1", "none1"],
+    ["BITOP", "AND", "dst", "none1"],
+    ["SORT", "none1", "STORE", "dst"],
+])
+def test_an_empty_result_deletes_a_destination_just_past_its_deadline_as_del(start_server,
+                                                                              store):
+    # Redis deletes the destination of an empty result whatever its deadline (dbDelete),
+    # so the event is `del`, not `expired`.
+    srv = start_server("--enable-debug-command", "yes")
+    c, sub = _expired_by_now(srv, lambda c: c.sadd("dst", "m"))
+    assert c.execute_command(*store) == 0
+    assert _events(sub) == [("del", "dst")]
+    assert c.exists("dst") == 0

@@ -266,9 +266,8 @@ fn bitop(c: &mut Cmd<'_>) -> Result<()> {
     let result = acc.finish();
     let len = result.len();
     let (mut shard, hash) = c.shard_of(dest);
-    let found = shard.find(dest, hash, c.now_ms);
     if len > 0 {
-        match found {
+        match shard.find(dest, hash, c.now_ms) {
             Some(slot) => {
                 shard.set_object(slot, Object::Str(result));
                 shard.set_flags(slot, 0);
@@ -283,9 +282,8 @@ fn bitop(c: &mut Cmd<'_>) -> Result<()> {
             }
         }
         c.notify(class::STRING, "set", dest);
-    } else if let Some(slot) = found {
-        shard.remove(slot);
-        c.notify(class::GENERIC, "del", dest);
+    } else {
+        crate::collection::delete_destination(c, &mut shard, dest, hash);
     }
     drop(shard);
     c.out.int(len as i64);

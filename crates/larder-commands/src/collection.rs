@@ -146,3 +146,14 @@ pub(crate) fn settle<T: Collection>(
         c.notify(class::GENERIC, "del", key);
     }
 }
+
+/// A store command's empty result (SINTERSTORE, ZUNIONSTORE, BITOP, SORT ... STORE, ...):
+/// delete `key`, raising `del`, if it is there at all, even past its deadline, as Redis's
+/// `dbDelete` does (it does not look at the deadline, so a key that just expired goes as a
+/// `del`, not an `expired`).
+pub(crate) fn delete_destination(c: &Cmd<'_>, shard: &mut Shard, key: &[u8], hash: u64) {
+    if let Some(slot) = shard.find_raw(key, hash) {
+        shard.remove(slot);
+        c.notify(class::GENERIC, "del", key);
+    }
+}

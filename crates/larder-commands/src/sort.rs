@@ -342,14 +342,11 @@ fn lookup(c: &Cmd<'_>, pattern: &[u8], element: &[u8]) -> Option<Vec<u8>> {
 /// empty string), or delete it when `out` is empty.
 fn store_list(c: &mut Cmd<'_>, dst: &[u8], out: Vec<Option<Vec<u8>>>) {
     let (mut shard, hash) = c.shard_of(dst);
-    let existing = shard.find(dst, hash, c.now_ms);
     if out.is_empty() {
-        if let Some(slot) = existing {
-            shard.remove(slot);
-            c.notify(class::GENERIC, "del", dst);
-        }
+        crate::collection::delete_destination(c, &mut shard, dst, hash);
         return;
     }
+    let existing = shard.find(dst, hash, c.now_ms);
     let limits = c.limits();
     let mut list = List::new();
     let elements: Vec<Vec<u8>> = out.into_iter().map(Option::unwrap_or_default).collect();

@@ -156,16 +156,12 @@ pub(crate) fn store_result(
     z: ZSet,
     event: &'static str,
 ) -> usize {
-    let found = shard.find(key, hash, c.now_ms);
     let len = z.len();
     if len == 0 {
-        if let Some(slot) = found {
-            shard.remove(slot);
-            c.notify(class::GENERIC, "del", key);
-        }
+        collection::delete_destination(c, shard, key, hash);
         return 0;
     }
-    match found {
+    match shard.find(key, hash, c.now_ms) {
         Some(slot) => {
             shard.set_object(slot, Object::ZSet(z));
             shard.set_flags(slot, 0);

@@ -257,15 +257,11 @@ fn store(c: &mut Cmd<'_>, op: Op) -> Result<()> {
     let len = result.len();
     let (i, hash) = shards.of(c, dst);
     let shard = shards.get(i);
-    // The destination is looked up for a write: no hit or miss is counted.
-    let slot = shard.find(dst, hash, c.now_ms);
     if len == 0 {
-        if let Some(slot) = slot {
-            shard.remove(slot);
-            c.notify(class::GENERIC, "del", dst);
-        }
+        crate::collection::delete_destination(c, shard, dst, hash);
     } else {
-        match slot {
+        // The destination is looked up for a write: no hit or miss is counted.
+        match shard.find(dst, hash, c.now_ms) {
             Some(slot) => {
                 shard.set_object(slot, Object::Set(result));
                 if shard.entry(slot).expire_at_ms().is_some() {
