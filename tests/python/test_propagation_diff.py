@@ -31,12 +31,11 @@ if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from conftest import RawConn  # noqa: E402
 from test_redis_diff import (  # noqa: E402
-    KEYS, Processes, default_larder_bin, is_lex, mixed_scores, sequence)
+    DEBUG, KEYS, SLEEP, Processes, default_larder_bin, is_lex, mixed_scores, sequence)
 
 pytestmark = pytest.mark.larder_only
 
 SEEDS = int(os.environ.get("PROPAGATION_DIFF_SEEDS", "100"))
-DEBUG = ("--enable-debug-command", "yes")
 
 
 def play(conn: RawConn, seed: int, skip: Callable[[list[str]], bool] = lambda c: False) -> None:
@@ -46,7 +45,8 @@ def play(conn: RawConn, seed: int, skip: Callable[[list[str]], bool] = lambda c:
     in_multi = False
     for cmd in sequence(seed):
         name = cmd[0].upper()
-        if skip(cmd) or (is_lex(cmd) and (in_multi or mixed_scores(conn, cmd[1]))):
+        if skip(cmd) or short_lived(cmd) or (is_lex(cmd) and (in_multi or
+                                                              mixed_scores(conn, cmd[1]))):
             continue
         reply = conn.call_frame(*cmd)
         if name == "MULTI" and reply.kind == "+":
@@ -55,6 +55,12 @@ def play(conn: RawConn, seed: int, skip: Callable[[list[str]], bool] = lambda c:
             in_multi = False
     if in_multi:
         conn.call("DISCARD")
+
+
+def short_lived(cmd: list[str]) -> bool:
+    """A key given 5 ms to live, and the wait for it: where a replica stands while its
+    master's expiry reaches it is a matter of timing, which this test does not compare."""
+    return cmd == [SLEEP] or (cmd[0] == "PEXPIRE" and cmd[2] == "5")
 
 
 def unpropagated_bitfield(cmd: list[str]) -> bool:

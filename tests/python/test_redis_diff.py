@@ -5,7 +5,12 @@ and error text included, after the normalisations below.
 Each sequence is drawn from a seed: FLUSHALL on both, then `LENGTH` commands over a small key
 pool (the same names serve every type, so WRONGTYPE and type changes come up) with arguments
 drawn to hit edge cases (integers at the limits, floats and infinities, empty strings, indexes
-out of range, options in conflict). Half the seeds speak RESP2 and half RESP3. A second test
+out of range, options in conflict), blocking commands with timeouts short enough to expire,
+and keys given 5 ms to live followed by a wait past it (active expiry is off in both servers,
+DEBUG SET-ACTIVE-EXPIRE 0, so each such key goes when a command finds it, at the same point
+of the sequence in both). Half the seeds speak RESP2 and half RESP3. What the comparison
+needs to know of the data (a key's type, its scores) is read from both servers alike, since
+a read expires a key past its deadline. A second test
 runs the same sequences with `notify-keyspace-events KEA` and a pattern subscriber on each
 server, and compares the notifications every command causes, in order.
 
@@ -52,6 +57,7 @@ pytestmark = pytest.mark.larder_only
 
 SEEDS = int(os.environ.get("REDIS_DIFF_SEEDS", "150"))
 LENGTH = 150
+DEBUG = ("--enable-debug-command", "yes")  # for DEBUG SET-ACTIVE-EXPIRE 0
 
 # ---------------------------------------------------------------- argument pools
 
@@ -67,6 +73,11 @@ SCORES = ["0", "1", "2", "-1", "1.5", "2.5", "inf", "-inf", "+inf", "3", "1e2", 
           "(1", "(2", "(-inf", "(+inf", "((1"]
 LEX = ["-", "+", "[a", "(a", "[c", "(c", "[e", "[", "(", "a", "[1", "(10", "[f"]
 STRINGS = ["", "a", "hello", "12", "-5", "3.5", "x" * 20, "héllo", "\x00\x01", "1e3"]
+
+
+# Not a command: the sequence waits 8 ms here, past the 5 ms deadline a PEXPIRE just gave
+# (with 1 ms, redis-server's PEXPIRE itself sometimes finds it passed and deletes the key).
+SLEEP = "(sleep)"
 
 
 class Draw:
@@ -323,7 +334,8 @@ COMMANDS: list[tuple[float, Callable[[Draw], list[str]]]] = [
     (1, _setex),
     # full scans (one call: COUNT covers every key of these small sets)
     (0.5, lambda d: ["SCAN", "0", "COUNT", "1000"] + d.maybe(0.4, "MATCH", d.pick(["k*", "*1"]))
-     + d.maybe(0.4, "TYPE", d.pick(["string", "list", "hash", "set", "zset", "none"]))),
+     # Not TYPE none: redis-server 7.0 returns a key that the same SCAN just expired there.
+     + d.maybe(0.4, "TYPE", d.pick(["string", "list", "hash", "set", "zset", "stream"]))),
     (0.5, lambda d: [d.pick(["SSCAN", "HSCAN", "ZSCAN"]), d.key(), "0", "COUNT", "1000"]
      + d.maybe(0.3, "MATCH", d.pick(["*", "a*", "1*"]))),
     # HyperLogLog
@@ -372,6 +384,20 @@ COMMANDS: list[tuple[float, Callable[[Draw], list[str]]]] = [
     (0.3, lambda d: ["XACK", d.key(), "g", d.pick(["1-1", "2-0", "3-5"])]),
     (0.3, lambda d: ["XPENDING", d.key(), "g"]),
     (0.3, lambda d: ["SORT", d.key(), "BY", "nosort"] + d.maybe(0.3, "ALPHA")),
+    # blocking commands, with timeouts short enough to time out on an empty key
+    (0.3, lambda d: [d.pick(["BLPOP", "BRPOP"]), *d.keys(1, 2),
+                     d.pick(["0.01", "0.02", "-1", "x"])]),
+    (0.2, lambda d: ["BLMOVE", d.key(), d.key(), d.pick(["LEFT", "RIGHT"]),
+                     d.pick(["LEFT", "RIGHT"]), "0.01"]),
+    (0.2, lambda d: ["BRPOPLPUSH", d.key(), d.key(), "0.01"]),
+    (0.2, lambda d: [d.pick(["BZPOPMIN", "BZPOPMAX"]), *d.keys(1, 2), "0.01"]),
+    (0.2, lambda d: ["BLMPOP", "0.01", "2", d.key(), d.key(), d.pick(["LEFT", "RIGHT"])]
+     + d.maybe(0.4, "COUNT", d.pick(["1", "2", "0"]))),
+    (0.2, lambda d: ["BZMPOP", "0.01", "1", d.key(), d.pick(["MIN", "MAX"])]),
+    (0.2, lambda d: ["XREAD", "BLOCK", "10", "STREAMS", d.key(), d.pick(["0", "$", "1-1"])]),
+    # a key that expires: then it is gone for every command, found lazily (active expiry
+    # is off in both servers, so when it is removed does not depend on timing)
+    (0.6, lambda d: [["PEXPIRE", d.key(), "5"], [SLEEP]]),
     # transactions (a block: MULTI, a few commands, EXEC or DISCARD) and scripts
     (1, lambda d: [["MULTI"]] + sequence_of(d, d.r.randint(0, 4))
      + [[d.pick(["EXEC", "EXEC", "EXEC", "DISCARD"])]]),
@@ -403,14 +429,15 @@ TTLS = {"TTL", "PTTL"}
 
 
 def sequence_of(d: Draw, n: int, blocks: bool = False) -> list[list[str]]:
-    """`n` commands drawn by `d` (with `blocks`, a transaction block counts as one)."""
+    """`n` commands drawn by `d` (with `blocks`, a block of several counts as one: a
+    transaction, or a deadline and the wait for it; none are drawn inside a transaction)."""
     out: list[list[str]] = []
     while len(out) < n:
         made = d.r.choices(MAKERS, WEIGHTS)[0](d)
         if made and isinstance(made[0], list):
             if blocks:
                 out += made
-            continue  # no transaction inside a transaction
+            continue
         out.append(made)
     return out
 
@@ -497,10 +524,20 @@ def is_lex(cmd: list[str]) -> bool:
         or (name in ("ZRANGE", "ZRANGESTORE") and "BYLEX" in cmd)
 
 
-def mixed_scores(conn: RawConn, key: str) -> bool:
+def mixed_scores(conn: RawConn | Both, key: str) -> bool:
     if conn.call("TYPE", key) != "zset":
         return False
     return len(set(conn.call("ZRANGE", key, "0", "-1", "WITHSCORES")[1::2])) > 1
+
+
+class Both:
+    """A read sent to both servers; the answer is redis-server's."""
+
+    def __init__(self, conns: list[RawConn]) -> None:
+        self.conns = conns
+
+    def call(self, *args: str) -> Any:
+        return [c.call(*args) for c in self.conns][0]
 
 
 class Mismatch(AssertionError):
@@ -534,18 +571,24 @@ def run_seed(redis_port: int, larder_port: int, seed: int, length: int = LENGTH,
     cmds = sequence(seed, length)
     protocol = "3" if seed % 2 else "2"
     conns = [RawConn(redis_port), RawConn(larder_port)]
-    admin = RawConn(redis_port)  # reads the key types SORT's comparison depends on
+    # Reads what a comparison depends on (a key's type, its scores) from both servers alike:
+    # a read expires a key past its deadline, so asking only one would change it alone.
+    admin = Both([RawConn(redis_port), RawConn(larder_port)])
     subs = [subscriber(redis_port), subscriber(larder_port)] if events else []
     loose = Loose()
     try:
         for c in conns:
             assert c.call("FLUSHALL") == "OK"
+            assert c.call("DEBUG", "SET-ACTIVE-EXPIRE", "0") == "OK"
             c.call_frame("HELLO", protocol)
         for s in subs:
             events_so_far(s)  # FLUSHALL's
         queued: list[tuple[list[str], bool]] | None = None  # the commands of an open MULTI
         for i, cmd in enumerate(cmds):
             name = cmd[0].upper()
+            if cmd == [SLEEP]:
+                time.sleep(0.008)
+                continue
             if is_lex(cmd) and (queued is not None or mixed_scores(admin, cmd[1])):
                 continue  # what it reads or removes is unspecified (see is_lex)
             # Inside MULTI the key's type when EXEC runs the command is not known here.
@@ -569,13 +612,13 @@ def run_seed(redis_port: int, larder_port: int, seed: int, length: int = LENGTH,
                     f"after FLUSHALL and:\n{history}")
         return len(cmds)
     finally:
-        for c in conns + [admin] + subs:
+        for c in conns + admin.conns + subs:
             c.close()
 
 
 def test_random_sequences_reply_as_redis_server_does(start_server, redis_factory) -> None:
-    larder = start_server()
-    redis = redis_factory()
+    larder = start_server(*DEBUG)
+    redis = redis_factory(*DEBUG)
     ran = sum(run_seed(redis.port, larder.port, seed) for seed in range(SEEDS))
     assert ran >= SEEDS * LENGTH  # a transaction block may end past LENGTH
     # Both servers are still there and agree on what is left.
@@ -586,8 +629,8 @@ def test_random_sequences_reply_as_redis_server_does(start_server, redis_factory
 def test_random_sequences_notify_as_redis_server_does(start_server, redis_factory) -> None:
     # Two workers: the subscriber and the connection that writes are often on different
     # threads, and each notification must still come before the reply to the next request.
-    larder = start_server("--threads", "2")
-    redis = redis_factory()
+    larder = start_server("--threads", "2", *DEBUG)
+    redis = redis_factory(*DEBUG)
     for port in (larder.port, redis.port):
         with RawConn(port) as c:
             assert c.call("CONFIG", "SET", "notify-keyspace-events", "KEA") == "OK"
@@ -666,7 +709,8 @@ def main() -> int:
     ap.add_argument("--larder-args", default="", help="more larder flags, e.g. '--threads 2'")
     a = ap.parse_args()
     with Processes(a.larder_bin) as servers:
-        rport, lport = servers.start("redis"), servers.start("larder", *a.larder_args.split())
+        rport = servers.start("redis", *DEBUG)
+        lport = servers.start("larder", *DEBUG, *a.larder_args.split())
         if a.events:
             for port in (rport, lport):
                 with RawConn(port) as c:
