@@ -734,6 +734,9 @@ fn every_command_is_exercised() {
 #[test]
 fn redis_command_meta_is_sorted_for_its_binary_search() {
     let names: Vec<&str> = super::command_meta::META.iter().map(|m| m.name).collect();
-    assert!(names.windows(2).all(|w| w[0] < w[1]), "not sorted or not unique");
+    assert!(
+        names.windows(2).all(|w| w[0] < w[1]),
+        "not sorted or not unique"
+    );
     assert!(names.contains(&"set") && names.contains(&"config|get"));
 }
