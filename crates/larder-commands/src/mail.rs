@@ -271,8 +271,17 @@ impl Mail {
     /// Move queued chunks, oldest first, to the end of `out` until it holds at least `max`
     /// bytes or the outbox is empty (the worker, when the connection's output is empty).
     /// The first chunk moved into an empty `out` is swapped in, not copied. Returns whether
-    /// anything moved.
+    /// anything moved. An empty outbox costs one atomic load, not the lock: a post that
+    /// lands meanwhile wakes the worker, which looks again.
+    #[inline]
     pub fn move_into(&self, out: &mut Vec<u8>, max: usize) -> bool {
+        if self.queued.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        self.move_queued(out, max)
+    }
+
+    fn move_queued(&self, out: &mut Vec<u8>, max: usize) -> bool {
         let mut o = self.outbox.lock();
         let mut moved = false;
         while out.len() < max {
@@ -301,12 +310,9 @@ impl Mail {
     /// write the client saw acknowledged on another connection) then reaches the client
     /// before their replies, as with a single-threaded Redis. Costs one atomic load when
     /// nothing is queued; returns whether anything moved.
+    #[inline]
     pub fn move_ahead(&self, out: &mut Vec<u8>, max: usize) -> bool {
-        if self.queued.load(Ordering::Acquire) == 0 {
-            return false;
-        }
-        let limit = out.len().saturating_add(max);
-        self.move_into(out, limit)
+        self.move_into(out, out.len().saturating_add(max))
     }
 
     /// Bytes queued and not yet taken.
