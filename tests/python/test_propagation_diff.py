@@ -58,9 +58,9 @@ def play(conn: RawConn, seed: int, skip: Callable[[list[str]], bool] = lambda c:
 
 
 def short_lived(cmd: list[str]) -> bool:
-    """A key given 5 ms to live, and the wait for it: where a replica stands while its
+    """A key given 20 ms to live, and the wait for it: where a replica stands while its
     master's expiry reaches it is a matter of timing, which this test does not compare."""
-    return cmd == [SLEEP] or (cmd[0] == "PEXPIRE" and cmd[2] == "5")
+    return cmd == [SLEEP] or (cmd[0] == "PEXPIRE" and cmd[2] == "20")
 
 
 def unpropagated_bitfield(cmd: list[str]) -> bool:

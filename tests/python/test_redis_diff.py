@@ -6,7 +6,7 @@ Each sequence is drawn from a seed: FLUSHALL on both, then `LENGTH` commands ove
 pool (the same names serve every type, so WRONGTYPE and type changes come up) with arguments
 drawn to hit edge cases (integers at the limits, floats and infinities, empty strings, indexes
 out of range, options in conflict), blocking commands with timeouts short enough to expire,
-and keys given 5 ms to live followed by a wait past it (active expiry is off in both servers,
+and keys given 20 ms to live followed by a wait past it (active expiry is off in both servers,
 DEBUG SET-ACTIVE-EXPIRE 0, so each such key goes when a command finds it, at the same point
 of the sequence in both). Half the seeds speak RESP2 and half RESP3. What the comparison
 needs to know of the data (a key's type, its scores) is read from both servers alike, since
@@ -75,8 +75,10 @@ LEX = ["-", "+", "[a", "(a", "[c", "(c", "[e", "[", "(", "a", "[1", "(10", "[f"]
 STRINGS = ["", "a", "hello", "12", "-5", "3.5", "x" * 20, "héllo", "\x00\x01", "1e3"]
 
 
-# Not a command: the sequence waits 8 ms here, past the 5 ms deadline a PEXPIRE just gave
-# (with 1 ms, redis-server's PEXPIRE itself sometimes finds it passed and deletes the key).
+# Not a command: the sequence waits 25 ms here, past the 20 ms deadline a PEXPIRE just gave.
+# redis-server's PEXPIRE reads the clock twice and deletes the key at once if the deadline
+# passed in between (with 1 ms it sometimes does; 20 ms takes a stall a loaded machine
+# should not see).
 SLEEP = "(sleep)"
 
 
@@ -397,7 +399,7 @@ COMMANDS: list[tuple[float, Callable[[Draw], list[str]]]] = [
     (0.2, lambda d: ["XREAD", "BLOCK", "10", "STREAMS", d.key(), d.pick(["0", "$", "1-1"])]),
     # a key that expires: then it is gone for every command, found lazily (active expiry
     # is off in both servers, so when it is removed does not depend on timing)
-    (0.6, lambda d: [["PEXPIRE", d.key(), "5"], [SLEEP]]),
+    (0.3, lambda d: [["PEXPIRE", d.key(), "20"], [SLEEP]]),
     # transactions (a block: MULTI, a few commands, EXEC or DISCARD) and scripts
     (1, lambda d: [["MULTI"]] + sequence_of(d, d.r.randint(0, 4))
      + [[d.pick(["EXEC", "EXEC", "EXEC", "DISCARD"])]]),
@@ -587,7 +589,7 @@ def run_seed(redis_port: int, larder_port: int, seed: int, length: int = LENGTH,
         for i, cmd in enumerate(cmds):
             name = cmd[0].upper()
             if cmd == [SLEEP]:
-                time.sleep(0.008)
+                time.sleep(0.025)
                 continue
             if is_lex(cmd) and (queued is not None or mixed_scores(admin, cmd[1])):
                 continue  # what it reads or removes is unspecified (see is_lex)
