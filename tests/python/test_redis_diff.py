@@ -87,6 +87,14 @@ class Draw:
 
     def __init__(self, seed: int) -> None:
         self.r = random.Random(seed)
+        self.ttls = 0
+
+    def ttl(self) -> int:
+        """A time to live in seconds, 1,000 or more, ten seconds past the last one drawn:
+        deadlines set at different moments never tie, so EXPIRE ... GT/LT compares them the
+        same way however many milliseconds the servers took in between."""
+        self.ttls += 1
+        return 1000 + 10 * self.ttls
 
     def pick(self, pool: list[str]) -> str:
         return self.r.choice(pool)
@@ -128,8 +136,9 @@ def _set(d: Draw) -> list[str]:
     args = ["SET", d.key(), d.string()]
     args += d.maybe(0.2, d.pick(["NX", "XX"]))
     args += d.maybe(0.15, "GET")
-    args += d.maybe(0.2, *d.r.choice([["EX", "1000"], ["PX", "900000"], ["KEEPTTL"],
-                                      ["EX", "0"], ["EX", "-1"], ["PX", "x"], ["EX"]]))
+    args += d.maybe(0.2, *d.r.choice([["EX", str(d.ttl())], ["PX", str(d.ttl() * 1000)],
+                                      ["KEEPTTL"], ["EX", "0"], ["EX", "-1"], ["PX", "x"],
+                                      ["EX"]]))
     return args
 
 
@@ -189,19 +198,18 @@ def _lmove(d: Draw) -> list[str]:
 
 def _expire(d: Draw) -> list[str]:
     name = d.pick(["EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT"])
-    t = d.pick(["1000", "2000", "100000", "-1", "0", "x", "9223372036854775807"])
-    if name == "PEXPIRE" and t in ("1000", "2000"):
-        t += "000"
-    if name.endswith("AT") and t in ("1000", "2000", "100000"):
-        t = str(4_000_000_000 + int(t)) + ("000" if name == "PEXPIREAT" else "")
+    t = d.pick(["ttl", "ttl", "ttl", "-1", "0", "x", "9223372036854775807"])
+    if t == "ttl":
+        seconds = d.ttl() + (4_000_000_000 if name.endswith("AT") else 0)
+        t = str(seconds * 1000 if name.startswith("P") else seconds)
     return [name, d.key(), t] + d.maybe(0.3, d.pick(["NX", "XX", "GT", "LT", "XX", "BAD"]))
 
 
 def _setex(d: Draw) -> list[str]:
     name = d.pick(["SETEX", "PSETEX"])
-    t = d.pick(["1000", "100000", "0", "-1", "x"])
-    if name == "PSETEX" and t in ("1000", "100000"):
-        t += "000"  # no key may expire while a sequence runs
+    t = d.pick(["ttl", "ttl", "0", "-1", "x"])
+    if t == "ttl":
+        t = str(d.ttl() * (1000 if name == "PSETEX" else 1))
     return [name, d.key(), t, d.string()]
 
 
@@ -217,8 +225,9 @@ COMMANDS: list[tuple[float, Callable[[Draw], list[str]]]] = [
     (2, lambda d: ["GET", d.key()]),
     (1, lambda d: ["GETSET", d.key(), d.string()]),
     (1, lambda d: ["GETDEL", d.key()]),
-    (1, lambda d: ["GETEX", d.key()] + d.maybe(0.5, *d.r.choice([["EX", "500"], ["PERSIST"],
-                                                                  ["PX", "0"], ["EXAT"]]))),
+    (1, lambda d: ["GETEX", d.key()] + d.maybe(0.5, *d.r.choice([["EX", str(d.ttl())],
+                                                                  ["PERSIST"], ["PX", "0"],
+                                                                  ["EXAT"]]))),
     (1, lambda d: ["SETNX", d.key(), d.string()]),
     (1, lambda d: ["MSET", *sum(([d.key(), d.string()] for _ in range(d.r.randint(1, 3))), [])]),
     (1, lambda d: ["MSETNX", *sum(([d.key(), d.string()] for _ in range(d.r.randint(1, 3))), [])]),
