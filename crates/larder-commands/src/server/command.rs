@@ -272,6 +272,13 @@ fn key_flags(spec: &CommandSpec) -> &'static [&'static str] {
     }
 }
 
+/// A search of type "unknown": the type and an empty spec.
+fn unknown(out: &mut ReplyBuf) {
+    out.bulk(b"unknown");
+    out.bulk(b"spec");
+    out.map(0);
+}
+
 /// Redis's key specs, as its COMMAND writes them: a set of maps.
 fn write_key_specs(out: &mut ReplyBuf, specs: &[KeySpecMeta]) {
     out.set(specs.len());
@@ -306,11 +313,7 @@ fn write_key_specs(out: &mut ReplyBuf, specs: &[KeySpecMeta]) {
                 out.bulk(b"startfrom");
                 out.int(startfrom);
             }
-            Begin::Unknown => {
-                out.bulk(b"unknown");
-                out.bulk(b"spec");
-                out.map(0);
-            }
+            Begin::Unknown => unknown(out),
         }
         out.bulk(b"find_keys");
         out.map(2);
@@ -346,11 +349,7 @@ fn write_key_specs(out: &mut ReplyBuf, specs: &[KeySpecMeta]) {
                 out.bulk(b"keystep");
                 out.int(keystep);
             }
-            Find::Unknown => {
-                out.bulk(b"unknown");
-                out.bulk(b"spec");
-                out.map(0);
-            }
+            Find::Unknown => unknown(out),
         }
     }
 }
@@ -399,36 +398,19 @@ fn write_command_info(c: &mut Cmd<'_>, found: Found) {
     if let Some(m) = redis {
         write_key_specs(out, m.key_specs);
     } else if spec.keys.first > 0 {
+        // A command Redis does not have: one range spec from its table's key positions.
         let k = spec.keys;
-        let lastkey = if k.last < 0 { k.last } else { k.last - k.first };
-        out.set(1);
-        out.map(3);
-        out.bulk(b"flags");
-        let flags = key_flags(spec);
-        out.set(flags.len());
-        for f in flags {
-            out.simple(f);
-        }
-        out.bulk(b"begin_search");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"index");
-        out.bulk(b"spec");
-        out.map(1);
-        out.bulk(b"index");
-        out.int(i64::from(k.first));
-        out.bulk(b"find_keys");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"range");
-        out.bulk(b"spec");
-        out.map(3);
-        out.bulk(b"lastkey");
-        out.int(i64::from(lastkey));
-        out.bulk(b"keystep");
-        out.int(i64::from(k.step));
-        out.bulk(b"limit");
-        out.int(0);
+        let derived = KeySpecMeta {
+            notes: None,
+            flags: key_flags(spec),
+            begin: index(i64::from(k.first)),
+            find: range(
+                i64::from(if k.last < 0 { k.last } else { k.last - k.first }),
+                i64::from(k.step),
+                0,
+            ),
+        };
+        write_key_specs(out, std::slice::from_ref(&derived));
     } else {
         out.set(0);
     }
