@@ -27,7 +27,8 @@
 # LARDER_ARGS and REDIS_ARGS are more arguments for each server, after the defaults (which
 # turn persistence off), e.g. LARDER_ARGS='--appendonly yes --appendfsync everysec' and
 # REDIS_ARGS='--appendonly yes' to count what the append-only log adds per write; the data
-# directories are temporary.
+# directories are temporary. SERVERS=larder or SERVERS=redis runs one of them (comparing two
+# larder builds, say).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -100,8 +101,13 @@ evalsha) echo "EVALSHA at pipeline $PIPE, $REQS requests, 50 connections; script
 pushpop) echo "LPUSH + BRPOP at pipeline $PIPE, $REQS pops, one producer and one consumer" ;;
 cmd) echo "$CMD at pipeline $PIPE, $REQS requests, 50 connections, after ${WARMUP:-20000}" ;;
 esac
-# shellcheck disable=SC2086 # the extra arguments are words
-measure larder "$LARDER" --memcached-port 0 --http-port 0 --appendonly no --save "" --threads 1 \
-    --dir "$WORK/larder-data" ${LARDER_ARGS:-}
-# shellcheck disable=SC2086
-measure redis redis-server --save "" --appendonly no --dir "$WORK" ${REDIS_ARGS:-}
+SERVERS=${SERVERS:-larder,redis}
+if [[ ,$SERVERS, == *,larder,* ]]; then
+    # shellcheck disable=SC2086 # the extra arguments are words
+    measure larder "$LARDER" --memcached-port 0 --http-port 0 --appendonly no --save "" --threads 1 \
+        --dir "$WORK/larder-data" ${LARDER_ARGS:-}
+fi
+if [[ ,$SERVERS, == *,redis,* ]]; then
+    # shellcheck disable=SC2086
+    measure redis redis-server --save "" --appendonly no --dir "$WORK" ${REDIS_ARGS:-}
+fi

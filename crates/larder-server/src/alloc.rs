@@ -1,6 +1,13 @@
 //! The global allocator: mimalloc, wrapped to count live heap bytes for INFO `used_memory` and
 //! the `maxmemory` check.
 //!
+//! The wrapper calls mimalloc's C functions itself rather than through the `mimalloc` crate,
+//! whose allocator asks `mi_malloc_aligned` for every layout: for a block whose size class
+//! is not a power of two, or whose page has no free block at hand, that takes a slower
+//! generic path, then over-allocates. Every block mimalloc hands out is aligned to at least
+//! 8 bytes (a machine word), so a layout with an alignment of 8 or less, no larger than its
+//! size, goes to plain `mi_malloc`, as Rust's own `System` allocator does with `malloc`.
+//!
 //! Counting uses 64 cache-line-padded counters; each thread adds to the one picked by its
 //! thread index, so the hot path is one uncontended atomic add and no thread-local destructor
 //! runs inside the allocator.
@@ -10,7 +17,7 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 
-use mimalloc::MiMalloc;
+use libmimalloc_sys as mi;
 
 const SLOTS: usize = 64;
 
@@ -37,18 +44,35 @@ fn slot() -> &'static AtomicIsize {
     &COUNTERS[i].0
 }
 
+/// The alignment every mimalloc block has.
+const WORD: usize = std::mem::size_of::<usize>();
+
+/// Whether plain `mi_malloc` (and `mi_realloc`) meet `align` for `size` bytes.
+#[inline]
+fn plain(size: usize, align: usize) -> bool {
+    align <= WORD && align <= size
+}
+
 /// mimalloc with byte counting.
 pub struct Counting;
 
-// SAFETY: every method forwards to mimalloc with the same arguments, which upholds
+// SAFETY: every method allocates, frees or reallocates with mimalloc, asking for the layout's
+// alignment unless mimalloc's word alignment already meets it (`plain`), which upholds
 // GlobalAlloc's contract; the counting is side bookkeeping that never touches the memory.
 unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-        let p = unsafe { MiMalloc.alloc(layout) };
+        let (size, align) = (layout.size(), layout.align());
+        // SAFETY: mimalloc's allocation functions have no preconditions.
+        let p = unsafe {
+            if plain(size, align) {
+                mi::mi_malloc(size)
+            } else {
+                mi::mi_malloc_aligned(size, align)
+            }
+        } as *mut u8;
         if !p.is_null() {
-            slot().fetch_add(layout.size() as isize, Ordering::Relaxed);
+            slot().fetch_add(size as isize, Ordering::Relaxed);
         }
         p
     }
@@ -56,24 +80,39 @@ unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         slot().fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged; `ptr` was allocated by this allocator with `layout`.
-        unsafe { MiMalloc.dealloc(ptr, layout) }
+        // SAFETY: `ptr` came from mimalloc (this allocator) and is freed once.
+        unsafe { mi::mi_free(ptr.cast()) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged.
-        let p = unsafe { MiMalloc.alloc_zeroed(layout) };
+        let (size, align) = (layout.size(), layout.align());
+        // SAFETY: as `alloc`.
+        let p = unsafe {
+            if plain(size, align) {
+                mi::mi_zalloc(size)
+            } else {
+                mi::mi_zalloc_aligned(size, align)
+            }
+        } as *mut u8;
         if !p.is_null() {
-            slot().fetch_add(layout.size() as isize, Ordering::Relaxed);
+            slot().fetch_add(size as isize, Ordering::Relaxed);
         }
         p
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded unchanged; the caller upholds `realloc`'s contract.
-        let p = unsafe { MiMalloc.realloc(ptr, layout, new_size) };
+        let align = layout.align();
+        // SAFETY: `ptr` came from mimalloc (this allocator) with `layout`; the caller upholds
+        // `realloc`'s contract (a non-zero `new_size` that does not overflow).
+        let p = unsafe {
+            if plain(new_size, align) {
+                mi::mi_realloc(ptr.cast(), new_size)
+            } else {
+                mi::mi_realloc_aligned(ptr.cast(), new_size, align)
+            }
+        } as *mut u8;
         if !p.is_null() {
             slot().fetch_add(
                 new_size as isize - layout.size() as isize,
