@@ -22,22 +22,38 @@ pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
 }
 
 /// [`encode_command`] of arguments read one by one (a recorded command's packed ones).
-fn encode_args<'a>(out: &mut Vec<u8>, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
+fn encode_args<'a>(out: &mut Vec<u8>, argv: impl ExactSizeIterator<Item = &'a [u8]> + Clone) {
+    // One reservation for the whole command: its bulk strings' bytes and a header's worth
+    // (up to 24 bytes) for each.
+    out.reserve(argv.clone().map(|a| a.len() + 24).sum::<usize>() + 24);
     header(out, b'*', argv.len());
     for a in argv {
-        bulk(out, a);
+        header(out, b'$', a.len());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
     }
 }
 
-/// `<kind><n>\r\n`: every command of every write goes through here, so no `format!`,
-/// and one copy of the whole header.
+/// `<kind><n>\r\n`: every argument of every write goes through here, so the common
+/// lengths (under 1000) are written as fixed-size pieces, and the rest through one copy of
+/// the whole header.
+#[inline(always)]
 fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
-    let mut buf = [0u8; 24];
-    buf[22] = b'\r';
-    buf[23] = b'\n';
-    let from = digits_before(&mut buf, 22, n as u64);
-    buf[from - 1] = kind;
-    out.extend_from_slice(&buf[from - 1..]);
+    let digit = |d: usize| b'0' + (d % 10) as u8;
+    if n < 10 {
+        out.extend_from_slice(&[kind, digit(n), b'\r', b'\n']);
+    } else if n < 100 {
+        out.extend_from_slice(&[kind, digit(n / 10), digit(n), b'\r', b'\n']);
+    } else if n < 1000 {
+        out.extend_from_slice(&[kind, digit(n / 100), digit(n / 10), digit(n), b'\r', b'\n']);
+    } else {
+        let mut buf = [0u8; 24];
+        buf[22] = b'\r';
+        buf[23] = b'\n';
+        let from = digits_before(&mut buf, 22, n as u64);
+        buf[from - 1] = kind;
+        out.extend_from_slice(&buf[from - 1..]);
+    }
 }
 
 /// One bulk string.
@@ -260,5 +276,36 @@ mod tests {
         ]
         .concat();
         assert_eq!(bytes, want);
+    }
+
+    #[test]
+    fn headers_of_every_length_class() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            11,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            1001,
+            65_535,
+            512 << 20,
+        ] {
+            let mut out = Vec::new();
+            header(&mut out, b'$', n);
+            assert_eq!(out, format!("${n}\r\n").as_bytes());
+        }
+        let long = vec![b'x'; 1234];
+        let mut out = Vec::new();
+        encode_command(&mut out, &[b"SET".as_slice(), b"k", &long]);
+        let want = format!(
+            "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1234\r\n{}\r\n",
+            "x".repeat(1234)
+        );
+        assert_eq!(out, want.as_bytes());
     }
 }
