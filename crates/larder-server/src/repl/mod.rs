@@ -452,12 +452,21 @@ impl State {
     }
 }
 
-/// The feed consumer (a separate value, so the feed does not keep [`Master`] alive).
-struct Feeder(Weak<Master>);
+/// The feed consumer. It holds the master strongly: a weak reference would cost every
+/// commit an upgrade and a release (two locked instructions). The master holds its server
+/// weakly, so this makes no cycle; the subscription ends when the backlog goes.
+struct Feeder(Arc<Master>);
+
+impl Feeder {
+    /// The consumer for `master`'s stream.
+    fn of(master: &Master) -> Option<Arc<Feeder>> {
+        master.me.upgrade().map(|m| Arc::new(Feeder(m)))
+    }
+}
 
 impl Consumer for Feeder {
     fn committed(&self, _seq: u64, changes: &[Change]) {
-        let Some(m) = self.0.upgrade() else { return };
+        let m = &self.0;
         let mut st = m.state.lock();
         if let Some(p) = &st.proxy {
             // A commit of another thread (an eviction) while a transaction gathers leaves
@@ -516,8 +525,9 @@ impl Master {
         st.meta.reset();
         st.frame.clear();
         st.encoder.reselect();
-        let feeder = Arc::new(Feeder(self.me.clone()));
-        st.feed_id = Some(server.keyspace.feed().subscribe(Interest::COMMANDS, feeder));
+        if let Some(feeder) = Feeder::of(self) {
+            st.feed_id = Some(server.keyspace.feed().subscribe(Interest::COMMANDS, feeder));
+        }
     }
 
     /// Once a second: PINGs, timeouts, the backlog's TTL, settings.

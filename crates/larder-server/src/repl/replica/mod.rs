@@ -251,13 +251,14 @@ impl Master {
             st.backlog = Some(Backlog::new(size.max(1) as usize, st.offset + 1));
         }
         if st.feed_id.is_none() {
-            let feeder = Arc::new(Feeder(self.me.clone()));
-            st.feed_id = Some(
-                server
-                    .keyspace
-                    .feed()
-                    .subscribe(larder_engine::Interest::COMMANDS, feeder),
-            );
+            if let Some(feeder) = Feeder::of(self) {
+                st.feed_id = Some(
+                    server
+                        .keyspace
+                        .feed()
+                        .subscribe(larder_engine::Interest::COMMANDS, feeder),
+                );
+            }
         }
     }
 
