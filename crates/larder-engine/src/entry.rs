@@ -16,7 +16,7 @@ pub use object::{Object, ObjectKind};
 /// Asks the CPU to start loading the cache line at `p` into its caches: a hint, which does
 /// nothing on targets without one.
 #[inline(always)]
-pub(crate) fn prefetch(p: *const u8) {
+pub fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `prefetcht0` reads nothing the program can observe and never faults, whatever
     // the address (an invalid or stale one is ignored); SSE is part of the x86_64 baseline.

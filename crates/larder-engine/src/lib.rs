@@ -39,7 +39,7 @@ pub mod zset;
 
 pub use clock::{command_us, lru_clock, now_ms, now_us};
 pub use encoding::Limits;
-pub use entry::{Entry, Object, ObjectKind};
+pub use entry::{prefetch, Entry, Object, ObjectKind};
 pub use error::EngineError;
 pub use evict::{
     applies_master_stream, lfu_decayed, lfu_log_incr, set_applies_master_stream, EvictionPolicy,

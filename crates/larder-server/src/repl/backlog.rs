@@ -53,7 +53,20 @@ impl Backlog {
             self.next = (self.next + n) % self.size;
             bytes = &bytes[n..];
         }
+        if self.ring.len() == self.size {
+            // The ring's next lines were last written a whole backlog ago and have left the
+            // caches: ask for them now, so that a later write (under the replication lock,
+            // whose release waits for pending stores) finds them there.
+            for ahead in [Self::AHEAD, Self::AHEAD + 64] {
+                if let Some(b) = self.ring.get((self.next + ahead) % self.size) {
+                    larder_engine::prefetch(b);
+                }
+            }
+        }
     }
+
+    /// How far ahead of the next write [`Backlog::append`] prefetches.
+    const AHEAD: usize = 512;
 
     /// The bytes held, oldest first, as the ring's two parts.
     fn parts(&self) -> (&[u8], &[u8]) {
