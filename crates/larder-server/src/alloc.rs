@@ -67,6 +67,15 @@ fn plain(size: usize, align: usize) -> bool {
     align <= WORD && align <= size
 }
 
+/// Count `delta` bytes if `p` (what mimalloc returned) is a block.
+#[inline]
+fn counted(p: *mut std::ffi::c_void, delta: isize) -> *mut u8 {
+    if !p.is_null() {
+        count(delta);
+    }
+    p.cast()
+}
+
 /// mimalloc with byte counting.
 pub struct Counting;
 
@@ -84,11 +93,8 @@ unsafe impl GlobalAlloc for Counting {
             } else {
                 mi::mi_malloc_aligned(size, align)
             }
-        } as *mut u8;
-        if !p.is_null() {
-            count(size as isize);
-        }
-        p
+        };
+        counted(p, size as isize)
     }
 
     #[inline]
@@ -108,11 +114,8 @@ unsafe impl GlobalAlloc for Counting {
             } else {
                 mi::mi_zalloc_aligned(size, align)
             }
-        } as *mut u8;
-        if !p.is_null() {
-            count(size as isize);
-        }
-        p
+        };
+        counted(p, size as isize)
     }
 
     #[inline]
@@ -126,11 +129,8 @@ unsafe impl GlobalAlloc for Counting {
             } else {
                 mi::mi_realloc_aligned(ptr.cast(), new_size, align)
             }
-        } as *mut u8;
-        if !p.is_null() {
-            count(new_size as isize - layout.size() as isize);
-        }
-        p
+        };
+        counted(p, new_size as isize - layout.size() as isize)
     }
 }
 
