@@ -323,34 +323,41 @@ fn write_key_specs(out: &mut ReplyBuf, specs: &[KeySpecMeta]) {
                 lastkey,
                 keystep,
                 limit,
-            } => {
-                out.bulk(b"range");
-                out.bulk(b"spec");
-                out.map(3);
-                out.bulk(b"lastkey");
-                out.int(lastkey);
-                out.bulk(b"keystep");
-                out.int(keystep);
-                out.bulk(b"limit");
-                out.int(limit);
-            }
+            } => find_spec(
+                out,
+                b"range",
+                [
+                    (b"lastkey", lastkey),
+                    (b"keystep", keystep),
+                    (b"limit", limit),
+                ],
+            ),
             Find::Keynum {
                 keynumidx,
                 firstkey,
                 keystep,
-            } => {
-                out.bulk(b"keynum");
-                out.bulk(b"spec");
-                out.map(3);
-                out.bulk(b"keynumidx");
-                out.int(keynumidx);
-                out.bulk(b"firstkey");
-                out.int(firstkey);
-                out.bulk(b"keystep");
-                out.int(keystep);
-            }
+            } => find_spec(
+                out,
+                b"keynum",
+                [
+                    (b"keynumidx", keynumidx),
+                    (b"firstkey", firstkey),
+                    (b"keystep", keystep),
+                ],
+            ),
             Find::Unknown => unknown(out),
         }
+    }
+}
+
+/// A `find_keys` search's type and its spec of integer fields.
+fn find_spec(out: &mut ReplyBuf, kind: &[u8], fields: [(&[u8], i64); 3]) {
+    out.bulk(kind);
+    out.bulk(b"spec");
+    out.map(fields.len());
+    for (name, value) in fields {
+        out.bulk(name);
+        out.int(value);
     }
 }
 
