@@ -76,6 +76,23 @@ fn counted(p: *mut std::ffi::c_void, delta: isize) -> *mut u8 {
     p.cast()
 }
 
+/// A new block for `layout` (zeroed or not: a constant at every call, so the choice folds
+/// away), counted.
+#[inline(always)]
+fn allocate(layout: Layout, zeroed: bool) -> *mut u8 {
+    let (size, align) = (layout.size(), layout.align());
+    // SAFETY: mimalloc's allocation functions have no preconditions.
+    let p = unsafe {
+        match (plain(size, align), zeroed) {
+            (true, false) => mi::mi_malloc(size),
+            (true, true) => mi::mi_zalloc(size),
+            (false, false) => mi::mi_malloc_aligned(size, align),
+            (false, true) => mi::mi_zalloc_aligned(size, align),
+        }
+    };
+    counted(p, size as isize)
+}
+
 /// mimalloc with byte counting.
 pub struct Counting;
 
@@ -85,16 +102,7 @@ pub struct Counting;
 unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let (size, align) = (layout.size(), layout.align());
-        // SAFETY: mimalloc's allocation functions have no preconditions.
-        let p = unsafe {
-            if plain(size, align) {
-                mi::mi_malloc(size)
-            } else {
-                mi::mi_malloc_aligned(size, align)
-            }
-        };
-        counted(p, size as isize)
+        allocate(layout, false)
     }
 
     #[inline]
@@ -106,16 +114,7 @@ unsafe impl GlobalAlloc for Counting {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let (size, align) = (layout.size(), layout.align());
-        // SAFETY: as `alloc`.
-        let p = unsafe {
-            if plain(size, align) {
-                mi::mi_zalloc(size)
-            } else {
-                mi::mi_zalloc_aligned(size, align)
-            }
-        };
-        counted(p, size as isize)
+        allocate(layout, true)
     }
 
     #[inline]
