@@ -28,9 +28,7 @@ fn encode_args<'a>(out: &mut Vec<u8>, argv: impl ExactSizeIterator<Item = &'a [u
     out.reserve(argv.clone().map(|a| a.len() + 24).sum::<usize>() + 24);
     header(out, b'*', argv.len());
     for a in argv {
-        header(out, b'$', a.len());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        bulk_reserved(out, a);
     }
 }
 
@@ -59,6 +57,12 @@ fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
 /// One bulk string.
 pub(super) fn bulk(out: &mut Vec<u8>, b: &[u8]) {
     out.reserve(b.len() + 26);
+    bulk_reserved(out, b);
+}
+
+/// [`bulk`] where the caller reserved room for it.
+#[inline(always)]
+fn bulk_reserved(out: &mut Vec<u8>, b: &[u8]) {
     header(out, b'$', b.len());
     out.extend_from_slice(b);
     out.extend_from_slice(b"\r\n");
